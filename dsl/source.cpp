@@ -1,0 +1,54 @@
+#include "source.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "kdsl/error.h"
+
+namespace kdsl {
+
+SourceFile::SourceFile(std::string path, std::string text)
+    : path_(std::move(path)), text_(std::move(text)) {
+  line_starts_.push_back(0);
+  for (uint32_t i = 0; i < text_.size(); ++i) {
+    if (text_[i] == '\n' && i + 1 < text_.size()) line_starts_.push_back(i + 1);
+  }
+}
+
+std::shared_ptr<const SourceFile> SourceFile::read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  return std::make_shared<const SourceFile>(path, ss.str());
+}
+
+std::string_view SourceFile::line_text(uint32_t line) const {
+  if (line == 0 || line > line_starts_.size()) return {};
+  uint32_t begin = line_starts_[line - 1];
+  uint32_t end = line < line_starts_.size() ? line_starts_[line] : text_.size();
+  while (end > begin && (text_[end - 1] == '\n' || text_[end - 1] == '\r')) --end;
+  return std::string_view(text_).substr(begin, end - begin);
+}
+
+void SourceFile::line_col(uint32_t offset, uint32_t* line, uint32_t* col) const {
+  offset = std::min<uint32_t>(offset, text_.size());
+  auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+  uint32_t idx = static_cast<uint32_t>(it - line_starts_.begin());  // >= 1
+  *line = idx;
+  *col = offset - line_starts_[idx - 1] + 1;
+}
+
+SourceLoc SourceLoc::at(const SourceFile* f, uint32_t offset) {
+  SourceLoc loc;
+  loc.file = f;
+  loc.offset = offset;
+  if (f) f->line_col(offset, &loc.line, &loc.col);
+  return loc;
+}
+
+}  // namespace kdsl
