@@ -1,0 +1,213 @@
+// Internal to sema: values during lowering, the module scope and the lowering context.
+// Split over sema_scope.cpp (names, constants, kernel headers), sema_expr.cpp (expressions and
+// built-ins) and sema_stmt.cpp (statements, stores, helpers, whole kernels).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ast.h"
+#include "diagnostics.h"
+#include "ir.h"
+#include "sema.h"
+
+namespace kdsl::sema {
+
+/// A value during lowering. Most are IR nodes; the rest exist only at compile time.
+struct Value {
+  enum class Kind : uint8_t {
+    error,      // an error was already reported; operations on it stay silent
+    node,       // an IR node (id, type)
+    weak,       // an untyped number (literal or unannotated constant); adapts to the other operand
+    tuple,      // elems
+    tensor,     // a tensor parameter (index); usable bare as a vector when 1-D over the vector axis
+    loopvar,    // a parallel loop variable (index)
+    helper,     // a helper function (fn)
+    dtype,      // a dtype or bound generic, usable as a cast (dtype)
+    undefined,  // a local assigned on only one path of an if (where = the if)
+  };
+  Kind kind = Kind::error;
+  ir::ValueId id = -1;
+  ir::Type type;
+  double num = 0;
+  bool is_int = false;
+  std::vector<Value> elems;
+  int32_t index = -1;
+  const ast::FunctionDef* fn = nullptr;
+  DType dtype = DType::f32;
+  SourceLoc where;
+
+  static Value error() { return {}; }
+  static Value of(ir::ValueId id, ir::Type t) {
+    Value v;
+    v.kind = Kind::node;
+    v.id = id;
+    v.type = t;
+    return v;
+  }
+  static Value weak(double num, bool is_int) {
+    Value v;
+    v.kind = Kind::weak;
+    v.num = num;
+    v.is_int = is_int;
+    return v;
+  }
+  bool is_error() const { return kind == Kind::error; }
+  bool is_vector() const { return kind == Kind::node && type.form == ir::Form::vector; }
+  bool same_as(const Value& o) const;
+};
+
+/// A module-level constant after evaluation.
+struct ConstValue {
+  double value = 0;
+  bool is_int = false;
+  std::optional<DType> dtype;  // set for annotated constants (`EPS: f32 = 1e-6`)
+};
+
+/// Named dtype sets usable as generic constraints: float, half, real, complex.
+std::optional<std::vector<DType>> dtype_set(const std::string& name);
+
+/// Module-level names: helpers, kernels and constants (evaluated on first use, cycles reported).
+class ModuleScope {
+ public:
+  ModuleScope(const ast::Module& m, Diagnostics& diags);
+
+  const ast::Module& module() const { return module_; }
+  Diagnostics& diags() { return diags_; }
+  const ast::FunctionDef* function(const std::string& name) const;
+  bool has_constant(const std::string& name) const { return constants_.count(name) > 0; }
+  /// The value of constant `name`; nullopt (error reported once) when it cannot be evaluated.
+  std::optional<ConstValue> constant(const std::string& name);
+  /// Every module-level name, for did-you-mean hints.
+  std::vector<std::string> names() const;
+  /// True the first time a given (location, message) is reported through it: module-level
+  /// errors found while lowering several kernels are reported once.
+  bool first_report(const SourceLoc& loc, const std::string& msg);
+
+ private:
+  const ast::Module& module_;
+  Diagnostics& diags_;
+  std::map<std::string, const ast::FunctionDef*> functions_;
+  std::map<std::string, const ast::ConstDef*> constants_;
+  std::map<std::string, std::optional<ConstValue>> evaluated_;
+  std::set<std::string> evaluating_;
+  std::set<std::pair<uint32_t, std::string>> reported_;
+};
+
+/// Builds the signature of a kernel's header (generics, parameters, shape symbols, vector axis).
+/// Reports errors and returns nullopt when the header is malformed.
+std::optional<KernelSignature> build_signature(ModuleScope& scope, const ast::FunctionDef& fn);
+
+/// Appends IR nodes with common-subexpression elimination.
+class Builder {
+ public:
+  explicit Builder(std::vector<ir::Node>* nodes) : nodes_(nodes) {}
+  ir::ValueId add(ir::Node n);
+  const ir::Node& node(ir::ValueId id) const { return (*nodes_)[static_cast<size_t>(id)]; }
+
+ private:
+  std::vector<ir::Node>* nodes_;
+  std::unordered_map<std::string, ir::ValueId> seen_;
+};
+
+/// Pending value of one output view while the kernel body is lowered.
+struct StoreState {
+  enum class Kind : uint8_t { unset, written, accumulated };
+  Kind kind = Kind::unset;
+  Value value;  // written: the value; accumulated: the running sum (accumulator dtype)
+  ir::StoreKind store = ir::StoreKind::write;
+  SourceLoc loc;
+};
+
+struct StoreKey {
+  int32_t tensor;
+  ir::View view;
+  bool operator<(const StoreKey& o) const;
+};
+
+/// Lowers one kernel (or, with no kernel, evaluates constant expressions).
+class Lowerer {
+ public:
+  Lowerer(ModuleScope& scope, const KernelSignature* sig, ir::Kernel* kernel);
+
+  // Expressions (sema_expr.cpp).
+  Value expr(const ast::Expr& e);
+  /// Converts a weak number to a node of dtype `t` (reporting a float literal used as integer).
+  Value materialize(const Value& v, DType t, const ast::Expr* at);
+  /// Converts a weak number to a node of its default dtype (f32, or i32 for integers).
+  Value to_node(const Value& v, const ast::Expr* at);
+  Value constant(double v, DType t, ir::Form form = ir::Form::scalar);
+  Value cast(const Value& v, DType t, const ast::Expr* at);
+  Value select(const Value& c, const Value& a, const Value& b, const ast::Expr* at);
+  Value binary(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at, const char* spelling);
+
+  // Statements (sema_stmt.cpp).
+  void lower_kernel_body(const ast::FunctionDef& fn);
+  void finish_stores(const ast::FunctionDef& fn);
+
+  Diagnostics& diags() { return scope_.diags(); }
+  ModuleScope& scope() { return scope_; }
+
+ private:
+  friend struct ExprRules;
+  struct Frame {
+    std::map<std::string, Value> locals;
+    bool helper = false;
+  };
+
+  // Names.
+  Value lookup(const ast::Expr& name);
+  std::vector<std::string> visible_names() const;
+  void bind(const std::string& name, Value v, const ast::Expr& at);
+
+  // Expressions.
+  Value subscript(const ast::Expr& e);
+  Value view(const ast::Expr& e, int32_t tensor, ir::View* out_view);
+  bool parse_view(const ast::Expr& e, int32_t tensor, ir::View* out);
+  Value call(const ast::Expr& e);
+  Value call_builtin(const std::string& name, const ast::Expr& e, std::vector<Value>& args);
+  Value call_helper(const ast::FunctionDef& fn, const ast::Expr& e, std::vector<Value>& args);
+  Value unary_math(ir::UnaryFn fn, const Value& a, const ast::Expr& at);
+  Value reduce(ir::ReduceKind kind, const Value& a, const ast::Expr& at, const std::string& fname);
+  Value compare(ir::CompareFn fn, Value a, Value b, const ast::Expr& at, const char* spelling);
+  Value logical(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at, const char* spelling);
+  Value vector_of_tensor(int32_t tensor, const ast::Expr& at);
+  Value scan_call(const std::string& name, const ast::Expr& e, std::vector<Value>& args);
+  Value shift_call(const ast::Expr& e, std::vector<Value>& args);
+  bool unify(Value& a, Value& b, const ast::Expr& at, const char* spelling);
+  bool expect_node(const Value& v, const ast::Expr& at, const char* what);
+  std::string describe(const Value& v) const;
+  const ast::Expr* keyword(const ast::Expr& call, const std::string& name) const;
+
+  // Statements.
+  void stmt(const ast::Stmt& s);
+  void stmts(const std::vector<ast::StmtPtr>& body);
+  void assign(const ast::Expr& target, const Value& v, const ast::Stmt& s);
+  void aug_assign(const ast::Stmt& s);
+  void store(const ast::Expr& target, Value v, bool accumulate, const ast::Stmt& s);
+  void if_stmt(const ast::Stmt& s);
+  void for_stmt(const ast::Stmt& s);
+  Value merge(const Value& cond, const Value& a, const Value& b, const std::string& what,
+              const ast::Stmt& s);
+
+  ModuleScope& scope_;
+  const KernelSignature* sig_;
+  ir::Kernel* kernel_;
+  std::vector<ir::Node> scratch_;  // nodes when evaluating constants without a kernel
+  Builder kernel_builder_;
+  Builder* builder_;
+  std::vector<Frame> frames_;
+  std::vector<const ast::FunctionDef*> inline_stack_;
+  std::map<StoreKey, StoreState> stores_;
+  bool in_loop_ = false;
+  bool loop_seen_ = false;
+};
+
+/// Evaluates a constant expression (numbers, constants, arithmetic, math functions) to a number.
+std::optional<ConstValue> eval_constant_expr(ModuleScope& scope, const ast::Expr& e);
+
+}  // namespace kdsl::sema

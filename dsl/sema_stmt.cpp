@@ -1,0 +1,790 @@
+// Statements, stores, helpers and whole kernels.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "kdsl/error.h"
+#include "sema_internal.h"
+
+namespace kdsl::sema {
+
+using ir::Form;
+using ir::Op;
+using Kind = Value::Kind;
+
+bool StoreKey::operator<(const StoreKey& o) const {
+  if (tensor != o.tensor) return tensor < o.tensor;
+  return std::lexicographical_compare(
+      view.begin(), view.end(), o.view.begin(), o.view.end(),
+      [](const ir::AxisIndex& a, const ir::AxisIndex& b) {
+        return std::tie(a.kind, a.value) < std::tie(b.kind, b.value);
+      });
+}
+
+namespace {
+
+const char* stmt_keyword(const ast::Stmt& s) {
+  switch (s.kind) {
+    case ast::StmtKind::for_: return "for";
+    case ast::StmtKind::if_: return "if";
+    case ast::StmtKind::return_: return "return";
+    default: return "statement";
+  }
+}
+
+bool is_parallel_loop(const ast::Stmt& s) {
+  return s.kind == ast::StmtKind::for_ && s.value && s.value->kind == ast::ExprKind::call &&
+         s.value->args[0]->kind == ast::ExprKind::name && s.value->args[0]->name == "parallel";
+}
+
+// Two views of one tensor are disjoint when some axis has different constant positions.
+bool disjoint(const ir::View& a, const ir::View& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (a[i].kind == ir::AxisIndex::Kind::constant && b[i].kind == ir::AxisIndex::Kind::constant &&
+        a[i].value != b[i].value) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void Lowerer::bind(const std::string& name, Value v, const ast::Expr& at) {
+  const char* what = nullptr;
+  if (kernel_ && !frames_.back().helper) {
+    for (const auto& t : kernel_->tensors) {
+      if (t.name == name) what = "a tensor parameter";
+    }
+    for (const auto& s : kernel_->scalars) {
+      if (s.name == name) what = "a scalar parameter";
+    }
+    for (const auto& s : kernel_->symbols) {
+      if (s.name == name) what = "a shape symbol";
+    }
+    for (const auto& l : kernel_->loop) {
+      if (l.name == name) what = "a loop variable";
+    }
+    for (const auto& g : kernel_->generics) {
+      if (g.first == name) what = "a generic";
+    }
+  }
+  if (!what && scope_.has_constant(name)) what = "a module constant";
+  if (!what && scope_.function(name)) what = "a function";
+  if (!what && parse_dtype(name)) what = "a dtype";
+  if (what) {
+    diags().error(at.loc, fmt::format("cannot assign to '{}': it is {}", name, what), at.span());
+    return;
+  }
+  if (v.kind == Kind::helper || v.kind == Kind::dtype || v.kind == Kind::loopvar) {
+    diags().error(at.loc, fmt::format("cannot assign {} to a variable", describe(v)), at.span());
+    v = Value::error();
+  }
+  frames_.back().locals[name] = std::move(v);
+}
+
+void Lowerer::stmts(const std::vector<ast::StmtPtr>& body) {
+  for (const auto& s : body) stmt(*s);
+}
+
+void Lowerer::stmt(const ast::Stmt& s) {
+  switch (s.kind) {
+    case ast::StmtKind::assign: {
+      Value v = expr(*s.value);
+      assign(*s.targets[0], v, s);
+      return;
+    }
+    case ast::StmtKind::aug_assign: aug_assign(s); return;
+    case ast::StmtKind::expr: {
+      Value v = expr(*s.value);
+      if (!v.is_error()) {
+        auto& d = diags().error(s.value->loc, "this expression's value is not used",
+                                s.value->span());
+        d.hint = "assign it to a variable or store it into an output";
+      }
+      return;
+    }
+    case ast::StmtKind::pass: return;
+    case ast::StmtKind::return_:
+      diags().error(s.loc,
+                    frames_.back().helper
+                        ? "return must be the last statement of a helper"
+                        : "kernels do not return values; they write Out[...] parameters",
+                    6);
+      return;
+    case ast::StmtKind::for_: for_stmt(s); return;
+    case ast::StmtKind::if_: if_stmt(s); return;
+  }
+}
+
+void Lowerer::assign(const ast::Expr& target, const Value& v0, const ast::Stmt& s) {
+  Value v = v0;
+  if (v.kind == Kind::tensor && kernel_) v = vector_of_tensor(v.index, *s.value);
+  switch (target.kind) {
+    case ast::ExprKind::name: bind(target.name, v, target); return;
+    case ast::ExprKind::tuple: {
+      if (v.is_error()) {
+        for (const auto& t : target.args) assign(*t, v, s);
+        return;
+      }
+      if (v.kind != Kind::tuple || v.elems.size() != target.args.size()) {
+        diags().error(target.loc,
+                      fmt::format("cannot unpack {} into {} targets", describe(v),
+                                  target.args.size()),
+                      target.span());
+        return;
+      }
+      for (size_t i = 0; i < target.args.size(); ++i) assign(*target.args[i], v.elems[i], s);
+      return;
+    }
+    case ast::ExprKind::subscript: store(target, v, false, s); return;
+    default:
+      diags().error(target.loc, "cannot assign to this expression", target.span());
+      return;
+  }
+}
+
+void Lowerer::aug_assign(const ast::Stmt& s) {
+  static const char* const spellings[] = {"+", "-", "*", "/", "//", "%", "**"};
+  const ast::Expr& target = *s.targets[0];
+  Value v = expr(*s.value);
+  if (target.kind == ast::ExprKind::subscript) {
+    if (s.aug_op != ast::BinaryOp::add) {
+      diags().error(s.loc, "only += is supported on tensor elements", s.end - s.loc.offset);
+      return;
+    }
+    store(target, v, true, s);
+    return;
+  }
+  if (target.kind != ast::ExprKind::name) {
+    diags().error(target.loc, "cannot assign to this expression", target.span());
+    return;
+  }
+  Value old = lookup(target);
+  auto op = static_cast<uint8_t>(s.aug_op);
+  bind(target.name, binary(static_cast<ir::BinaryFn>(op), old, v, *s.value, spellings[op]),
+       target);
+}
+
+void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast::Stmt& s) {
+  if (frames_.back().helper) {
+    diags().error(target.loc, "helpers cannot write to tensors; return the value instead",
+                  target.span());
+    return;
+  }
+  const ast::Expr& base = *target.args[0];
+  Value b = base.kind == ast::ExprKind::name ? lookup(base) : Value::error();
+  if (b.is_error()) {
+    if (base.kind != ast::ExprKind::name) {
+      diags().error(base.loc, "only tensor parameters can be stored into", base.span());
+    }
+    return;
+  }
+  if (b.kind != Kind::tensor) {
+    diags().error(base.loc, fmt::format("cannot store into {}", describe(b)), base.span());
+    return;
+  }
+  const ir::TensorParam& t = kernel_->tensors[b.index];
+  if (t.role == ir::Role::in) {
+    auto& d = diags().error(base.loc,
+                            fmt::format("'{}' is an input (Tensor[...]) and cannot be written",
+                                        t.name),
+                            base.span());
+    d.hint = "declare it Out[...] or InOut[...]";
+    return;
+  }
+  if (!in_loop_) {
+    diags().error(target.loc, "outputs are written inside the parallel loop", target.span());
+    return;
+  }
+  StoreKey key{b.index, {}};
+  if (!parse_view(target, b.index, &key.view)) return;
+  bool vector_view = false;
+  std::vector<bool> used(kernel_->loop.size(), false);
+  for (const auto& a : key.view) {
+    if (a.kind == ir::AxisIndex::Kind::vector) vector_view = true;
+    if (a.kind == ir::AxisIndex::Kind::loop) used[a.value] = true;
+  }
+  std::string missing;
+  for (size_t i = 0; i < used.size(); ++i) {
+    if (!used[i]) missing += (missing.empty() ? "" : ", ") + kernel_->loop[i].name;
+  }
+  bool reduce = !missing.empty();
+  if (reduce && !accumulate) {
+    auto& d = diags().error(target.loc,
+                            fmt::format("this store does not depend on loop variable {}, so every "
+                                        "iteration would write the same elements",
+                                        missing),
+                            target.span());
+    d.hint = fmt::format("use += to sum over {} (a column reduction)", missing);
+    return;
+  }
+  if (v.kind == Kind::tensor) v = vector_of_tensor(v.index, *s.value);
+  if (v.is_error()) return;
+  if (!expect_node(v, *s.value, "a store")) return;
+  if (!vector_view && v.is_vector()) {
+    auto& d = diags().error(s.value->loc,
+                            fmt::format("{} is one element per iteration, but the value is a "
+                                        "vector",
+                                        t.name),
+                            s.value->span());
+    d.hint = "reduce it first, e.g. sum(...), max(...), mean(...)";
+    return;
+  }
+  DType acc = accumulator_dtype(t.dtype);
+  if (v.kind == Kind::weak) v = materialize(v, accumulate ? acc : t.dtype, s.value.get());
+  if (v.is_error()) return;
+  bool dtype_ok = v.type.dtype == t.dtype || (accumulate && v.type.dtype == acc);
+  if (!dtype_ok) {
+    std::string spelled = std::string(dtype_name(t.dtype));
+    for (const auto& p : sig_->params) {
+      if (p.name == t.name && p.generic >= 0) spelled = sig_->generics[p.generic].name;
+    }
+    auto& d = diags().error(s.value->loc,
+                            fmt::format("the value stored into '{}' is {}, but '{}' holds {}{}",
+                                        t.name, dtype_name(v.type.dtype), t.name,
+                                        dtype_name(t.dtype),
+                                        accumulate ? fmt::format(" (+= also takes {})",
+                                                                 dtype_name(acc))
+                                                   : ""),
+                            s.value->span());
+    d.hint = fmt::format("convert explicitly: {}(...)", spelled);
+    return;
+  }
+  for (const auto& [k, st] : stores_) {
+    if (k.tensor == key.tensor && !(k.view == key.view) && !disjoint(k.view, key.view)) {
+      diags().error(target.loc,
+                    fmt::format("'{}' is written through two overlapping views (see line {})",
+                                t.name, st.loc.line),
+                    target.span());
+      return;
+    }
+  }
+  StoreState& st = stores_[key];
+  if (st.kind != StoreState::Kind::unset && st.store != (reduce ? ir::StoreKind::reduce
+                                                                 : ir::StoreKind::write)) {
+    diags().error(target.loc, "internal: mixed store kinds", target.span());
+    return;
+  }
+  st.store = reduce ? ir::StoreKind::reduce : ir::StoreKind::write;
+  st.loc = target.loc;
+  if (!accumulate) {
+    st.kind = StoreState::Kind::written;
+    st.value = v;
+    return;
+  }
+  Value c = cast(v, acc, s.value.get());
+  Value base_value;
+  if (st.kind != StoreState::Kind::unset) {
+    base_value = cast(st.value, acc, s.value.get());
+  } else if (!reduce && t.role == ir::Role::inout) {
+    ir::Node n;
+    n.op = Op::load;
+    n.index = key.tensor;
+    n.view = key.view;
+    n.type = {t.dtype, vector_view ? Form::vector : Form::scalar};
+    n.loc = target.loc;
+    ir::Type type = n.type;
+    base_value = cast(Value::of(builder_->add(std::move(n)), type), acc, s.value.get());
+  }
+  st.value = base_value.kind == Kind::node ? binary(ir::BinaryFn::add, base_value, c, *s.value, "+")
+                                           : c;
+  st.kind = StoreState::Kind::accumulated;
+}
+
+Value Lowerer::merge(const Value& cond, const Value& a, const Value& b, const std::string& what,
+                     const ast::Stmt& s) {
+  if (a.same_as(b)) return a;
+  if (a.kind == Kind::undefined || b.kind == Kind::undefined) {
+    Value u;
+    u.kind = Kind::undefined;
+    u.where = s.loc;
+    return u;
+  }
+  if (a.is_error() || b.is_error() || cond.is_error()) return Value::error();
+  if (a.kind == Kind::tuple && b.kind == Kind::tuple && a.elems.size() == b.elems.size()) {
+    Value t;
+    t.kind = Kind::tuple;
+    for (size_t i = 0; i < a.elems.size(); ++i) {
+      t.elems.push_back(merge(cond, a.elems[i], b.elems[i], what, s));
+    }
+    return t;
+  }
+  bool numeric = (a.kind == Kind::node || a.kind == Kind::weak) &&
+                 (b.kind == Kind::node || b.kind == Kind::weak);
+  if (!numeric || (a.kind == Kind::node && b.kind == Kind::node &&
+                   a.type.dtype != b.type.dtype)) {
+    diags().error(s.loc,
+                  fmt::format("'{}' is {} on one branch of this if and {} on the other", what,
+                              describe(a), describe(b)),
+                  2);
+    return Value::error();
+  }
+  return select(cond, a, b, s.value.get());
+}
+
+void Lowerer::if_stmt(const ast::Stmt& s) {
+  Value cond = expr(*s.value);
+  if (!cond.is_error()) {
+    if (cond.kind != Kind::node || cond.type.dtype != DType::b8) {
+      diags().error(s.value->loc,
+                    fmt::format("an if condition must be a bool, not {}", describe(cond)),
+                    s.value->span());
+      cond = Value::error();
+    } else if (cond.is_vector()) {
+      auto& d = diags().error(s.value->loc,
+                              "an if condition must be uniform (a scalar), but this one is a "
+                              "vector",
+                              s.value->span());
+      d.hint = "use where(cond, a, b) to choose per element";
+      cond = Value::error();
+    }
+  }
+  auto locals_before = frames_.back().locals;
+  auto stores_before = stores_;
+  stmts(s.body);
+  auto then_locals = frames_.back().locals;
+  auto then_stores = stores_;
+  frames_.back().locals = locals_before;
+  stores_ = stores_before;
+  stmts(s.orelse);
+  auto else_locals = frames_.back().locals;
+  auto else_stores = stores_;
+
+  std::map<std::string, Value> merged;
+  for (const auto* side : {&then_locals, &else_locals}) {
+    for (const auto& [name, v] : *side) {
+      if (merged.count(name)) continue;
+      auto a = then_locals.find(name);
+      auto b = else_locals.find(name);
+      Value undef;
+      undef.kind = Kind::undefined;
+      undef.where = s.loc;
+      const Value& va = a != then_locals.end() ? a->second : undef;
+      const Value& vb = b != else_locals.end() ? b->second : undef;
+      merged[name] = merge(cond, va, vb, name, s);
+    }
+  }
+  frames_.back().locals = std::move(merged);
+
+  std::map<StoreKey, StoreState> merged_stores;
+  for (const auto* side : {&then_stores, &else_stores}) {
+    for (const auto& [key, st] : *side) {
+      if (merged_stores.count(key)) continue;
+      StoreState empty;
+      auto a = then_stores.find(key);
+      auto b = else_stores.find(key);
+      StoreState sa = a != then_stores.end() ? a->second : empty;
+      StoreState sb = b != else_stores.end() ? b->second : empty;
+      const ir::TensorParam& t = kernel_->tensors[key.tensor];
+      DType acc = accumulator_dtype(t.dtype);
+      StoreState out = sa.kind != StoreState::Kind::unset ? sa : sb;
+      bool reduce = out.store == ir::StoreKind::reduce;
+      auto fill = [&](StoreState& x) {
+        if (x.kind != StoreState::Kind::unset) return true;
+        if (reduce) {
+          x.value = constant(0, acc);
+        } else if (t.role == ir::Role::inout) {
+          ir::Node n;
+          n.op = Op::load;
+          n.index = key.tensor;
+          n.view = key.view;
+          bool vec = std::any_of(key.view.begin(), key.view.end(), [](const ir::AxisIndex& i) {
+            return i.kind == ir::AxisIndex::Kind::vector;
+          });
+          n.type = {t.dtype, vec ? Form::vector : Form::scalar};
+          ir::Type type = n.type;
+          x.value = Value::of(builder_->add(std::move(n)), type);
+        } else {
+          auto& d = diags().error(out.loc,
+                                  fmt::format("'{}' is written on only one branch of the if at "
+                                              "line {}",
+                                              t.name, s.loc.line),
+                                  static_cast<uint32_t>(t.name.size()));
+          d.hint = "write it on both branches, or choose the value with where(...)";
+          return false;
+        }
+        x.kind = StoreState::Kind::written;
+        return true;
+      };
+      if (!fill(sa) || !fill(sb)) continue;
+      if (!(sa.value.same_as(sb.value))) {
+        Value va = sa.value, vb = sb.value;
+        if (va.kind == Kind::node && vb.kind == Kind::node && va.type.dtype != vb.type.dtype) {
+          va = cast(va, acc, s.value.get());
+          vb = cast(vb, acc, s.value.get());
+        }
+        out.value = cond.is_error() ? Value::error() : select(cond, va, vb, s.value.get());
+      }
+      out.kind = sa.kind == StoreState::Kind::accumulated || sb.kind == StoreState::Kind::accumulated
+                     ? StoreState::Kind::accumulated
+                     : StoreState::Kind::written;
+      merged_stores[key] = out;
+    }
+  }
+  stores_ = std::move(merged_stores);
+}
+
+void Lowerer::for_stmt(const ast::Stmt& s) {
+  if (!is_parallel_loop(s)) {
+    auto& d = diags().error(s.loc, "for loops iterate over parallel(...) only", 3);
+    d.hint = "work along the vector axis is written with vectors, reductions and scans";
+    return;
+  }
+  if (in_loop_ || frames_.back().helper || loop_seen_) {
+    diags().error(s.loc,
+                  "a kernel has exactly one parallel loop, at the top level of its body; "
+                  "loops along the vector axis are implicit (vectors)",
+                  3);
+    return;
+  }
+  for (const auto& t : s.targets) {
+    for (const auto& [name, v] : frames_.back().locals) {
+      if (name == t->name) {
+        diags().error(t->loc, fmt::format("loop variable '{}' hides a local variable", name),
+                      t->span());
+      }
+    }
+  }
+  in_loop_ = true;
+  stmts(s.body);
+  in_loop_ = false;
+  loop_seen_ = true;
+}
+
+void Lowerer::lower_kernel_body(const ast::FunctionDef& fn) {
+  bool after_reported = false;
+  for (const auto& s : fn.body) {
+    if (loop_seen_) {
+      if (!after_reported) {
+        diags().error(s->loc,
+                      "statements after the parallel loop are not supported; move them into "
+                      "the loop",
+                      static_cast<uint32_t>(std::string(stmt_keyword(*s)).size()));
+        after_reported = true;
+      }
+      continue;
+    }
+    stmt(*s);
+  }
+  finish_stores(fn);
+}
+
+void Lowerer::finish_stores(const ast::FunctionDef& fn) {
+  for (auto& [key, st] : stores_) {
+    if (st.value.is_error() || st.value.kind != Kind::node) continue;
+    const ir::TensorParam& t = kernel_->tensors[key.tensor];
+    Value v = st.value;
+    if (st.store == ir::StoreKind::write) v = cast(v, t.dtype, nullptr);
+    if (v.is_error()) continue;
+    kernel_->stores.push_back(ir::Store{key.tensor, key.view, v.id, st.store, st.loc});
+  }
+  for (size_t i = 0; i < kernel_->tensors.size(); ++i) {
+    const ir::TensorParam& t = kernel_->tensors[i];
+    if (t.role == ir::Role::in) continue;
+    bool written = std::any_of(stores_.begin(), stores_.end(),
+                               [&](const auto& kv) { return kv.first.tensor == (int32_t)i; });
+    if (!written) {
+      diags().error(t.loc, fmt::format("output '{}' is never written", t.name),
+                    static_cast<uint32_t>(t.name.size()));
+    }
+  }
+  (void)fn;
+}
+
+Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
+                           std::vector<Value>& args) {
+  if (std::find(inline_stack_.begin(), inline_stack_.end(), &fn) != inline_stack_.end()) {
+    diags().error(e.loc,
+                  fmt::format("recursive call of helper '{}' (helpers are inlined, so they "
+                              "cannot recurse)",
+                              fn.name),
+                  e.span());
+    return Value::error();
+  }
+  if (!fn.generics.empty()) {
+    diags().error(fn.loc,
+                  "helpers cannot have generics; leave parameters unannotated to accept any "
+                  "dtype",
+                  static_cast<uint32_t>(fn.name.size()));
+    return Value::error();
+  }
+  Frame frame;
+  frame.helper = true;
+  std::vector<bool> bound(fn.params.size(), false);
+  if (args.size() > fn.params.size()) {
+    diags().error(e.loc,
+                  fmt::format("'{}' takes {} arguments ({} given)", fn.name, fn.params.size(),
+                              args.size()),
+                  e.span());
+    return Value::error();
+  }
+  std::vector<Value> values(fn.params.size());
+  std::vector<const ast::Expr*> where(fn.params.size(), &e);
+  for (size_t i = 0; i < args.size(); ++i) {
+    values[i] = args[i];
+    where[i] = e.args[i + 1].get();
+    bound[i] = true;
+  }
+  for (const auto& k : e.keywords) {
+    size_t i = 0;
+    while (i < fn.params.size() && fn.params[i].name != k.name) ++i;
+    if (i == fn.params.size() || bound[i]) {
+      diags().error(k.loc,
+                    i == fn.params.size()
+                        ? fmt::format("'{}' has no parameter '{}'", fn.name, k.name)
+                        : fmt::format("argument '{}' of '{}' is given twice", k.name, fn.name),
+                    static_cast<uint32_t>(k.name.size()));
+      return Value::error();
+    }
+    values[i] = expr(*k.value);
+    where[i] = k.value.get();
+    bound[i] = true;
+  }
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    const ast::Param& p = fn.params[i];
+    if (!bound[i]) {
+      if (!p.default_value) {
+        diags().error(e.loc, fmt::format("missing argument '{}' in call to '{}'", p.name, fn.name),
+                      e.span());
+        return Value::error();
+      }
+      auto c = eval_constant_expr(scope_, *p.default_value);
+      if (!c) return Value::error();
+      values[i] = c->dtype ? constant(c->value, *c->dtype) : Value::weak(c->value, c->is_int);
+    }
+    Value& v = values[i];
+    if (v.is_error()) return v;
+    if (v.kind == Kind::tensor) {
+      diags().error(where[i]->loc,
+                    "tensors cannot be passed to helpers; pass a view such as x[m, :]",
+                    where[i]->span());
+      return Value::error();
+    }
+    if (p.annotation) {
+      std::optional<DType> t;
+      if (p.annotation->kind == ast::ExprKind::name) t = parse_dtype(p.annotation->name);
+      if (!t) {
+        diags().error(p.annotation->loc, "a helper parameter's type is a dtype such as f32",
+                      p.annotation->span());
+        return Value::error();
+      }
+      v = materialize(v, *t, where[i]);
+      if (v.is_error()) return v;
+      if (v.kind != Kind::node || v.type.dtype != *t) {
+        diags().error(where[i]->loc,
+                      fmt::format("argument '{}' of '{}' must be {}, not {}", p.name, fn.name,
+                                  dtype_name(*t), describe(v)),
+                      where[i]->span());
+        return Value::error();
+      }
+    }
+    frame.locals[p.name] = v;
+  }
+  if (inline_stack_.size() >= 64) {
+    diags().error(e.loc, "helpers are nested more than 64 calls deep", e.span());
+    return Value::error();
+  }
+  frames_.push_back(std::move(frame));
+  inline_stack_.push_back(&fn);
+  Value result = Value::error();
+  bool returned = false;
+  for (size_t i = 0; i < fn.body.size(); ++i) {
+    const ast::Stmt& s = *fn.body[i];
+    if (s.kind == ast::StmtKind::return_ && i + 1 == fn.body.size()) {
+      if (s.value) {
+        result = expr(*s.value);
+      } else {
+        diags().error(s.loc, "a helper's return needs a value", 6);
+      }
+      returned = true;
+      break;
+    }
+    stmt(s);
+  }
+  if (!returned) {
+    diags().error(fn.loc, fmt::format("helper '{}' must end with a return statement", fn.name),
+                  static_cast<uint32_t>(fn.name.size()));
+  }
+  inline_stack_.pop_back();
+  frames_.pop_back();
+  return result;
+}
+
+namespace {
+
+// Removes nodes no store depends on and renumbers the rest, keeping their order.
+void eliminate_dead_nodes(ir::Kernel& k) {
+  std::vector<bool> live(k.nodes.size(), false);
+  for (const auto& s : k.stores) live[s.value] = true;
+  for (size_t i = k.nodes.size(); i-- > 0;) {
+    if (!live[i]) continue;
+    for (ir::ValueId a : k.nodes[i].args) live[a] = true;
+  }
+  std::vector<ir::ValueId> remap(k.nodes.size(), -1);
+  std::vector<ir::Node> kept;
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    if (!live[i]) continue;
+    ir::Node n = std::move(k.nodes[i]);
+    for (auto& a : n.args) a = remap[a];
+    remap[i] = static_cast<ir::ValueId>(kept.size());
+    kept.push_back(std::move(n));
+  }
+  k.nodes = std::move(kept);
+  for (auto& s : k.stores) s.value = remap[s.value];
+}
+
+ir::Kernel kernel_from_signature(const KernelSignature& sig, const std::vector<DType>& binding) {
+  ir::Kernel k;
+  k.name = sig.name;
+  k.docstring = sig.docstring;
+  k.loc = sig.loc;
+  for (size_t g = 0; g < sig.generics.size(); ++g) k.generics.push_back({sig.generics[g].name, binding[g]});
+  for (const SignatureParam& p : sig.params) {
+    DType t = p.generic >= 0 ? binding[p.generic] : p.dtype;
+    if (p.is_tensor) {
+      k.params.push_back({true, static_cast<int32_t>(k.tensors.size()), p.keyword_only});
+      k.tensors.push_back({p.name, t, p.shape, p.role, p.loc});
+    } else {
+      k.params.push_back({false, static_cast<int32_t>(k.scalars.size()), p.keyword_only});
+      k.scalars.push_back({p.name, t, p.default_value, p.loc});
+    }
+  }
+  k.symbols = sig.symbols;
+  for (size_t i = 0; i < sig.loop_vars.size(); ++i) {
+    k.loop.push_back({sig.loop_vars[i], sig.loop_extents[i]});
+  }
+  k.vector_symbol = sig.vector_symbol;
+  return k;
+}
+
+void check_binding(const KernelSignature& sig, const std::vector<DType>& binding) {
+  if (binding.size() != sig.generics.size()) {
+    throw ArgumentError(fmt::format("kernel '{}' has {} generics but {} dtypes were given",
+                                    sig.name, sig.generics.size(), binding.size()));
+  }
+  for (size_t g = 0; g < binding.size(); ++g) {
+    const auto& dom = sig.generics[g].domain;
+    if (std::find(dom.begin(), dom.end(), binding[g]) == dom.end()) {
+      std::string allowed;
+      for (DType t : dom) allowed += (allowed.empty() ? "" : ", ") + std::string(dtype_name(t));
+      throw ArgumentError(fmt::format("kernel '{}': {} = {} is not allowed ({} is one of {})",
+                                      sig.name, sig.generics[g].name, dtype_name(binding[g]),
+                                      sig.generics[g].name, allowed));
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace kdsl::sema
+
+namespace kdsl {
+
+std::optional<ir::Kernel> lower_kernel(const ast::Module& m, const std::string& name,
+                                       const std::vector<DType>& binding, Diagnostics& diags) {
+  sema::ModuleScope scope(m, diags);
+  const ast::FunctionDef* fn = scope.function(name);
+  if (!fn || !fn->is_kernel()) {
+    std::string kernels;
+    for (const auto& f : m.functions) {
+      if (f.is_kernel()) kernels += (kernels.empty() ? "" : ", ") + f.name;
+    }
+    throw ArgumentError(fmt::format("no kernel named '{}' in {} (kernels: {})", name,
+                                    m.file ? m.file->path() : "module",
+                                    kernels.empty() ? "none" : kernels));
+  }
+  auto sig = sema::build_signature(scope, *fn);
+  if (!sig) return std::nullopt;
+  sema::check_binding(*sig, binding);
+  ir::Kernel k = sema::kernel_from_signature(*sig, binding);
+  size_t errors = diags.error_count();
+  sema::Lowerer low(scope, &*sig, &k);
+  low.lower_kernel_body(*fn);
+  if (diags.error_count() != errors) return std::nullopt;
+  sema::eliminate_dead_nodes(k);
+  ir::verify(k);
+  return k;
+}
+
+namespace {
+
+// Adds `d` unless the same message at the same place is already reported.
+void add_unique(Diagnostics& diags, const Diagnostic& d) {
+  for (const auto& e : diags.all()) {
+    if (e.loc.offset == d.loc.offset && e.loc.file == d.loc.file && e.message == d.message) return;
+  }
+  Diagnostic& out = d.severity == Severity::error     ? diags.error(d.loc, d.message, d.length)
+                    : d.severity == Severity::warning ? diags.warning(d.loc, d.message, d.length)
+                                                      : diags.note(d.loc, d.message, d.length);
+  out.hint = d.hint;
+}
+
+// Every binding in the product of the generics' domains.
+std::vector<std::vector<DType>> all_bindings(const KernelSignature& sig) {
+  std::vector<std::vector<DType>> bindings = {{}};
+  for (const auto& g : sig.generics) {
+    std::vector<std::vector<DType>> next;
+    for (const auto& b : bindings) {
+      for (DType t : g.domain) {
+        next.push_back(b);
+        next.back().push_back(t);
+      }
+    }
+    bindings = std::move(next);
+  }
+  return bindings;
+}
+
+}  // namespace
+
+void check_module(const ast::Module& m, Diagnostics& diags) {
+  {
+    sema::ModuleScope scope(m, diags);
+    for (const auto& c : m.constants) scope.constant(c.name);
+  }
+  struct Seen {
+    Diagnostic d;
+    std::vector<std::string> bindings;
+  };
+  for (const auto& f : m.functions) {
+    if (!f.is_kernel()) continue;
+    Diagnostics header;
+    sema::ModuleScope scope(m, header);
+    auto sig = sema::build_signature(scope, f);
+    if (!sig) {
+      for (const auto& d : header.all()) add_unique(diags, d);
+      continue;
+    }
+    auto bindings = all_bindings(*sig);
+    std::vector<Seen> seen;
+    for (const auto& b : bindings) {
+      Diagnostics local;
+      lower_kernel(m, f.name, b, local);
+      std::string label;
+      for (size_t g = 0; g < b.size(); ++g) {
+        label += fmt::format("{}{} = {}", g ? ", " : "", sig->generics[g].name, dtype_name(b[g]));
+      }
+      for (const auto& d : local.all()) {
+        auto it = std::find_if(seen.begin(), seen.end(), [&](const Seen& s) {
+          return s.d.loc.offset == d.loc.offset && s.d.message == d.message;
+        });
+        if (it == seen.end()) {
+          seen.push_back({d, {label}});
+        } else {
+          it->bindings.push_back(label);
+        }
+      }
+    }
+    for (auto& s : seen) {
+      if (s.bindings.size() < bindings.size() && !s.bindings[0].empty()) {
+        std::string which;
+        for (const auto& l : s.bindings) which += (which.empty() ? "" : "; ") + l;
+        s.d.message += fmt::format(" (with {})", which);
+      }
+      add_unique(diags, s.d);
+    }
+  }
+}
+
+}  // namespace kdsl

@@ -1,0 +1,39 @@
+// CUDA C++ spellings of IR types and elementwise operations, shared by all schedules.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dsl/ir.h"
+
+namespace kdsl::cuda {
+
+/// Register type a value of dtype `t` is computed in (f16/bf16 compute in float).
+const char* reg_type(DType t);
+/// Storage type of one tensor element (f16/bf16 as raw 16-bit patterns, bool as one byte).
+const char* storage_type(DType t);
+/// An expression converting register value `e` of dtype `from` to dtype `to` (rounding to
+/// nearest even when narrowing floats; integers truncate toward zero).
+std::string convert(DType from, DType to, const std::string& e);
+/// An expression converting storage value `e` to the register type.
+std::string from_storage(DType t, const std::string& e);
+/// An expression converting register value `e` to the storage type.
+std::string to_storage(DType t, const std::string& e);
+/// A literal of dtype `t` (exact: hexadecimal floats).
+std::string literal(DType t, double v, double im = 0);
+/// The zero of dtype `t` as a register value.
+std::string zero(DType t);
+/// The expression computing node `n` from the spelled operands `args` (constants, casts, unary,
+/// binary, compare, select). Results of f16/bf16 arithmetic are rounded to their dtype.
+std::string op_expr(const ir::Kernel& k, const ir::Node& n, const std::vector<std::string>& args,
+                    const std::vector<DType>& arg_dtypes);
+/// The reduction's state type, identity and combine functor, and how the final value is read.
+struct ReduceSpelling {
+  std::string state_type;
+  std::string identity;
+  std::string op;      // functor instance, e.g. kdsl_op_sum{}
+  std::string result;  // format with {0} = the reduced state, e.g. "{0}.m2 / {0}.n"
+};
+ReduceSpelling reduce_spelling(ir::ReduceKind kind, DType acc_dtype);
+
+}  // namespace kdsl::cuda

@@ -1,0 +1,753 @@
+// CUDA C++ for the row schedules (see schedule.h): a persistent grid of CTAs, each with R groups
+// of G threads, one loop iteration ("row") per group at a time, the row's vector axis split into
+// C chunks of VEC elements per thread. The body runs in phases separated by reductions.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <set>
+
+#include "codegen_cuda.h"
+#include "codegen_expr.h"
+#include "cuda_prelude.h"
+#include "kdsl/error.h"
+
+namespace kdsl {
+namespace {
+
+using ir::Form;
+using ir::Op;
+
+class Text {
+ public:
+  template <class... A>
+  void line(fmt::format_string<A...> f, A&&... a) {
+    out_.append(static_cast<size_t>(indent_) * 2, ' ');
+    fmt::format_to(std::back_inserter(out_), f, std::forward<A>(a)...);
+    out_ += '\n';
+  }
+  void raw(const std::string& s) { out_ += s; }
+  void in() { ++indent_; }
+  void out() { --indent_; }
+  std::string str() const { return out_; }
+
+ private:
+  std::string out_;
+  int indent_ = 0;
+};
+
+bool vector_view(const ir::View& v) {
+  return std::any_of(v.begin(), v.end(),
+                     [](const ir::AxisIndex& a) { return a.kind == ir::AxisIndex::Kind::vector; });
+}
+
+bool loop_view(const ir::View& v) {
+  return std::any_of(v.begin(), v.end(),
+                     [](const ir::AxisIndex& a) { return a.kind == ir::AxisIndex::Kind::loop; });
+}
+
+// A distinct (tensor, view) pair; its element offset for the current row is `o<id>`.
+struct Access {
+  int32_t tensor;
+  ir::View view;
+};
+
+class RowEmitter {
+ public:
+  RowEmitter(const ir::Kernel& k, const Specialization& spec, const RowSchedule& s)
+      : k_(k), spec_(spec), s_(s) {
+    n_ = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
+    vec_ = s.vec;
+    g_ = s.group;
+    r_ = s.rows_per_cta;
+    c_ = s.chunks;
+  }
+
+  GeneratedKernel run();
+
+ private:
+  void analyze();
+  int access_of(int32_t tensor, const ir::View& view);
+  void plan_params();
+  void emit_params_struct();
+  void emit_main();
+  void emit_finalize();
+  void emit_scalar(ir::ValueId id);
+  void emit_phase(int p);
+  void emit_chunk_load(const std::string& dst, int access, const std::string& cond);
+  void emit_chunk_store(const std::string& src, int access, DType t);
+  std::string name(ir::ValueId id) const;
+  std::string elem_ptr(int access, const std::string& index) const;
+  std::string vstride(int access) const;
+  bool fast(int32_t tensor) const {
+    return ((spec_.aligned_mask & spec_.contiguous_mask) >> tensor) & 1u;
+  }
+  bool contiguous(int32_t tensor) const { return (spec_.contiguous_mask >> tensor) & 1u; }
+  std::string in_range() const;
+
+  const ir::Kernel& k_;
+  const Specialization& spec_;
+  const RowSchedule& s_;
+  int64_t n_;
+  int vec_, g_, r_, c_;
+  std::vector<int> level_;
+  std::vector<bool> row_dep_;
+  std::vector<bool> hoisted_;
+  std::vector<bool> cached_;
+  int phases_ = 0;
+  std::vector<Access> accesses_;
+  std::map<ir::ValueId, int> load_access_;
+  std::vector<int> store_access_;
+  std::vector<int> store_ws_;  // workspace index of each reduce store, -1 otherwise
+  std::string sym_;
+  LaunchPlan plan_;
+  Text t_;
+};
+
+int RowEmitter::access_of(int32_t tensor, const ir::View& view) {
+  for (size_t i = 0; i < accesses_.size(); ++i) {
+    if (accesses_[i].tensor == tensor && accesses_[i].view == view) return static_cast<int>(i);
+  }
+  accesses_.push_back({tensor, view});
+  return static_cast<int>(accesses_.size() - 1);
+}
+
+void RowEmitter::analyze() {
+  size_t n = k_.nodes.size();
+  level_.assign(n, 0);
+  row_dep_.assign(n, false);
+  hoisted_.assign(n, false);
+  cached_.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node& node = k_.nodes[i];
+    int lv = 0;
+    bool dep = node.op == Op::load && loop_view(node.view);
+    for (ir::ValueId a : node.args) {
+      lv = std::max(lv, level_[a]);
+      dep = dep || row_dep_[a];
+    }
+    if (node.op == Op::reduce) lv = level_[node.args[0]] + 1;
+    if (node.op == Op::scan || node.op == Op::shift || node.op == Op::extract) {
+      throw InternalError("codegen: scans are not handled by the row schedule");
+    }
+    level_[i] = lv;
+    row_dep_[i] = dep;
+    hoisted_[i] = node.type.form == Form::scalar && lv == 0 && !dep && node.op != Op::load;
+    if (node.op == Op::load) {
+      load_access_[static_cast<ir::ValueId>(i)] = access_of(node.index, node.view);
+      if (node.type.form == Form::vector) {
+        cached_[i] = loop_view(node.view) ? s_.cache_rows : s_.cache_invariant;
+      }
+    }
+  }
+  int ws = 0;
+  for (const ir::Store& st : k_.stores) {
+    store_access_.push_back(access_of(st.tensor, st.view));
+    store_ws_.push_back(st.kind == ir::StoreKind::reduce ? ws++ : -1);
+    if (st.kind == ir::StoreKind::reduce && loop_view(st.view)) {
+      throw InternalError("codegen: a column reduction over some but not all loop variables "
+                          "needs the scan schedule");
+    }
+    if (vector_view(st.view) || st.kind == ir::StoreKind::reduce) {
+      phases_ = std::max(phases_, level_[st.value] + (vector_view(st.view) ? 1 : 0));
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node& node = k_.nodes[i];
+    if (node.op == Op::reduce) phases_ = std::max(phases_, level_[node.args[0]] + 1);
+  }
+}
+
+std::string RowEmitter::name(ir::ValueId id) const {
+  const ir::Node& n = k_.node(id);
+  if (n.type.form == Form::scalar) return fmt::format("s{}", id);
+  if (n.op == Op::load) return cached_[id] ? fmt::format("L{}[c * VEC + v]", id) : fmt::format("Lc{}[v]", id);
+  if (n.op == Op::position) return "static_cast<long long>(col + v)";
+  return fmt::format("v{}", id);
+}
+
+std::string RowEmitter::vstride(int access) const {
+  const Access& a = accesses_[access];
+  for (size_t ax = 0; ax < a.view.size(); ++ax) {
+    if (a.view[ax].kind == ir::AxisIndex::Kind::vector) {
+      return contiguous(a.tensor) ? "" : fmt::format("p.st{}_{}", a.tensor, ax);
+    }
+  }
+  return "";
+}
+
+std::string RowEmitter::elem_ptr(int access, const std::string& index) const {
+  const Access& a = accesses_[access];
+  std::string vs = vstride(access);
+  if (vs.empty()) return fmt::format("t{} + o{} + {}", a.tensor, access, index);
+  return fmt::format("t{} + o{} + static_cast<long long>({}) * {}", a.tensor, access, index, vs);
+}
+
+std::string RowEmitter::in_range() const {
+  return n_ % (static_cast<int64_t>(g_) * vec_) == 0 ? "true" : "(c < C - 1 || col < N)";
+}
+
+void RowEmitter::plan_params() {
+  uint32_t off = 0;
+  auto add = [&](ParamSlot::Kind kind, int32_t index, int32_t axis, uint32_t size, DType dt) {
+    plan_.slots.push_back({kind, index, axis, off, size, dt});
+    off += 8;
+  };
+  for (size_t t = 0; t < k_.tensors.size(); ++t) {
+    add(ParamSlot::Kind::tensor_ptr, static_cast<int32_t>(t), 0, 8, DType::i64);
+    for (size_t ax = 0; ax < k_.tensors[t].shape.size(); ++ax) {
+      add(ParamSlot::Kind::stride, static_cast<int32_t>(t), static_cast<int32_t>(ax), 8, DType::i64);
+    }
+  }
+  for (size_t i = 0; i < k_.scalars.size(); ++i) {
+    DType dt = k_.scalars[i].dtype;
+    DType reg = dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt == DType::b8 ? DType::i32 : dt;
+    add(ParamSlot::Kind::scalar, static_cast<int32_t>(i), 0, static_cast<uint32_t>(dtype_size(reg)), reg);
+  }
+  for (size_t i = 0; i < k_.symbols.size(); ++i) {
+    add(ParamSlot::Kind::symbol, static_cast<int32_t>(i), 0, 8, DType::i64);
+  }
+  add(ParamSlot::Kind::rows, 0, 0, 8, DType::i64);
+  add(ParamSlot::Kind::partials, 0, 0, 8, DType::i64);
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    if (store_ws_[j] < 0) continue;
+    const ir::Store& st = k_.stores[j];
+    uint64_t per_group = (vector_view(st.view) ? static_cast<uint64_t>(n_) : 1) *
+                         dtype_size(k_.node(st.value).type.dtype);
+    plan_.workspaces.push_back({per_group * static_cast<uint64_t>(r_)});
+    add(ParamSlot::Kind::workspace, store_ws_[j], 0, 8, DType::i64);
+  }
+  plan_.param_bytes = off;
+}
+
+void RowEmitter::emit_params_struct() {
+  t_.line("struct kdsl_params_{} {{", sym_);
+  t_.in();
+  for (const ParamSlot& s : plan_.slots) {
+    switch (s.kind) {
+      case ParamSlot::Kind::tensor_ptr: {
+        const ir::TensorParam& tp = k_.tensors[s.index];
+        t_.line("{}{}* t{};  // {}", tp.role == ir::Role::in ? "const " : "",
+                cuda::storage_type(tp.dtype), s.index, tp.name);
+        break;
+      }
+      case ParamSlot::Kind::stride: t_.line("long long st{}_{};", s.index, s.axis); break;
+      case ParamSlot::Kind::scalar:
+        t_.line("{} sc{};  // {}", cuda::reg_type(s.dtype), s.index, k_.scalars[s.index].name);
+        if (s.size < 8) t_.line("int pad_sc{};", s.index);
+        break;
+      case ParamSlot::Kind::symbol:
+        t_.line("long long sym{};  // {}", s.index, k_.symbols[s.index].name);
+        break;
+      case ParamSlot::Kind::rows: t_.line("long long rows;"); break;
+      case ParamSlot::Kind::partials: t_.line("long long partials;"); break;
+      case ParamSlot::Kind::workspace: {
+        DType acc = DType::f32;
+        for (size_t j = 0; j < k_.stores.size(); ++j) {
+          if (store_ws_[j] == s.index) acc = k_.node(k_.stores[j].value).type.dtype;
+        }
+        t_.line("{}* ws{};", cuda::reg_type(acc), s.index);
+        break;
+      }
+    }
+  }
+  t_.out();
+  t_.line("}};");
+  t_.line("static_assert(sizeof(kdsl_params_{}) == {}, \"parameter block layout\");", sym_,
+          plan_.param_bytes);
+  t_.line("");
+}
+
+void RowEmitter::emit_scalar(ir::ValueId id) {
+  const ir::Node& n = k_.node(id);
+  const char* rt = cuda::reg_type(n.type.dtype);
+  switch (n.op) {
+    case Op::param: {
+      std::string v = fmt::format("p.sc{}", n.index);
+      if (n.type.dtype == DType::b8) v = fmt::format("(p.sc{} != 0)", n.index);
+      t_.line("const {} s{} = {};", rt, id, v);
+      return;
+    }
+    case Op::shape:
+      t_.line("const long long s{} = {};", id,
+              n.index == k_.vector_symbol ? fmt::format("{}LL", n_) : fmt::format("p.sym{}", n.index));
+      return;
+    case Op::load: {
+      int a = load_access_.at(id);
+      std::string v = cuda::from_storage(n.type.dtype, fmt::format("t{}[o{}]", n.index, a));
+      t_.line("const {} s{} = valid ? {} : {};", rt, id, v, cuda::zero(n.type.dtype));
+      return;
+    }
+    case Op::reduce: return;  // assigned at the end of its phase
+    default: break;
+  }
+  std::vector<std::string> args;
+  std::vector<DType> dts;
+  for (ir::ValueId a : n.args) {
+    args.push_back(name(a));
+    dts.push_back(k_.node(a).type.dtype);
+  }
+  t_.line("const {} s{} = {};", rt, id, cuda::op_expr(k_, n, args, dts));
+}
+
+void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::string& cond) {
+  const Access& a = accesses_[access];
+  DType dt = k_.tensors[a.tensor].dtype;
+  t_.line("if ({}) {{", cond);
+  t_.in();
+  if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
+    t_.line("kdsl_load<VEC>({}, {}, {});", elem_ptr(access, "col"), dst,
+            dt == DType::bf16 ? "true" : "false");
+  } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
+    t_.line("kdsl_load<VEC>({}, {});", elem_ptr(access, "col"), dst);
+  } else {
+    t_.line("#pragma unroll");
+    t_.line("for (int v = 0; v < VEC; ++v) ({})[v] = {};", dst,
+            cuda::from_storage(dt, "*(" + elem_ptr(access, "col + v") + ")"));
+  }
+  t_.out();
+  t_.line("}} else {{");
+  t_.in();
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VEC; ++v) ({})[v] = {};", dst, cuda::zero(dt));
+  t_.out();
+  t_.line("}}");
+}
+
+void RowEmitter::emit_chunk_store(const std::string& src, int access, DType dt) {
+  const Access& a = accesses_[access];
+  if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
+    t_.line("kdsl_store<VEC>({}, {}, {});", elem_ptr(access, "col"), src,
+            dt == DType::bf16 ? "true" : "false");
+  } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
+    t_.line("kdsl_store<VEC>({}, {});", elem_ptr(access, "col"), src);
+  } else {
+    t_.line("#pragma unroll");
+    t_.line("for (int v = 0; v < VEC; ++v) *({}) = {};", elem_ptr(access, "col + v"),
+            cuda::to_storage(dt, src + "[v]"));
+  }
+}
+
+void RowEmitter::emit_phase(int p) {
+  // What this phase computes along the vector axis: reductions of level-p vectors, stores of
+  // level-p values, and everything they need.
+  std::vector<ir::ValueId> reductions;
+  std::set<ir::ValueId> need;
+  std::vector<ir::ValueId> work;
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const ir::Node& n = k_.nodes[i];
+    if (n.op == Op::reduce && level_[n.args[0]] == p) {
+      reductions.push_back(static_cast<ir::ValueId>(i));
+      work.push_back(n.args[0]);
+    }
+  }
+  std::vector<size_t> stores;
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const ir::Store& st = k_.stores[j];
+    if (!vector_view(st.view)) continue;
+    if (level_[st.value] == p || (k_.node(st.value).type.form == Form::scalar && level_[st.value] == p)) {
+      stores.push_back(j);
+      work.push_back(st.value);
+    }
+  }
+  if (reductions.empty() && stores.empty()) return;
+  while (!work.empty()) {
+    ir::ValueId id = work.back();
+    work.pop_back();
+    const ir::Node& n = k_.node(id);
+    if (n.type.form != Form::vector || !need.insert(id).second) continue;
+    if (n.op == Op::load) continue;
+    for (ir::ValueId a : n.args) work.push_back(a);
+  }
+  t_.line("// phase {}", p);
+  t_.line("{{");
+  t_.in();
+  for (ir::ValueId r : reductions) {
+    const ir::Node& n = k_.node(r);
+    auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+    t_.line("acc{} = {};", r, sp.identity);
+  }
+  t_.line("#pragma unroll");
+  t_.line("for (int c = 0; c < C; ++c) {{");
+  t_.in();
+  t_.line("const int col = (c * G + lane) * VEC;");
+  t_.line("const bool in_range = {};", in_range());
+  for (ir::ValueId id : need) {
+    const ir::Node& n = k_.node(id);
+    if (n.op != Op::load || cached_[id]) continue;
+    int a = load_access_.at(id);
+    t_.line("{} Lc{}[VEC];", cuda::reg_type(n.type.dtype), id);
+    emit_chunk_load(fmt::format("Lc{}", id), a,
+                    loop_view(n.view) ? "valid && in_range" : "in_range");
+  }
+  for (size_t j : stores) {
+    const ir::Store& st = k_.stores[j];
+    if (st.kind == ir::StoreKind::write) {
+      t_.line("{} O{}[VEC];", cuda::reg_type(k_.tensors[st.tensor].dtype), j);
+    }
+  }
+  for (ir::ValueId r : reductions) {
+    if (static_cast<ir::ReduceKind>(k_.node(r).fn) == ir::ReduceKind::var) {
+      t_.line("{} W{}[VEC];", cuda::reg_type(k_.node(r).type.dtype), r);
+    }
+  }
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VEC; ++v) {{");
+  t_.in();
+  for (ir::ValueId id : need) {
+    const ir::Node& n = k_.node(id);
+    if (n.op == Op::load || n.op == Op::position) continue;
+    std::vector<std::string> args;
+    std::vector<DType> dts;
+    for (ir::ValueId a : n.args) {
+      args.push_back(name(a));
+      dts.push_back(k_.node(a).type.dtype);
+    }
+    t_.line("const {} v{} = {};", cuda::reg_type(n.type.dtype), id, cuda::op_expr(k_, n, args, dts));
+  }
+  for (ir::ValueId r : reductions) {
+    const ir::Node& n = k_.node(r);
+    auto kind = static_cast<ir::ReduceKind>(n.fn);
+    auto sp = cuda::reduce_spelling(kind, k_.node(n.args[0]).type.dtype);
+    std::string x = name(n.args[0]);
+    if (kind == ir::ReduceKind::var) {
+      t_.line("W{}[v] = {};", r, x);
+    } else if (kind == ir::ReduceKind::argmax || kind == ir::ReduceKind::argmin) {
+      t_.line("if (in_range) acc{0} = {1}(acc{0}, {2}{{{3}, static_cast<long long>(col + v)}});",
+              r, sp.op, sp.state_type, x);
+    } else {
+      t_.line("if (in_range) acc{0} = {1}(acc{0}, {2});", r, sp.op, x);
+    }
+  }
+  for (size_t j : stores) {
+    const ir::Store& st = k_.stores[j];
+    if (st.kind == ir::StoreKind::write) {
+      t_.line("O{}[v] = {};", j, name(st.value));
+    } else {
+      t_.line("if (valid && in_range) CA{0}[c * VEC + v] = CA{0}[c * VEC + v] + {1};", j,
+              name(st.value));
+    }
+  }
+  t_.out();
+  t_.line("}}");
+  for (ir::ValueId r : reductions) {
+    if (static_cast<ir::ReduceKind>(k_.node(r).fn) != ir::ReduceKind::var) continue;
+    t_.line("if (in_range) acc{0} = kdsl_op_var{{}}(acc{0}, kdsl_welford_of<VEC>(W{0}, VEC));", r);
+  }
+  for (size_t j : stores) {
+    const ir::Store& st = k_.stores[j];
+    if (st.kind != ir::StoreKind::write) continue;
+    t_.line("if (valid && in_range) {{");
+    t_.in();
+    emit_chunk_store(fmt::format("O{}", j), store_access_[j], k_.tensors[st.tensor].dtype);
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  // Combine the threads' partial states: butterfly within the group's warp, then (G > 32)
+  // through shared memory in warp order.
+  int width = std::min(g_, 32);
+  for (ir::ValueId r : reductions) {
+    const ir::Node& n = k_.node(r);
+    auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+    t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
+    if (g_ > 32) t_.line("if ((threadIdx.x & 31) == 0) red{}[buf][threadIdx.x >> 5] = acc{};", r, r);
+  }
+  if (g_ > 32 && !reductions.empty()) {
+    t_.line("__syncthreads();");
+    for (ir::ValueId r : reductions) {
+      const ir::Node& n = k_.node(r);
+      auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+      t_.line("acc{0} = red{0}[buf][0];", r);
+      t_.line("#pragma unroll");
+      t_.line("for (int w = 1; w < G / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][w]);", r, sp.op);
+    }
+  }
+  t_.out();
+  t_.line("}}");
+  (void)p;
+}
+
+void RowEmitter::emit_main() {
+  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
+          s_.threads, sym_, sym_);
+  t_.in();
+  t_.line("constexpr long long N = {}LL;  // vector axis ({})", n_,
+          k_.vector_symbol >= 0 ? k_.symbols[k_.vector_symbol].name : "none");
+  t_.line("constexpr int VEC = {}, G = {}, R = {}, C = {};", vec_, g_, r_, c_);
+  t_.line("const int lane = static_cast<int>(threadIdx.x) % G;");
+  t_.line("const int group = static_cast<int>(threadIdx.x) / G;");
+  for (size_t t = 0; t < k_.tensors.size(); ++t) {
+    t_.line("{}{}* __restrict__ t{} = p.t{};", k_.tensors[t].role == ir::Role::in ? "const " : "",
+            cuda::storage_type(k_.tensors[t].dtype), t, t);
+  }
+  // Offsets of accesses that do not depend on the row.
+  auto offset_expr = [&](const Access& a) {
+    std::string e = "0LL";
+    for (size_t ax = 0; ax < a.view.size(); ++ax) {
+      const ir::AxisIndex& ix = a.view[ax];
+      if (ix.kind == ir::AxisIndex::Kind::loop) e += fmt::format(" + i{} * p.st{}_{}", ix.value, a.tensor, ax);
+      if (ix.kind == ir::AxisIndex::Kind::constant && ix.value != 0) {
+        e += fmt::format(" + {}LL * p.st{}_{}", ix.value, a.tensor, ax);
+      }
+    }
+    return e;
+  };
+  for (size_t a = 0; a < accesses_.size(); ++a) {
+    if (!loop_view(accesses_[a].view)) t_.line("const long long o{} = {};", a, offset_expr(accesses_[a]));
+  }
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    if (hoisted_[i]) emit_scalar(static_cast<ir::ValueId>(i));
+  }
+  // Shared memory for combining partial reductions across warps (double-buffered by row).
+  if (g_ > 32) {
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.op != Op::reduce) continue;
+      auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+      t_.line("__shared__ {} red{}[2][G / 32];", sp.state_type, i);
+    }
+  }
+  // Loop-invariant vectors held in registers for all rows.
+  bool any_invariant = false;
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const ir::Node& n = k_.nodes[i];
+    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && !loop_view(n.view)) {
+      t_.line("{} L{}[C * VEC];", cuda::reg_type(n.type.dtype), i);
+      any_invariant = true;
+    }
+  }
+  if (any_invariant) {
+    t_.line("#pragma unroll");
+    t_.line("for (int c = 0; c < C; ++c) {{");
+    t_.in();
+    t_.line("const int col = (c * G + lane) * VEC;");
+    t_.line("const bool in_range = {};", in_range());
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && !loop_view(n.view)) {
+        emit_chunk_load(fmt::format("&L{}[c * VEC]", i), load_access_.at(static_cast<ir::ValueId>(i)),
+                        "in_range");
+      }
+    }
+    t_.out();
+    t_.line("}}");
+  }
+  // Column-reduction accumulators.
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const ir::Store& st = k_.stores[j];
+    if (st.kind != ir::StoreKind::reduce) continue;
+    DType acc = k_.node(st.value).type.dtype;
+    if (vector_view(st.view)) {
+      t_.line("{} CA{}[C * VEC];", cuda::reg_type(acc), j);
+      t_.line("#pragma unroll");
+      t_.line("for (int i = 0; i < C * VEC; ++i) CA{}[i] = {};", j, cuda::zero(acc));
+    } else {
+      t_.line("{} CS{} = {};", cuda::reg_type(acc), j, cuda::zero(acc));
+    }
+  }
+  t_.line("int buf = 0;");
+  t_.line("for (long long row0 = static_cast<long long>(blockIdx.x) * R; row0 < p.rows;");
+  t_.line("     row0 += static_cast<long long>(gridDim.x) * R, buf ^= 1) {{");
+  t_.in();
+  t_.line("const long long row = row0 + group;");
+  t_.line("const bool valid = row < p.rows;");
+  if (k_.loop.size() == 1) {
+    t_.line("const long long i0 = row;");
+  } else {
+    t_.line("long long rest = row;");
+    for (size_t l = k_.loop.size(); l-- > 1;) {
+      t_.line("const long long i{} = rest % p.sym{};", l, k_.loop[l].extent);
+      t_.line("rest /= p.sym{};", k_.loop[l].extent);
+    }
+    t_.line("const long long i0 = rest;");
+  }
+  for (size_t a = 0; a < accesses_.size(); ++a) {
+    if (loop_view(accesses_[a].view)) t_.line("const long long o{} = {};", a, offset_expr(accesses_[a]));
+  }
+  // Row loads held in registers: all issued before the first use.
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const ir::Node& n = k_.nodes[i];
+    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view)) {
+      t_.line("{} L{}[C * VEC];", cuda::reg_type(n.type.dtype), i);
+    }
+  }
+  bool any_row_cached = false;
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const ir::Node& n = k_.nodes[i];
+    any_row_cached |= n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view);
+  }
+  if (any_row_cached) {
+    t_.line("#pragma unroll");
+    t_.line("for (int c = 0; c < C; ++c) {{");
+    t_.in();
+    t_.line("const int col = (c * G + lane) * VEC;");
+    t_.line("const bool in_range = {};", in_range());
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view)) {
+        emit_chunk_load(fmt::format("&L{}[c * VEC]", i), load_access_.at(static_cast<ir::ValueId>(i)),
+                        "valid && in_range");
+      }
+    }
+    t_.out();
+    t_.line("}}");
+  }
+  // Scalars and phases in dependency order.
+  for (int p = 0; p <= phases_; ++p) {
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.type.form == Form::scalar && !hoisted_[i] && level_[i] == p) {
+        if (n.op == Op::reduce) {
+          auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+          t_.line("const {} s{} = {};", cuda::reg_type(n.type.dtype), i,
+                  fmt::format(fmt::runtime(sp.result), fmt::format("acc{}", i)));
+        } else {
+          emit_scalar(static_cast<ir::ValueId>(i));
+        }
+      }
+    }
+    if (p < phases_) {
+      // Reduction results of phase p are declared inside its block; hoist them out.
+      std::vector<ir::ValueId> reds;
+      for (size_t i = 0; i < k_.nodes.size(); ++i) {
+        const ir::Node& n = k_.nodes[i];
+        if (n.op == Op::reduce && level_[n.args[0]] == p) reds.push_back(static_cast<ir::ValueId>(i));
+      }
+      for (ir::ValueId r : reds) {
+        const ir::Node& n = k_.node(r);
+        auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+        t_.line("{} acc{};", sp.state_type, r);
+      }
+      emit_phase(p);
+    }
+  }
+  // Scalar stores and scalar column reductions, by the group's first thread.
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const ir::Store& st = k_.stores[j];
+    if (vector_view(st.view)) continue;
+    if (st.kind == ir::StoreKind::write) {
+      t_.line("if (valid && lane == 0) t{}[o{}] = {};", st.tensor, store_access_[j],
+              cuda::to_storage(k_.tensors[st.tensor].dtype, name(st.value)));
+    } else {
+      t_.line("if (valid && lane == 0) CS{0} = CS{0} + {1};", j, name(st.value));
+    }
+  }
+  t_.out();
+  t_.line("}}");
+  // Per-group partial sums of the column reductions, for the follow-up kernel.
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const ir::Store& st = k_.stores[j];
+    if (st.kind != ir::StoreKind::reduce) continue;
+    t_.line("{{");
+    t_.in();
+    t_.line("const long long part = static_cast<long long>(blockIdx.x) * R + group;");
+    if (vector_view(st.view)) {
+      t_.line("#pragma unroll");
+      t_.line("for (int c = 0; c < C; ++c) {{");
+      t_.in();
+      t_.line("const int col = (c * G + lane) * VEC;");
+      t_.line("const bool in_range = {};", in_range());
+      t_.line("#pragma unroll");
+      t_.line("for (int v = 0; v < VEC; ++v) if (in_range) p.ws{}[part * N + col + v] = CA{}[c * VEC + v];",
+              store_ws_[j], j);
+      t_.out();
+      t_.line("}}");
+    } else {
+      t_.line("if (lane == 0) p.ws{}[part] = CS{};", store_ws_[j], j);
+    }
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  t_.line("");
+}
+
+void RowEmitter::emit_finalize() {
+  std::string fsym = sym_ + "_finalize";
+  FollowUp f;
+  f.symbol = fsym;
+  f.block_threads = 256;
+  f.grid_elements = 1;
+  t_.line("// Fixed-order sum of the per-group partials of each column reduction (deterministic).");
+  t_.line("extern \"C\" __global__ void __launch_bounds__(256) {}(const kdsl_params_{} p) {{", fsym,
+          sym_);
+  t_.in();
+  t_.line("const long long j = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;");
+  t_.line("const long long parts = p.partials;");
+  for (size_t jj = 0; jj < k_.stores.size(); ++jj) {
+    const ir::Store& st = k_.stores[jj];
+    if (st.kind != ir::StoreKind::reduce) continue;
+    const ir::TensorParam& tp = k_.tensors[st.tensor];
+    DType acc = k_.node(st.value).type.dtype;
+    bool vec = vector_view(st.view);
+    if (vec) f.grid_elements = std::max<uint64_t>(f.grid_elements, static_cast<uint64_t>(n_));
+    std::string off = "0LL";
+    std::string vs = "1LL";
+    for (size_t ax = 0; ax < st.view.size(); ++ax) {
+      if (st.view[ax].kind == ir::AxisIndex::Kind::constant) {
+        off += fmt::format(" + {}LL * p.st{}_{}", st.view[ax].value, st.tensor, ax);
+      } else if (st.view[ax].kind == ir::AxisIndex::Kind::vector) {
+        vs = fmt::format("p.st{}_{}", st.tensor, ax);
+      }
+    }
+    t_.line("if (j < {}) {{", vec ? fmt::format("{}LL", n_) : std::string("1"));
+    t_.in();
+    t_.line("{} a = {};", cuda::reg_type(acc), cuda::zero(acc));
+    t_.line("for (long long q = 0; q < parts; ++q) a = a + p.ws{}[q * {} + j];", store_ws_[jj],
+            vec ? fmt::format("{}LL", n_) : std::string("1"));
+    t_.line("{}* out = p.t{} + {} + j * {};", cuda::storage_type(tp.dtype), st.tensor, off, vs);
+    if (tp.role == ir::Role::inout) {
+      t_.line("a = a + {};", cuda::convert(tp.dtype, acc, cuda::from_storage(tp.dtype, "*out")));
+    }
+    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(acc, tp.dtype, "a")));
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  plan_.follow_ups.push_back(f);
+}
+
+GeneratedKernel RowEmitter::run() {
+  analyze();
+  uint32_t vector_tensors = 0;
+  for (const Access& a : accesses_) {
+    if (vector_view(a.view)) vector_tensors |= 1u << a.tensor;
+  }
+  sym_ = spec_.symbol(k_.name, vector_tensors);
+  plan_.symbol = sym_;
+  plan_.schedule = s_.name;
+  plan_.reasons = s_.reasons;
+  plan_.block_threads = static_cast<uint32_t>(s_.threads);
+  plan_.rows_per_cta = static_cast<uint32_t>(r_);
+  plan_.max_ctas_per_sm = static_cast<uint32_t>(s_.ctas_per_sm);
+  for (size_t t = 0; t < k_.tensors.size(); ++t) {
+    if (fast(static_cast<int32_t>(t)) && ((vector_tensors >> t) & 1u) && vec_ > 1) {
+      plan_.aligned_tensors.push_back(static_cast<uint32_t>(t));
+    }
+  }
+  plan_params();
+  t_.line("// Generated by kdsl {} for kernel '{}' ({}).", KDSL_VERSION, k_.name, sym_);
+  t_.line("// Schedule {}:", s_.name);
+  for (const std::string& r : s_.reasons) t_.line("//   {}", r);
+  t_.raw(cuda_prelude());
+  t_.line("");
+  emit_params_struct();
+  emit_main();
+  if (!plan_.workspaces.empty()) emit_finalize();
+  return {t_.str(), plan_};
+}
+
+}  // namespace
+
+GeneratedKernel generate_rows_kernel(const ir::Kernel& k, const Specialization& spec,
+                                     const RowSchedule& s) {
+  RowEmitter e(k, spec, s);
+  return e.run();
+}
+
+}  // namespace kdsl

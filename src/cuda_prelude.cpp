@@ -1,0 +1,260 @@
+// The device-side support code every generated kernel starts with. It includes no header, so
+// generated programs compile with NVRTC and no include path.
+#include "cuda_prelude.h"
+
+namespace kdsl {
+
+const char* cuda_prelude() {
+  return R"KDSL(// ---- kdsl prelude: storage conversions, complex numbers, reductions ----
+typedef unsigned short kdsl_u16;
+
+__device__ __forceinline__ float kdsl_inf_f() { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ float kdsl_nan_f() { return __int_as_float(0x7fffffff); }
+__device__ __forceinline__ double kdsl_inf_d() { return __longlong_as_double(0x7ff0000000000000LL); }
+__device__ __forceinline__ double kdsl_nan_d() { return __longlong_as_double(0x7ff8000000000000LL); }
+
+// bf16 and f16 are stored as raw 16-bit patterns and computed in f32 (needs sm_80 or newer).
+__device__ __forceinline__ float kdsl_bf16_to_f32(kdsl_u16 h) {
+  return __uint_as_float(static_cast<unsigned>(h) << 16);
+}
+__device__ __forceinline__ kdsl_u16 kdsl_f32_to_bf16(float f) {
+  kdsl_u16 r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+__device__ __forceinline__ float kdsl_f16_to_f32(kdsl_u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ kdsl_u16 kdsl_f32_to_f16(float f) {
+  kdsl_u16 r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+}
+__device__ __forceinline__ float kdsl_round_bf16(float f) { return kdsl_bf16_to_f32(kdsl_f32_to_bf16(f)); }
+__device__ __forceinline__ float kdsl_round_f16(float f) { return kdsl_f16_to_f32(kdsl_f32_to_f16(f)); }
+__device__ __forceinline__ unsigned kdsl_pack_bf16x2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ unsigned kdsl_pack_f16x2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// Complex numbers (c64: two f32).
+struct kdsl_c64 { float re, im; };
+__device__ __forceinline__ kdsl_c64 operator+(kdsl_c64 a, kdsl_c64 b) { return {a.re + b.re, a.im + b.im}; }
+__device__ __forceinline__ kdsl_c64 operator-(kdsl_c64 a, kdsl_c64 b) { return {a.re - b.re, a.im - b.im}; }
+__device__ __forceinline__ kdsl_c64 operator-(kdsl_c64 a) { return {-a.re, -a.im}; }
+__device__ __forceinline__ kdsl_c64 operator*(kdsl_c64 a, kdsl_c64 b) {
+  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+__device__ __forceinline__ kdsl_c64 operator/(kdsl_c64 a, kdsl_c64 b) {
+  float d = b.re * b.re + b.im * b.im;
+  return {(a.re * b.re + a.im * b.im) / d, (a.im * b.re - a.re * b.im) / d};
+}
+__device__ __forceinline__ bool operator==(kdsl_c64 a, kdsl_c64 b) { return a.re == b.re && a.im == b.im; }
+__device__ __forceinline__ bool operator!=(kdsl_c64 a, kdsl_c64 b) { return !(a == b); }
+__device__ __forceinline__ float kdsl_cabs(kdsl_c64 a) { return hypotf(a.re, a.im); }
+__device__ __forceinline__ kdsl_c64 kdsl_conj(kdsl_c64 a) { return {a.re, -a.im}; }
+
+// Elementwise helpers with Python/IEEE semantics: min/max propagate NaN; floordiv/mod floor.
+__device__ __forceinline__ float kdsl_max(float a, float b) { return (a > b || a != a) ? a : b; }
+__device__ __forceinline__ float kdsl_min(float a, float b) { return (a < b || a != a) ? a : b; }
+__device__ __forceinline__ double kdsl_max(double a, double b) { return (a > b || a != a) ? a : b; }
+__device__ __forceinline__ double kdsl_min(double a, double b) { return (a < b || a != a) ? a : b; }
+__device__ __forceinline__ int kdsl_max(int a, int b) { return a > b ? a : b; }
+__device__ __forceinline__ int kdsl_min(int a, int b) { return a < b ? a : b; }
+__device__ __forceinline__ long long kdsl_max(long long a, long long b) { return a > b ? a : b; }
+__device__ __forceinline__ long long kdsl_min(long long a, long long b) { return a < b ? a : b; }
+template <class T> __device__ __forceinline__ T kdsl_floordiv(T a, T b) {
+  T q = a / b;
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ float kdsl_floordiv(float a, float b) { return floorf(a / b); }
+__device__ __forceinline__ double kdsl_floordiv(double a, double b) { return floor(a / b); }
+template <class T> __device__ __forceinline__ T kdsl_mod(T a, T b) {
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+__device__ __forceinline__ float kdsl_mod(float a, float b) {
+  float r = fmodf(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+__device__ __forceinline__ double kdsl_mod(double a, double b) {
+  double r = fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+// Vector loads and stores: V consecutive elements, widened to / narrowed from the register
+// type. The pointer must be aligned to V * sizeof(element) when V > 1.
+template <int V> __device__ __forceinline__ void kdsl_load(const kdsl_u16* p, float* o, bool is_bf16) {
+  if constexpr (V % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < V; i += 8) {
+      uint4 q = *reinterpret_cast<const uint4*>(p + i);
+      unsigned w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        kdsl_u16 lo = static_cast<kdsl_u16>(w[j] & 0xffffu), hi = static_cast<kdsl_u16>(w[j] >> 16);
+        o[i + 2 * j] = is_bf16 ? kdsl_bf16_to_f32(lo) : kdsl_f16_to_f32(lo);
+        o[i + 2 * j + 1] = is_bf16 ? kdsl_bf16_to_f32(hi) : kdsl_f16_to_f32(hi);
+      }
+    }
+  } else if constexpr (V == 4) {
+    uint2 q = *reinterpret_cast<const uint2*>(p);
+    unsigned w[2] = {q.x, q.y};
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      kdsl_u16 lo = static_cast<kdsl_u16>(w[j] & 0xffffu), hi = static_cast<kdsl_u16>(w[j] >> 16);
+      o[2 * j] = is_bf16 ? kdsl_bf16_to_f32(lo) : kdsl_f16_to_f32(lo);
+      o[2 * j + 1] = is_bf16 ? kdsl_bf16_to_f32(hi) : kdsl_f16_to_f32(hi);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) o[i] = is_bf16 ? kdsl_bf16_to_f32(p[i]) : kdsl_f16_to_f32(p[i]);
+  }
+}
+template <int V> __device__ __forceinline__ void kdsl_load(const float* p, float* o) {
+  if constexpr (V % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < V; i += 4) {
+      float4 q = *reinterpret_cast<const float4*>(p + i);
+      o[i] = q.x; o[i + 1] = q.y; o[i + 2] = q.z; o[i + 3] = q.w;
+    }
+  } else if constexpr (V == 2) {
+    float2 q = *reinterpret_cast<const float2*>(p);
+    o[0] = q.x; o[1] = q.y;
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) o[i] = p[i];
+  }
+}
+template <int V, class T> __device__ __forceinline__ void kdsl_load(const T* p, T* o) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) o[i] = p[i];
+}
+template <int V> __device__ __forceinline__ void kdsl_store(kdsl_u16* p, const float* v, bool is_bf16) {
+  if constexpr (V % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < V; i += 8) {
+      unsigned w[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        w[j] = is_bf16 ? kdsl_pack_bf16x2(v[i + 2 * j], v[i + 2 * j + 1])
+                       : kdsl_pack_f16x2(v[i + 2 * j], v[i + 2 * j + 1]);
+      }
+      *reinterpret_cast<uint4*>(p + i) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+  } else if constexpr (V == 4) {
+    unsigned w0 = is_bf16 ? kdsl_pack_bf16x2(v[0], v[1]) : kdsl_pack_f16x2(v[0], v[1]);
+    unsigned w1 = is_bf16 ? kdsl_pack_bf16x2(v[2], v[3]) : kdsl_pack_f16x2(v[2], v[3]);
+    *reinterpret_cast<uint2*>(p) = make_uint2(w0, w1);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) p[i] = is_bf16 ? kdsl_f32_to_bf16(v[i]) : kdsl_f32_to_f16(v[i]);
+  }
+}
+template <int V> __device__ __forceinline__ void kdsl_store(float* p, const float* v) {
+  if constexpr (V % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < V; i += 4) {
+      *reinterpret_cast<float4*>(p + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+    }
+  } else if constexpr (V == 2) {
+    *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) p[i] = v[i];
+  }
+}
+template <int V, class T> __device__ __forceinline__ void kdsl_store(T* p, const T* v) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) p[i] = v[i];
+}
+
+// Reduction states and their combine operators. Combines are applied in a fixed order, so every
+// reduction gives the same bits on every run.
+template <class T> struct kdsl_welford { T n, mean, m2; };
+template <class T> struct kdsl_arg { T v; long long i; };
+struct kdsl_op_sum {
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+struct kdsl_op_max {
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return kdsl_max(a, b); }
+};
+struct kdsl_op_min {
+  template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return kdsl_min(a, b); }
+};
+// Chan, Golub & LeVeque (1979): merging (count, mean, M2) of two disjoint parts.
+struct kdsl_op_var {
+  template <class T>
+  __device__ __forceinline__ kdsl_welford<T> operator()(kdsl_welford<T> a, kdsl_welford<T> b) const {
+    T n = a.n + b.n;
+    if (b.n == 0) return a;
+    if (a.n == 0) return b;
+    T d = b.mean - a.mean;
+    T f = b.n / n;
+    return {n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
+  }
+};
+// argmax/argmin: the first index of the extreme value; NaN is the maximum (and the minimum).
+struct kdsl_op_argmax {
+  template <class T> __device__ __forceinline__ kdsl_arg<T> operator()(kdsl_arg<T> a, kdsl_arg<T> b) const {
+    bool an = a.v != a.v, bn = b.v != b.v;
+    bool take_b = (bn && !an) || (!an && !bn && b.v > a.v) || ((an == bn) && (an || b.v == a.v) && b.i < a.i);
+    return take_b ? b : a;
+  }
+};
+struct kdsl_op_argmin {
+  template <class T> __device__ __forceinline__ kdsl_arg<T> operator()(kdsl_arg<T> a, kdsl_arg<T> b) const {
+    bool an = a.v != a.v, bn = b.v != b.v;
+    bool take_b = (bn && !an) || (!an && !bn && b.v < a.v) || ((an == bn) && (an || b.v == a.v) && b.i < a.i);
+    return take_b ? b : a;
+  }
+};
+// Welford state of a few values held by one thread: two-pass over them (exact mean first).
+template <int V, class T> __device__ __forceinline__ kdsl_welford<T> kdsl_welford_of(const T* x, int count) {
+  T s = 0;
+#pragma unroll
+  for (int i = 0; i < V; ++i) s += i < count ? x[i] : T(0);
+  T mean = count > 0 ? s / T(count) : T(0), m2 = 0;
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    T d = x[i] - mean;
+    m2 += i < count ? d * d : T(0);
+  }
+  return {T(count), mean, m2};
+}
+
+__device__ __forceinline__ float kdsl_shfl(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ double kdsl_shfl(double v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ int kdsl_shfl(int v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ long long kdsl_shfl(long long v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ kdsl_c64 kdsl_shfl(kdsl_c64 v, int o) { return {kdsl_shfl(v.re, o), kdsl_shfl(v.im, o)}; }
+template <class T> __device__ __forceinline__ kdsl_welford<T> kdsl_shfl(kdsl_welford<T> v, int o) {
+  return {kdsl_shfl(v.n, o), kdsl_shfl(v.mean, o), kdsl_shfl(v.m2, o)};
+}
+template <class T> __device__ __forceinline__ kdsl_arg<T> kdsl_shfl(kdsl_arg<T> v, int o) {
+  return {kdsl_shfl(v.v, o), kdsl_shfl(v.i, o)};
+}
+// Butterfly reduction over aligned groups of W lanes (W a power of two, at most 32). Each step
+// combines (lower lane, higher lane) in that order, so every lane ends with identical bits.
+template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduce(T v, Op op) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+#pragma unroll
+  for (int o = W / 2; o > 0; o >>= 1) {
+    T other = kdsl_shfl(v, o);
+    v = (lane & o) ? op(other, v) : op(v, other);
+  }
+  return v;
+}
+// ---- end of prelude ----
+)KDSL";
+}
+
+}  // namespace kdsl

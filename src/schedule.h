@@ -1,0 +1,56 @@
+// Choosing how a kernel's parallel loop and vector axis map onto the GPU.
+//
+// Row schedules (every kernel whose body reduces or maps along its vector axis):
+//   Each loop iteration (a "row", e.g. one of M rows of an (M, N) tensor) is processed by a group
+//   of G threads; a thread owns VEC consecutive elements in each of C chunks of the row (element
+//   index (c * G + lane) * VEC + v), so accesses of a warp are contiguous and, when the tensors
+//   allow it, 16 bytes wide. A CTA holds R = threads / G groups. The grid is persistent: about
+//   (SMs x resident CTAs) CTAs loop over the rows, so loop-invariant vectors (weights) are loaded
+//   once per CTA and column reductions (dw[:] += ...) accumulate in registers across the rows
+//   a CTA processes, then reduce in a fixed order (per-group partials, then a follow-up kernel).
+//   - rows.subwarp: N / VEC <= 16 vectors per row: G = 1..16 threads per row, many rows per warp.
+//   - rows.warp:    N / VEC <= 256: one warp per row (G = 32), butterfly shuffles only.
+//   - rows.cta:     larger rows: G = 64..1024 threads per row (one row per CTA), warp shuffles
+//                   then a shared-memory exchange between the warps.
+//   Rows are held in registers (each element read once) when the cached loads fit the register
+//   budget ("register-resident"); otherwise each phase re-reads the row ("streaming", which
+//   reads every element once per reduction phase).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dsl/ir.h"
+#include "specialization.h"
+
+namespace kdsl {
+
+/// The GPU a kernel is compiled for: what the scheduler needs to know about it.
+struct DeviceTarget {
+  std::string arch = "sm_90";
+  int sm_count = 132;
+  int max_threads_per_sm = 2048;
+  int regs_per_sm = 65536;
+  int max_smem_per_cta = 227 * 1024;  // bytes, with the opt-in limit
+};
+
+struct RowSchedule {
+  std::string name;  // rows.subwarp, rows.warp or rows.cta
+  int vec = 1;       // elements per access (VEC)
+  int group = 32;    // threads per row (G)
+  int rows_per_cta = 1;  // R
+  int threads = 32;      // G * R
+  int chunks = 1;        // C = ceil(N / (G * VEC))
+  bool cache_rows = true;       // row loads held in registers across phases
+  bool cache_invariant = true;  // loop-invariant vector loads held in registers across rows
+  int ctas_per_sm = 1;          // persistent grid: CTAs per SM
+  std::vector<std::string> reasons;
+};
+
+/// Chooses the row schedule for `k` (already specialized) on `target`. Deterministic: the same
+/// kernel, specialization and target give the same schedule.
+RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
+                                const DeviceTarget& target);
+
+}  // namespace kdsl
