@@ -1,0 +1,101 @@
+#include "host_tensor.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "dsl/numeric.h"
+#include "kdsl/error.h"
+
+namespace kdsl {
+
+HostTensor::HostTensor(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)) {
+  int64_t n = numel();
+  if (n < 0) throw ArgumentError("tensor sizes must not be negative");
+  bytes.assign(static_cast<size_t>(n) * dtype_size(t), 0);
+}
+
+int64_t HostTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<int64_t> HostTensor::strides() const {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) st[i - 1] = st[i] * shape[i];
+  return st;
+}
+
+namespace {
+
+template <class T>
+T read(const std::vector<uint8_t>& b, int64_t i) {
+  T v;
+  std::memcpy(&v, b.data() + static_cast<size_t>(i) * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <class T>
+void write(std::vector<uint8_t>& b, int64_t i, T v) {
+  std::memcpy(b.data() + static_cast<size_t>(i) * sizeof(T), &v, sizeof(T));
+}
+
+}  // namespace
+
+double HostTensor::get(int64_t i) const {
+  switch (dtype) {
+    case DType::f16: return f16_bits_to_double(read<uint16_t>(bytes, i));
+    case DType::bf16: return bf16_bits_to_double(read<uint16_t>(bytes, i));
+    case DType::f32: return read<float>(bytes, i);
+    case DType::f64: return read<double>(bytes, i);
+    case DType::i32: return read<int32_t>(bytes, i);
+    case DType::i64: return static_cast<double>(read<int64_t>(bytes, i));
+    case DType::b8: return read<uint8_t>(bytes, i) != 0 ? 1 : 0;
+    case DType::c64: return read<float>(bytes, 2 * i);
+  }
+  return 0;
+}
+
+double HostTensor::get_imag(int64_t i) const {
+  return dtype == DType::c64 ? read<float>(bytes, 2 * i + 1) : 0;
+}
+
+void HostTensor::set(int64_t i, double v, double imag) {
+  switch (dtype) {
+    case DType::f16: write<uint16_t>(bytes, i, double_to_f16_bits(v)); break;
+    case DType::bf16: write<uint16_t>(bytes, i, double_to_bf16_bits(v)); break;
+    case DType::f32: write<float>(bytes, i, static_cast<float>(v)); break;
+    case DType::f64: write<double>(bytes, i, v); break;
+    case DType::i32: write<int32_t>(bytes, i, static_cast<int32_t>(round_to(DType::i32, v))); break;
+    case DType::i64: write<int64_t>(bytes, i, static_cast<int64_t>(round_to(DType::i64, v))); break;
+    case DType::b8: write<uint8_t>(bytes, i, v != 0 ? 1 : 0); break;
+    case DType::c64:
+      write<float>(bytes, 2 * i, static_cast<float>(v));
+      write<float>(bytes, 2 * i + 1, static_cast<float>(imag));
+      break;
+  }
+}
+
+void HostTensor::poison(uint8_t byte) { std::memset(bytes.data(), byte, bytes.size()); }
+
+void fill_random(HostTensor& t, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> ints(-100, 100);
+  std::bernoulli_distribution coin(0.5);
+  int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    if (is_float(t.dtype)) {
+      t.set(i, normal(rng));
+    } else if (t.dtype == DType::c64) {
+      double re = normal(rng);
+      t.set(i, re, normal(rng));
+    } else if (is_int(t.dtype)) {
+      t.set(i, ints(rng));
+    } else {
+      t.set(i, coin(rng) ? 1 : 0);
+    }
+  }
+}
+
+}  // namespace kdsl
