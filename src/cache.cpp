@@ -303,7 +303,7 @@ bool DiskCache::usable() {
 void DiskCache::warn_io(const std::string& what) {
   if (!io_warned_.exchange(true)) {
     spdlog::warn(
-        "kdsl cache: {}; the kernel is compiled in memory and works, but is not cached. "
+        "kdsl cache: {}; compiling in memory instead (kernels work, but may not be cached). "
         "Check free space and permissions of {} (further cache I/O errors in this process "
         "are logged at debug level).",
         what, config_.dir.string());

@@ -62,10 +62,11 @@ TEST(DriverGpu, AllocMemsetCopyBack) {
   EXPECT_NE(moved.ptr(), 0u);
 }
 
-void run_axpb(int dynamic_smem_bytes) {
-  CUcontext ctx = primary_context(0);
+// Compiles, loads and launches the kernel on device `ordinal` and checks every output element.
+void run_axpb(int dynamic_smem_bytes, int ordinal = 0) {
+  CUcontext ctx = primary_context(ordinal);
   const Driver& d = driver();
-  Cubin cubin = nvrtc_compile(kKernel, "kdsl_gpu_test_axpb", device_info(0).arch, {});
+  Cubin cubin = nvrtc_compile(kKernel, "kdsl_gpu_test_axpb", device_info(ordinal).arch, {});
   LoadedKernel k = load_kernel(ctx, cubin.data, "kdsl_gpu_test_axpb", dynamic_smem_bytes);
   // The second load returns the same handles.
   LoadedKernel again = load_kernel(ctx, cubin.data, "kdsl_gpu_test_axpb", dynamic_smem_bytes);
@@ -102,6 +103,21 @@ void run_axpb(int dynamic_smem_bytes) {
 TEST(DriverGpu, CompileLoadLaunch) {
   KDSL_REQUIRE_GPU();
   run_axpb(1024);
+}
+
+TEST(DriverGpu, EveryDeviceRunsTheKernelInItsOwnContext) {
+  KDSL_REQUIRE_GPU();
+  for (int i = 0; i < device_count(); ++i) {
+    SCOPED_TRACE("device " + std::to_string(i));
+    run_axpb(2048, i);
+  }
+  if (device_count() > 1) {
+    // Each context has its own module for the same cubin.
+    Cubin cubin = nvrtc_compile(kKernel, "kdsl_gpu_test_axpb", device_info(0).arch, {});
+    LoadedKernel k0 = load_kernel(primary_context(0), cubin.data, "kdsl_gpu_test_axpb", 0);
+    LoadedKernel k1 = load_kernel(primary_context(1), cubin.data, "kdsl_gpu_test_axpb", 0);
+    EXPECT_NE(k0.module, k1.module);
+  }
 }
 
 TEST(DriverGpu, DynamicSharedMemoryAbove48KiB) {
