@@ -348,7 +348,12 @@ std::optional<CompiledEntry> DiskCache::lookup(const fs::path& path, const Cache
 
 bool DiskCache::store(const fs::path& path, const std::string& canonical, const std::string& meta,
                       const std::string& cubin) {
-  std::string err = write_file_atomic(path, encode_entry({canonical, meta, cubin}), config_.faults);
+  std::string err;
+  if (::mkdir(path.parent_path().c_str(), 0700) != 0 && errno != EEXIST) {
+    err = fmt::format("cannot create {}: {}", path.parent_path().string(), std::strerror(errno));
+  } else {
+    err = write_file_atomic(path, encode_entry({canonical, meta, cubin}), config_.faults);
+  }
   if (!err.empty()) warn_io(err);
   return err.empty();
 }
@@ -361,8 +366,13 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
   result.key_hex = xxh128_hex(canonical);
   auto finish = [&](const char* what) {
     result.load_ms = ms_since(start) - result.compile_ms;
-    spdlog::info("kdsl cache: {} '{}' for {} (key {}): compile {:.1f} ms, cache {:.2f} ms", what,
-                 key.kernel_symbol, key.arch, result.key_hex, result.compile_ms, result.load_ms);
+    if (result.hit) {
+      spdlog::info("kdsl cache: hit '{}' for {} (key {}) in {:.2f} ms", key.kernel_symbol, key.arch,
+                   result.key_hex, result.load_ms);
+    } else {
+      spdlog::info("kdsl cache: {} '{}' for {} (key {}): compile {:.1f} ms, cache {:.2f} ms", what,
+                   key.kernel_symbol, key.arch, result.key_hex, result.compile_ms, result.load_ms);
+    }
   };
   auto compile_now = [&] {
     ++misses_;

@@ -32,6 +32,18 @@ void set_why(std::string* why, std::string text) {
   if (why != nullptr) *why = std::move(text);
 }
 
+// "CUDA_ERROR_NAME (description)", or the number when the driver cannot name it.
+std::string error_text(const Driver* d, CUresult r) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (d != nullptr) {
+    d->cuGetErrorName(r, &name);
+    d->cuGetErrorString(r, &text);
+  }
+  if (name == nullptr) return fmt::format("CUresult {}", static_cast<int>(r));
+  return fmt::format("{} ({})", name, text != nullptr ? text : "no description");
+}
+
 }  // namespace
 
 std::unique_ptr<Driver> load_driver(const std::string& library, std::string* why) {
@@ -57,15 +69,17 @@ std::unique_ptr<Driver> load_driver(const std::string& library, std::string* why
     return nullptr;
   }
   CUresult r = d->cuInit(0);
+  if (r == CUDA_ERROR_STUB_LIBRARY) {
+    set_why(why, fmt::format("CUDA driver unusable: cuInit failed because {} is the CUDA "
+                             "toolkit's link stub, not the NVIDIA driver; remove the stubs "
+                             "directory from LD_LIBRARY_PATH",
+                             library));
+    return nullptr;
+  }
   if (r != CUDA_SUCCESS) {
-    const char* name = nullptr;
-    const char* text = nullptr;
-    d->cuGetErrorName(r, &name);
-    d->cuGetErrorString(r, &text);
-    set_why(why,
-            fmt::format("CUDA driver unusable: cuInit failed with {} ({}); check that a GPU is "
-                        "visible (nvidia-smi, CUDA_VISIBLE_DEVICES)",
-                        name != nullptr ? name : "?", text != nullptr ? text : "?"));
+    set_why(why, fmt::format("CUDA driver unusable: cuInit failed with {}; check that a GPU is "
+                             "visible (nvidia-smi, CUDA_VISIBLE_DEVICES)",
+                             error_text(d.get(), r)));
     return nullptr;
   }
   return d;
@@ -88,15 +102,7 @@ const Driver& driver() {
 }
 
 std::string cuda_error_text(CUresult r) {
-  const Driver* d = driver_or_null();
-  const char* name = nullptr;
-  const char* text = nullptr;
-  if (d != nullptr) {
-    d->cuGetErrorName(r, &name);
-    d->cuGetErrorString(r, &text);
-  }
-  if (name == nullptr) return fmt::format("CUresult {}", static_cast<int>(r));
-  return fmt::format("{} ({})", name, text != nullptr ? text : "no description");
+  return error_text(driver_or_null(), r);
 }
 
 void check(CUresult r, const char* what) {

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "kdsl/error.h"
 
 namespace kdsl {
@@ -15,6 +18,21 @@ TEST(Driver, MissingLibraryGivesNullAndAReason) {
   EXPECT_NE(why.find("no CUDA driver"), std::string::npos) << why;
   EXPECT_NE(why.find("libkdsl_no_such_cuda.so.1 not found"), std::string::npos) << why;
   EXPECT_NE(why.find("launching needs the NVIDIA driver"), std::string::npos) << why;
+}
+
+TEST(Driver, StubLibraryResolvesEverySymbolThenFailsInit) {
+  // The toolkit's link stub exports every driver function (so this checks the versioned names
+  // against CUDA 13) but its cuInit always fails. It is only opened here, never linked.
+  const char* root = std::getenv("CUDA_HOME");
+  std::string stub =
+      std::string(root != nullptr ? root : "/usr/local/cuda") + "/lib64/stubs/libcuda.so";
+  if (!std::filesystem::exists(stub)) GTEST_SKIP() << "no CUDA stub library at " << stub;
+  std::string why;
+  EXPECT_EQ(load_driver(stub, &why), nullptr);
+  EXPECT_NE(why.find("cuInit failed because " + stub + " is the CUDA toolkit's link stub"),
+            std::string::npos)
+      << why;
+  EXPECT_EQ(why.find("too old"), std::string::npos) << why;
 }
 
 TEST(Driver, ProcessDriverIsNullWithReasonOrUsable) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <thread>
+#include <vector>
 
 #include "kdsl/error.h"
 
@@ -79,6 +81,22 @@ TEST(Nvrtc, UnsupportedArchIsACompileErrorListingTheSupportedOnes) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("'sm_35'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("sm_90"), std::string::npos) << msg;
+  }
+}
+
+TEST(Nvrtc, ConcurrentCompilesFromSeveralThreads) {
+  std::vector<std::string> cubins(4);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < cubins.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { cubins[i] = nvrtc_compile(kScaleKernel, "kdsl_test_scale", "sm_90", {}).data; });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& c : cubins) {
+    EXPECT_EQ(c.substr(0, 4),
+              "\x7f"
+              "ELF");
+    EXPECT_EQ(c, cubins[0]);  // NVRTC output is deterministic for the same input
   }
 }
 
