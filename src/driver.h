@@ -16,23 +16,23 @@ namespace kdsl {
 // Every driver function kdsl calls. cuda.h #defines many of these names to versioned symbols
 // (cuMemAlloc -> cuMemAlloc_v2, cuGraphInstantiate -> cuGraphInstantiateWithFlags); the table
 // follows the same mapping, so `drv.cuMemAlloc(...)` calls exactly what a linked program would.
-#define KDSL_DRIVER_FUNCTIONS(X)                                                                   \
-  X(cuInit)                                                                                        \
-  X(cuDriverGetVersion)                                                                            \
-  X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetAttribute) \
-      X(cuDeviceGetName) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                           \
-          X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice)     \
-              X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(  \
-                  cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx)  \
-                  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuMemAlloc) X(cuMemFree)        \
-                      X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyDtoDAsync)         \
-                          X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemGetInfo) X(cuStreamCreate)       \
-                              X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamBeginCapture)    \
-                                  X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch)     \
-                                      X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuEventCreate)     \
-                                          X(cuEventRecord) X(cuEventSynchronize)                   \
-                                              X(cuEventElapsedTime) X(cuEventDestroy)              \
-                                                  X(cuPointerGetAttribute)
+// clang-format off
+#define KDSL_DRIVER_FUNCTIONS(X) \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
+  X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetAttribute) X(cuDeviceGetName) \
+  X(cuDeviceTotalMem) \
+  X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) \
+  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
+  X(cuFuncSetAttribute) X(cuFuncGetAttribute) \
+  X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyDtoDAsync) \
+  X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemGetInfo) X(cuPointerGetAttribute) \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) \
+  X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
+  X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
+// clang-format on
 
 /// Pointers to the driver functions, all non-null once loaded. Immutable after loading, so any
 /// thread may call through it.
