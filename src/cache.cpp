@@ -1,0 +1,519 @@
+#include "src/cache.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+namespace kdsl {
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+std::string canonical_key(const CacheKeyInputs& key) {
+  std::string out;
+  auto field = [&out](std::string_view name, std::string_view value) {
+    out += fmt::format("{} {}\n", name, value.size());
+    out += value;
+    out += '\n';
+  };
+  field("kdsl-cache-format", std::to_string(kCacheFormatVersion));
+  field("kdsl", key.kdsl_version);
+  field("nvrtc", key.nvrtc_version);
+  field("arch", key.arch);
+  field("symbol", key.kernel_symbol);
+  field("options", std::to_string(key.options.size()));
+  for (const auto& o : key.options) field("option", o);
+  field("source", key.source);
+  return out;
+}
+
+namespace {
+
+// Reads the fields canonical_key writes, in order.
+class KeyReader {
+ public:
+  explicit KeyReader(std::string_view text) : rest_(text) {}
+
+  std::optional<std::string> field(std::string_view name) {
+    if (!rest_.starts_with(name) || rest_.substr(name.size()).substr(0, 1) != " ") return {};
+    rest_.remove_prefix(name.size() + 1);
+    size_t len = 0;
+    auto [end, ec] = std::from_chars(rest_.data(), rest_.data() + rest_.size(), len);
+    size_t header = static_cast<size_t>(end - rest_.data());
+    if (ec != std::errc() || header >= rest_.size() || *end != '\n') return {};
+    rest_.remove_prefix(header + 1);
+    if (len >= rest_.size() || rest_[len] != '\n') return {};
+    std::string value(rest_.substr(0, len));
+    rest_.remove_prefix(len + 1);
+    return value;
+  }
+  bool done() const { return rest_.empty(); }
+
+ private:
+  std::string_view rest_;
+};
+
+}  // namespace
+
+std::optional<CacheKeyInputs> parse_canonical_key(std::string_view text) {
+  KeyReader r(text);
+  CacheKeyInputs k;
+  auto format = r.field("kdsl-cache-format");
+  auto kdsl = r.field("kdsl");
+  auto nvrtc = r.field("nvrtc");
+  auto arch = r.field("arch");
+  auto symbol = r.field("symbol");
+  auto count = r.field("options");
+  if (!format || *format != std::to_string(kCacheFormatVersion) || !kdsl || !nvrtc || !arch ||
+      !symbol || !count) {
+    return std::nullopt;
+  }
+  size_t n = 0;
+  auto [end, ec] = std::from_chars(count->data(), count->data() + count->size(), n);
+  if (ec != std::errc() || end != count->data() + count->size() || n > text.size()) return {};
+  for (size_t i = 0; i < n; ++i) {
+    auto option = r.field("option");
+    if (!option) return std::nullopt;
+    k.options.push_back(std::move(*option));
+  }
+  auto source = r.field("source");
+  if (!source || !r.done()) return std::nullopt;
+  k.source = std::move(*source);
+  k.arch = std::move(*arch);
+  k.nvrtc_version = std::move(*nvrtc);
+  k.kdsl_version = std::move(*kdsl);
+  k.kernel_symbol = std::move(*symbol);
+  return k;
+}
+
+std::string cache_key_hex(const CacheKeyInputs& key) {
+  return xxh128_hex(canonical_key(key));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+
+std::optional<uint64_t> parse_byte_size(std::string_view text) {
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) return std::nullopt;
+  std::string suffix(end, text.data() + text.size());
+  for (char& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (suffix.ends_with("IB"))
+    suffix.resize(suffix.size() - 2);
+  else if (suffix.size() > 1 && suffix.ends_with("B"))
+    suffix.pop_back();
+  int shift = 0;
+  if (suffix == "K")
+    shift = 10;
+  else if (suffix == "M")
+    shift = 20;
+  else if (suffix == "G")
+    shift = 30;
+  else if (suffix == "T")
+    shift = 40;
+  else if (!suffix.empty() && suffix != "B")
+    return std::nullopt;
+  if (shift > 0 && value > (UINT64_MAX >> shift)) return std::nullopt;
+  return value << shift;
+}
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+fs::path default_cache_dir() {
+  if (std::string dir = env("KDSL_CACHE_DIR"); !dir.empty()) return fs::absolute(dir);
+  if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty() && xdg.front() == '/') {
+    return fs::path(xdg) / "kdsl";
+  }
+  std::string home = env("HOME");
+  if (home.empty()) {
+    if (const passwd* pw = getpwuid(geteuid()); pw != nullptr && pw->pw_dir != nullptr) {
+      home = pw->pw_dir;
+    }
+  }
+  return home.empty() ? fs::path() : fs::path(home) / ".cache" / "kdsl";
+}
+
+}  // namespace
+
+CacheConfig CacheConfig::from_env() {
+  CacheConfig c;
+  c.dir = default_cache_dir();
+  std::string mode = env("KDSL_CACHE");
+  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  c.enabled = !(mode == "off" || mode == "0" || mode == "false" || mode == "no");
+  if (std::string size = env("KDSL_CACHE_MAX_SIZE"); !size.empty()) {
+    if (auto bytes = parse_byte_size(size)) {
+      c.max_bytes = *bytes;
+    } else {
+      spdlog::warn(
+          "kdsl cache: ignoring KDSL_CACHE_MAX_SIZE='{}': expected bytes with an optional "
+          "K, M, G or T suffix (e.g. 512M, 2G); using {} bytes",
+          size, c.max_bytes);
+    }
+  }
+  c.faults = CacheFaults::parse(env("KDSL_CACHE_FAULT"));
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The directory
+
+namespace {
+
+// Creates `dir` and its missing parents with mode 0700. Returns "" or what failed.
+std::string make_private_dirs(const fs::path& dir) {
+  fs::path prefix;
+  for (const auto& part : dir) {
+    prefix /= part;
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return fmt::format("cannot create {}: {}", prefix.string(), std::strerror(errno));
+    }
+  }
+  return {};
+}
+
+// Why `dir` must not be used, or "" if it may. Creates it first when `create`.
+std::string directory_problem(const fs::path& dir, bool create) {
+  if (dir.empty()) return "no cache directory: HOME is not set";
+  if (create) {
+    if (std::string err = make_private_dirs(dir); !err.empty()) return err;
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    return create ? fmt::format("cannot use {}: {}", dir.string(), std::strerror(errno)) : "";
+  }
+  if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", dir.string());
+  if (st.st_uid != ::geteuid()) {
+    return fmt::format(
+        "{} is owned by user id {}, not by you (user id {}), so it could hold "
+        "binaries you did not build",
+        dir.string(), st.st_uid, ::geteuid());
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format(
+        "{} is writable by group or others (mode {:04o}), so another user could "
+        "plant a binary in it; make it private (chmod go-w {})",
+        dir.string(), st.st_mode & 07777, dir.string());
+  }
+  return {};
+}
+
+struct ScannedFile {
+  fs::path path;
+  uint64_t bytes = 0;
+  fs::file_time_type mtime;
+};
+
+struct Scan {
+  std::vector<ScannedFile> entries;
+  std::vector<ScannedFile> temps;  // temporary files of writers, live or abandoned
+  std::vector<fs::path> locks;
+};
+
+bool is_shard_name(const std::string& name) {
+  return name.size() == 2 && std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+// Lists the files of the cache; never throws (unreadable parts are skipped).
+Scan scan(const fs::path& dir) {
+  Scan out;
+  std::error_code ec;
+  for (const auto& shard : fs::directory_iterator(dir, ec)) {
+    if (!is_shard_name(shard.path().filename().string()) || !shard.is_directory(ec)) continue;
+    std::error_code ec2;
+    for (const auto& file : fs::directory_iterator(shard.path(), ec2)) {
+      const std::string name = file.path().filename().string();
+      ScannedFile f{file.path(), file.file_size(ec2), file.last_write_time(ec2)};
+      if (ec2) {
+        ec2.clear();
+        continue;  // removed while we looked
+      }
+      if (name.ends_with(kEntrySuffix))
+        out.entries.push_back(f);
+      else if (is_temp_file_name(name))
+        out.temps.push_back(f);
+      else if (name.ends_with(std::string(kEntrySuffix) + ".lock"))
+        out.locks.push_back(f.path);
+    }
+  }
+  return out;
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Why a stored key is not the requested one, in words.
+std::string key_mismatch(const std::string& stored, const CacheKeyInputs& want) {
+  auto got = parse_canonical_key(stored);
+  if (!got) return "its stored key is unreadable";
+  if (got->arch != want.arch)
+    return fmt::format("it was built for {}, not {}", got->arch, want.arch);
+  if (got->kernel_symbol != want.kernel_symbol) {
+    return fmt::format("it holds kernel '{}', not '{}'", got->kernel_symbol, want.kernel_symbol);
+  }
+  return "its stored key differs from the requested one (a file copied under another name?)";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// DiskCache
+
+DiskCache::DiskCache(CacheConfig config) : config_(std::move(config)) {}
+
+fs::path DiskCache::entry_path(const std::string& key_hex) const {
+  return config_.dir / key_hex.substr(0, 2) / (key_hex.substr(2) + kEntrySuffix);
+}
+
+bool DiskCache::usable() {
+  std::call_once(ready_once_, [this] {
+    unusable_ = directory_problem(config_.dir, /*create=*/true);
+    if (!unusable_.empty()) {
+      spdlog::warn(
+          "kdsl cache: not using the cache directory: {}. Kernels are compiled in memory "
+          "for this process; set KDSL_CACHE_DIR to a private, writable directory (or "
+          "KDSL_CACHE=off to silence this).",
+          unusable_);
+    }
+  });
+  return unusable_.empty();
+}
+
+void DiskCache::warn_io(const std::string& what) {
+  if (!io_warned_.exchange(true)) {
+    spdlog::warn(
+        "kdsl cache: {}; compiling in memory instead (kernels work, but may not be cached). "
+        "Check free space and permissions of {} (further cache I/O errors in this process "
+        "are logged at debug level).",
+        what, config_.dir.string());
+  } else {
+    spdlog::debug("kdsl cache: {}", what);
+  }
+}
+
+std::optional<CompiledEntry> DiskCache::lookup(const fs::path& path, const CacheKeyInputs& key,
+                                               const std::string& canonical, bool second_look) {
+  ReadResult r = read_entry(path, config_.faults);
+  std::string problem = r.problem;
+  if (r.status == ReadResult::kOk && r.entry.key != canonical) {
+    r.status = ReadResult::kDamaged;
+    problem = key_mismatch(r.entry.key, key);
+  }
+  switch (r.status) {
+    case ReadResult::kOk: {
+      CompiledEntry e;
+      e.cubin = std::move(r.entry.payload);
+      e.meta = std::move(r.entry.meta);
+      e.hit = true;
+      return e;
+    }
+    case ReadResult::kMissing:
+      return std::nullopt;
+    case ReadResult::kIoError:
+      warn_io(problem);
+      return std::nullopt;
+    case ReadResult::kDamaged:
+      break;
+  }
+  if (second_look) {  // with the lock held (when locking works), so no writer races the removal
+    spdlog::warn("kdsl cache: removed the entry {} for kernel '{}' ({}): {}; compiling it again",
+                 path.string(), key.kernel_symbol, key.arch, problem);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      warn_io(fmt::format("cannot remove {}: {}", path.string(), std::strerror(errno)));
+    }
+  }
+  return std::nullopt;
+}
+
+bool DiskCache::store(const fs::path& path, const std::string& canonical, const std::string& meta,
+                      const std::string& cubin) {
+  std::string err;
+  if (::mkdir(path.parent_path().c_str(), 0700) != 0 && errno != EEXIST) {
+    err = fmt::format("cannot create {}: {}", path.parent_path().string(), std::strerror(errno));
+  } else {
+    err = write_file_atomic(path, encode_entry({canonical, meta, cubin}), config_.faults);
+  }
+  if (!err.empty()) warn_io(err);
+  return err.empty();
+}
+
+CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::string& meta,
+                                        const std::function<std::string()>& compile) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string canonical = canonical_key(key);
+  CompiledEntry result;
+  result.key_hex = xxh128_hex(canonical);
+  auto finish = [&](const char* what) {
+    result.load_ms = ms_since(start) - result.compile_ms;
+    if (result.hit) {
+      spdlog::info("kdsl cache: hit '{}' for {} (key {}) in {:.2f} ms", key.kernel_symbol, key.arch,
+                   result.key_hex, result.load_ms);
+    } else {
+      spdlog::info("kdsl cache: {} '{}' for {} (key {}): compile {:.1f} ms, cache {:.2f} ms", what,
+                   key.kernel_symbol, key.arch, result.key_hex, result.compile_ms, result.load_ms);
+    }
+  };
+  auto compile_now = [&] {
+    ++misses_;
+    const auto t = std::chrono::steady_clock::now();
+    result.cubin = compile();
+    result.compile_ms = ms_since(t);
+    result.meta = meta;
+    result.hit = false;
+  };
+  if (!config_.enabled || !usable()) {
+    compile_now();
+    finish(config_.enabled ? "in-memory compile of" : "cache off, compiled");
+    return result;
+  }
+  const fs::path path = entry_path(result.key_hex);
+  auto hit = lookup(path, key, canonical, /*second_look=*/false);
+  std::optional<EntryLock> lock;
+  if (!hit) {
+    ::mkdir(path.parent_path().c_str(), 0700);  // failures show up as lock or write errors
+    std::string lock_error;
+    lock = EntryLock::acquire(fs::path(path) += ".lock", config_.lock_timeout, config_.faults,
+                              &lock_error);
+    if (!lock) spdlog::debug("kdsl cache: going on without the entry lock: {}", lock_error);
+    hit = lookup(path, key, canonical, /*second_look=*/true);
+  }
+  if (hit) {
+    ++hits_;
+    hit->key_hex = result.key_hex;
+    result = std::move(*hit);
+    finish("hit");
+    return result;
+  }
+  compile_now();  // on an exception, `lock` is released and nothing is stored
+  const bool stored = store(path, canonical, meta, result.cubin);
+  lock.reset();
+  if (stored && config_.max_bytes > 0) evict(path);
+  finish(stored ? "miss, compiled and stored" : "miss, compiled (not stored)");
+  return result;
+}
+
+CacheStats DiskCache::stats() const {
+  CacheStats s;
+  s.dir = config_.dir;
+  s.enabled = config_.enabled;
+  s.unusable =
+      config_.enabled ? directory_problem(config_.dir, /*create=*/false) : "KDSL_CACHE=off";
+  s.max_bytes = config_.max_bytes;
+  s.hits = hits_.load();
+  s.misses = misses_.load();
+  if (!config_.enabled) return s;
+  for (const auto& e : scan(config_.dir).entries) {
+    ++s.entries;
+    s.bytes += e.bytes;
+  }
+  return s;
+}
+
+std::vector<CacheEntryInfo> DiskCache::list() const {
+  std::vector<CacheEntryInfo> out;
+  if (!config_.enabled) return out;
+  for (const auto& e : scan(config_.dir).entries) {
+    CacheEntryInfo info;
+    info.path = e.path;
+    std::string stem = e.path.filename().string();
+    info.key_hex = e.path.parent_path().filename().string() +
+                   stem.substr(0, stem.size() - std::strlen(kEntrySuffix));
+    info.bytes = e.bytes;
+    info.last_use = e.mtime;
+    if (auto text = read_entry_key(e.path)) {
+      if (auto key = parse_canonical_key(*text)) {
+        info.kernel_symbol = key->kernel_symbol;
+        info.arch = key->arch;
+      }
+    }
+    out.push_back(std::move(info));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.last_use > b.last_use; });
+  return out;
+}
+
+CacheRemoval DiskCache::clear() {
+  CacheRemoval removed;
+  if (!config_.enabled) return removed;
+  Scan s = scan(config_.dir);
+  std::error_code ec;
+  for (const auto& e : s.entries) {
+    if (fs::remove(e.path, ec)) {
+      ++removed.entries;
+      removed.bytes += e.bytes;
+    }
+  }
+  for (const auto& t : s.temps) fs::remove(t.path, ec);
+  for (const auto& l : s.locks) fs::remove(l, ec);
+  for (const auto& shard : fs::directory_iterator(config_.dir, ec)) {
+    if (is_shard_name(shard.path().filename().string())) fs::remove(shard.path(), ec);  // if empty
+  }
+  return removed;
+}
+
+CacheRemoval DiskCache::prune() {
+  return config_.enabled ? evict({}) : CacheRemoval{};
+}
+
+CacheRemoval DiskCache::evict(const fs::path& keep) const {
+  Scan s = scan(config_.dir);
+  std::error_code ec;
+  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const auto& t : s.temps) {
+    if (t.mtime < stale) fs::remove(t.path, ec);  // left by a crashed writer
+  }
+  uint64_t total = 0;
+  for (const auto& e : s.entries) total += e.bytes;
+  CacheRemoval removed;
+  if (config_.max_bytes == 0 || total <= config_.max_bytes) return removed;
+  std::sort(s.entries.begin(), s.entries.end(),
+            [](const auto& a, const auto& b) { return a.mtime < b.mtime; });
+  for (const auto& e : s.entries) {
+    if (total <= config_.max_bytes) break;
+    if (e.path == keep) continue;
+    if (fs::remove(e.path, ec)) {
+      total -= e.bytes;
+      ++removed.entries;
+      removed.bytes += e.bytes;
+    }
+  }
+  spdlog::info(
+      "kdsl cache: evicted {} least recently used entries ({} bytes) to stay within the "
+      "limit of {} bytes (KDSL_CACHE_MAX_SIZE)",
+      removed.entries, removed.bytes, config_.max_bytes);
+  return removed;
+}
+
+DiskCache& default_disk_cache() {
+  static DiskCache cache(CacheConfig::from_env());
+  return cache;
+}
+
+CompiledEntry compile_cached(const CacheKeyInputs& key, const std::string& meta,
+                             std::function<std::string()> compile) {
+  return default_disk_cache().get_or_compile(key, meta, compile);
+}
+
+}  // namespace kdsl

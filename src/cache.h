@@ -1,0 +1,151 @@
+// The disk cache of compiled kernels: one self-contained, checksummed file per cubin, keyed by a
+// full-length hash of everything that affects the binary, safe for many processes sharing one
+// directory. Layout, key and failure behavior: docs/cache.md.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/cache_file.h"
+
+namespace kdsl {
+
+/// Everything that affects a cubin. Never put compiler output here.
+struct CacheKeyInputs {
+  std::string source;                ///< The complete generated CUDA C++.
+  std::vector<std::string> options;  ///< The full NVRTC option list (see nvrtc_options).
+  std::string arch;                  ///< Exact architecture, suffix included ("sm_90a").
+  std::string nvrtc_version;         ///< nvrtc_version(), e.g. "13.0".
+  std::string kdsl_version;          ///< KDSL_VERSION.
+  std::string kernel_symbol;         ///< The kernel's symbol in the cubin.
+  bool operator==(const CacheKeyInputs&) const = default;
+};
+
+/// The canonical serialization of a key (with the cache format version): "<field> <length>\n"
+/// then the bytes and "\n" for each field, in a fixed order. Equal inputs give equal bytes on every
+/// machine and in every process.
+std::string canonical_key(const CacheKeyInputs& key);
+
+/// The inverse of canonical_key; nullopt for text it did not produce.
+std::optional<CacheKeyInputs> parse_canonical_key(std::string_view text);
+
+/// The entry name: XXH3-128 of canonical_key(key), 32 lowercase hex digits.
+std::string cache_key_hex(const CacheKeyInputs& key);
+
+/// Parses a size in bytes with an optional K, M, G or T suffix (powers of 1024, an optional
+/// trailing "B" or "iB"): "1G", "512M", "1048576". nullopt when malformed.
+std::optional<uint64_t> parse_byte_size(std::string_view text);
+
+/// Where and how the cache works.
+struct CacheConfig {
+  std::filesystem::path dir;                       ///< Root directory of the entries.
+  bool enabled = true;                             ///< False: never touch the disk.
+  uint64_t max_bytes = uint64_t{1} << 30;          ///< Size limit of all entries; 0 = no limit.
+  std::chrono::milliseconds lock_timeout{120000};  ///< Longest wait for another process's compile.
+  CacheFaults faults;                              ///< Injected failures, for tests.
+
+  /// From the environment: KDSL_CACHE_DIR, else $XDG_CACHE_HOME/kdsl, else $HOME/.cache/kdsl;
+  /// KDSL_CACHE=off (or 0, false, no) disables; KDSL_CACHE_MAX_SIZE; KDSL_CACHE_FAULT. A malformed
+  /// size is warned about and the default kept.
+  static CacheConfig from_env();
+};
+
+/// The result of compile_cached.
+struct CompiledEntry {
+  std::string cubin;
+  std::string meta;       ///< The metadata stored with the entry (the caller's, on a miss).
+  bool hit = false;       ///< Whether the cubin came from disk (compile() was not called).
+  double compile_ms = 0;  ///< Time in compile(), milliseconds (0 on a hit).
+  double load_ms = 0;     ///< Time in the cache itself (lookup, lock wait, store), milliseconds.
+  std::string key_hex;
+};
+
+/// For `kdsl cache stats`.
+struct CacheStats {
+  std::filesystem::path dir;
+  bool enabled = false;  ///< KDSL_CACHE is not off.
+  std::string unusable;  ///< Why the directory is not used (empty when it is, or not yet known).
+  uint64_t entries = 0;
+  uint64_t bytes = 0;      ///< Total size of the entry files.
+  uint64_t max_bytes = 0;  ///< The limit; 0 = none.
+  uint64_t hits = 0;       ///< In this process, through this DiskCache.
+  uint64_t misses = 0;
+};
+
+/// For `kdsl cache list`: one entry, read from its header.
+struct CacheEntryInfo {
+  std::string key_hex;
+  std::string kernel_symbol;  ///< Empty when the header is unreadable.
+  std::string arch;
+  uint64_t bytes = 0;
+  std::filesystem::file_time_type last_use;
+  std::filesystem::path path;
+};
+
+/// For `kdsl cache clear | prune`.
+struct CacheRemoval {
+  uint64_t entries = 0;  ///< Entry files removed.
+  uint64_t bytes = 0;    ///< Their total size.
+};
+
+/// A cache directory. Thread-safe; any number of processes may share the directory.
+class DiskCache {
+ public:
+  explicit DiskCache(CacheConfig config);
+
+  /// Returns the cubin for `key`: from the entry on disk when a valid one exists (its stored key
+  /// equal to `key`, checksums intact), else from compile(), then stored with `meta`. A miss locks
+  /// the entry and looks again first, so concurrent processes compile once. Damaged or mismatched
+  /// entries are removed and rebuilt (one warning each); I/O failures degrade to compiling in
+  /// memory (one warning per DiskCache). Exceptions from compile() propagate unchanged and nothing
+  /// is stored.
+  CompiledEntry get_or_compile(const CacheKeyInputs& key, const std::string& meta,
+                               const std::function<std::string()>& compile);
+
+  /// Counts the entries on disk and reports this object's hits and misses.
+  CacheStats stats() const;
+  /// Every entry, most recently used first.
+  std::vector<CacheEntryInfo> list() const;
+  /// Removes every entry (and leftover temporary and lock files).
+  CacheRemoval clear();
+  /// Removes temporary files older than an hour, then the least recently used entries until the
+  /// total is within max_bytes.
+  CacheRemoval prune();
+
+  /// `<dir>/<first 2 hex digits>/<other 30>.kdslbin`.
+  std::filesystem::path entry_path(const std::string& key_hex) const;
+  const CacheConfig& config() const { return config_; }
+
+ private:
+  bool usable();
+  std::optional<CompiledEntry> lookup(const std::filesystem::path& path, const CacheKeyInputs& key,
+                                      const std::string& canonical, bool locked);
+  bool store(const std::filesystem::path& path, const std::string& canonical,
+             const std::string& meta, const std::string& cubin);
+  CacheRemoval evict(const std::filesystem::path& keep) const;
+  void warn_io(const std::string& what);
+
+  CacheConfig config_;
+  std::once_flag ready_once_;
+  std::string unusable_;  // written once under ready_once_
+  std::atomic<bool> io_warned_{false};
+  std::atomic<uint64_t> hits_{0};
+  std::atomic<uint64_t> misses_{0};
+};
+
+/// The process-wide cache, configured from the environment on first use.
+DiskCache& default_disk_cache();
+
+/// default_disk_cache().get_or_compile(key, meta, compile).
+CompiledEntry compile_cached(const CacheKeyInputs& key, const std::string& meta,
+                             std::function<std::string()> compile);
+
+}  // namespace kdsl

@@ -1,0 +1,630 @@
+// The disk cache in one process: keys, hits, damaged entries, I/O failures, trust, eviction.
+// Multi-process behavior is in cache_process_test.cpp.
+#include "src/cache.h"
+
+#include <atomic>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cache_test_util.h"
+#include "kdsl/error.h"
+#include "src/nvrtc.h"
+
+namespace kdsl {
+namespace {
+using namespace kdsl::testing;
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// A compile function that counts its calls.
+struct FakeCompiler {
+  CacheKeyInputs key;
+  int calls = 0;
+  std::function<std::string()> fn() {
+    return [this] {
+      ++calls;
+      return fake_cubin(key);
+    };
+  }
+};
+
+// ----------------------------------------------------------------------------------------------
+// Keys
+
+TEST(CacheKey, CanonicalTextRoundTripsAndHashIsFullLength) {
+  CacheKeyInputs k = test_key();
+  std::string text = canonical_key(k);
+  EXPECT_TRUE(text.starts_with("kdsl-cache-format 1\n1\n")) << text;
+  auto back = parse_canonical_key(text);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, k);
+  std::string hex = cache_key_hex(k);
+  EXPECT_EQ(hex.size(), 32u);
+  EXPECT_EQ(hex.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_FALSE(parse_canonical_key(text.substr(0, text.size() - 1)).has_value());
+  EXPECT_FALSE(parse_canonical_key(text + "x").has_value());
+}
+
+TEST(CacheKey, GoldenHashIsStable) {
+  // Pins the serialization and the hash: if this changes, bump kCacheFormatVersion so old entries
+  // are not misread, then update the value.
+  EXPECT_EQ(cache_key_hex(test_key()), "7b627861494fe44b744ee1cf3ab4795a");
+}
+
+TEST(CacheKey, EveryInputChangesTheKey) {
+  const std::string base = cache_key_hex(test_key());
+  std::vector<std::function<void(CacheKeyInputs&)>> changes = {
+      [](auto& k) { k.source += " "; },
+      [](auto& k) { k.options.push_back("-lineinfo"); },
+      [](auto& k) { std::swap(k.options[0], k.options[1]); },
+      [](auto& k) { k.arch = "sm_90a"; },
+      [](auto& k) { k.nvrtc_version = "13.1"; },
+      [](auto& k) { k.kdsl_version = "0.1.1"; },
+      [](auto& k) { k.kernel_symbol += "_"; },
+      // Length prefixes keep field boundaries: joining two options is another key.
+      [](auto& k) { k.options = {k.options[0] + k.options[1]}; },
+      [](auto& k) { k.options = {k.options[0] + "\n" + k.options[1]}; },
+  };
+  std::set<std::string> seen = {base};
+  for (size_t i = 0; i < changes.size(); ++i) {
+    CacheKeyInputs k = test_key();
+    changes[i](k);
+    EXPECT_TRUE(seen.insert(cache_key_hex(k)).second) << "change " << i << " kept the key";
+  }
+}
+
+TEST(CacheConfigTest, ParsesByteSizes) {
+  EXPECT_EQ(parse_byte_size("100"), 100u);
+  EXPECT_EQ(parse_byte_size("10k"), 10u * 1024);
+  EXPECT_EQ(parse_byte_size("512M"), 512u << 20);
+  EXPECT_EQ(parse_byte_size("1G"), uint64_t{1} << 30);
+  EXPECT_EQ(parse_byte_size("2GiB"), uint64_t{2} << 30);
+  EXPECT_EQ(parse_byte_size("3GB"), uint64_t{3} << 30);
+  EXPECT_EQ(parse_byte_size("1T"), uint64_t{1} << 40);
+  EXPECT_EQ(parse_byte_size("0"), 0u);
+  EXPECT_FALSE(parse_byte_size(""));
+  EXPECT_FALSE(parse_byte_size("G"));
+  EXPECT_FALSE(parse_byte_size("12X"));
+  EXPECT_FALSE(parse_byte_size("-1"));
+  EXPECT_FALSE(parse_byte_size("99999999999T"));
+}
+
+TEST_F(CacheTest, ConfigFromEnvironment) {
+  ScopedEnv cache("KDSL_CACHE", nullptr);
+  ScopedEnv size("KDSL_CACHE_MAX_SIZE", nullptr);
+  ScopedEnv fault("KDSL_CACHE_FAULT", nullptr);
+  {
+    ScopedEnv dir("KDSL_CACHE_DIR", nullptr);
+    ScopedEnv xdg("XDG_CACHE_HOME", "/xdg/cache");
+    EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/xdg/cache/kdsl"));
+    ScopedEnv no_xdg("XDG_CACHE_HOME", nullptr);
+    ScopedEnv home("HOME", "/home/someone");
+    EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/home/someone/.cache/kdsl"));
+  }
+  ScopedEnv dir("KDSL_CACHE_DIR", "/explicit/dir");
+  ScopedEnv xdg("XDG_CACHE_HOME", "/xdg/cache");
+  CacheConfig c = CacheConfig::from_env();
+  EXPECT_EQ(c.dir, fs::path("/explicit/dir"));
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.max_bytes, uint64_t{1} << 30);
+  {
+    ScopedEnv off("KDSL_CACHE", "OFF");
+    ScopedEnv max("KDSL_CACHE_MAX_SIZE", "64M");
+    ScopedEnv faults("KDSL_CACHE_FAULT", "write,rename");
+    c = CacheConfig::from_env();
+    EXPECT_FALSE(c.enabled);
+    EXPECT_EQ(c.max_bytes, uint64_t{64} << 20);
+    EXPECT_TRUE(c.faults.write && c.faults.rename && !c.faults.read && !c.faults.lock);
+  }
+  ScopedEnv bad("KDSL_CACHE_MAX_SIZE", "lots");
+  EXPECT_EQ(CacheConfig::from_env().max_bytes, uint64_t{1} << 30);
+  ASSERT_EQ(warnings().size(), 1u);
+  EXPECT_NE(warnings()[0].find("KDSL_CACHE_MAX_SIZE='lots'"), std::string::npos);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Hits and misses
+
+TEST_F(CacheTest, MissThenHit) {
+  DiskCache cache(config());
+  FakeCompiler c{test_key()};
+  CompiledEntry first = cache.get_or_compile(c.key, R"({"block":256})", c.fn());
+  EXPECT_FALSE(first.hit);
+  EXPECT_EQ(c.calls, 1);
+  EXPECT_EQ(first.cubin, fake_cubin(c.key));
+  EXPECT_EQ(first.key_hex, cache_key_hex(c.key));
+
+  CompiledEntry second = cache.get_or_compile(c.key, R"({"block":256})", c.fn());
+  EXPECT_TRUE(second.hit);
+  EXPECT_EQ(c.calls, 1);
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_EQ(second.meta, R"({"block":256})");
+  EXPECT_EQ(second.key_hex, first.key_hex);
+  EXPECT_EQ(second.compile_ms, 0.0);
+
+  // Exactly one file, at <dir>/<2 hex>/<30 hex>.kdslbin, no temporary or lock file left.
+  fs::path expected =
+      config().dir / first.key_hex.substr(0, 2) / (first.key_hex.substr(2) + ".kdslbin");
+  EXPECT_EQ(cache.entry_path(first.key_hex), expected);
+  EXPECT_EQ(all_files(config().dir), std::vector<fs::path>{expected});
+  CacheStats s = cache.stats();
+  EXPECT_EQ(s.entries, 1u);
+  EXPECT_EQ(s.bytes, fs::file_size(expected));
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_TRUE(warnings().empty());
+}
+
+TEST_F(CacheTest, DirectoryIsCreatedPrivate) {
+  CacheConfig cfg = config("a/b/cache");
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  cache.get_or_compile(c.key, "{}", c.fn());
+  for (const fs::path& p : {cfg.dir, cfg.dir.parent_path(), cfg.dir.parent_path().parent_path()}) {
+    struct stat st {};
+    ASSERT_EQ(::stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << p;
+  }
+}
+
+TEST_F(CacheTest, DifferentKeysAreDifferentEntries) {
+  DiskCache cache(config());
+  FakeCompiler a{test_key("kdsl_a", "sm_90")};
+  FakeCompiler b{test_key("kdsl_a", "sm_90a")};
+  EXPECT_NE(cache.get_or_compile(a.key, "{}", a.fn()).cubin,
+            cache.get_or_compile(b.key, "{}", b.fn()).cubin);
+  EXPECT_TRUE(cache.get_or_compile(a.key, "{}", a.fn()).hit);
+  EXPECT_TRUE(cache.get_or_compile(b.key, "{}", b.fn()).hit);
+  EXPECT_EQ(a.calls + b.calls, 2);
+  auto entries = cache.list();
+  ASSERT_EQ(entries.size(), 2u);
+  std::set<std::string> archs;
+  for (const auto& e : entries) {
+    EXPECT_EQ(e.kernel_symbol, "kdsl_a");
+    EXPECT_EQ(e.bytes, fs::file_size(e.path));
+    EXPECT_EQ(e.path, cache.entry_path(e.key_hex));
+    archs.insert(e.arch);
+  }
+  EXPECT_EQ(archs, (std::set<std::string>{"sm_90", "sm_90a"}));
+}
+
+TEST_F(CacheTest, ThreadsAskingForOneKeyCompileOnce) {
+  DiskCache cache(config());
+  CacheKeyInputs key = test_key();
+  std::atomic<int> calls{0};
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      auto e = cache.get_or_compile(key, "{}", [&] {
+        ++calls;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        return fake_cubin(key);
+      });
+      if (e.cubin == fake_cubin(key)) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 8);
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(all_files(config().dir).size(), 1u);
+}
+
+TEST_F(CacheTest, RealNvrtcCubinMissThenHit) {
+  DiskCache cache(config());
+  CacheKeyInputs key = test_key("kdsl_test_fill", "sm_90");
+  key.options = nvrtc_options(key.arch, {});
+  key.nvrtc_version = nvrtc_version();
+  int calls = 0;
+  auto compile = [&] {
+    ++calls;
+    return nvrtc_compile(key.source, key.kernel_symbol, key.arch, {}).data;
+  };
+  CompiledEntry miss = cache.get_or_compile(key, "{}", compile);
+  CompiledEntry hit = cache.get_or_compile(key, "{}", compile);
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(miss.hit);
+  EXPECT_GT(miss.compile_ms, 0.0);
+  EXPECT_TRUE(hit.hit);
+  EXPECT_EQ(hit.cubin, miss.cubin);
+  EXPECT_EQ(hit.cubin.substr(0, 4),
+            "\x7f"
+            "ELF");
+}
+
+// ----------------------------------------------------------------------------------------------
+// Compile errors
+
+TEST_F(CacheTest, CompileErrorIsNotCachedAndReportedIdentically) {
+  DiskCache cache(config());
+  CacheKeyInputs key = test_key("kdsl_test_broken", "sm_90");
+  key.source = "extern \"C\" __global__ void kdsl_test_broken() { int x = ; }\n";
+  int calls = 0;
+  auto compile = [&] {
+    ++calls;
+    return nvrtc_compile(key.source, key.kernel_symbol, key.arch, {}).data;
+  };
+  std::vector<std::string> messages;
+  for (int i = 0; i < 2; ++i) {
+    try {
+      cache.get_or_compile(key, "{}", compile);
+      ADD_FAILURE() << "expected CompileError";
+    } catch (const CompileError& e) {
+      messages.push_back(e.what());
+    }
+  }
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[0], messages[1]);
+  EXPECT_NE(messages[0].find("kdsl_test_broken"), std::string::npos);
+  EXPECT_EQ(calls, 2);                           // compiled again, not served from the cache
+  EXPECT_TRUE(all_files(config().dir).empty());  // no entry, no lock file left
+  EXPECT_EQ(cache.stats().hits, 0u);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Damaged entries: each is detected, removed and rebuilt with one warning.
+
+class DamagedEntryTest : public CacheTest {
+ protected:
+  // Stores a valid entry for key(), damages its file with `damage`, asks again and checks that the
+  // entry was rebuilt with exactly one warning containing `expected` (when not empty).
+  void expect_rebuilt(const std::function<void(const fs::path&)>& damage,
+                      const std::string& expected) {
+    DiskCache cache(config());
+    FakeCompiler c{test_key()};
+    CompiledEntry first = cache.get_or_compile(c.key, "{\"meta\":1}", c.fn());
+    const fs::path path = cache.entry_path(first.key_hex);
+    damage(path);
+
+    const size_t before = warnings().size();
+    CompiledEntry again = cache.get_or_compile(c.key, "{\"meta\":1}", c.fn());
+    EXPECT_FALSE(again.hit);
+    EXPECT_EQ(c.calls, 2);
+    EXPECT_EQ(again.cubin, fake_cubin(c.key));
+    auto w = warnings();
+    ASSERT_EQ(w.size(), before + 1) << "expected exactly one warning";
+    EXPECT_NE(w.back().find(path.string()), std::string::npos) << w.back();
+    EXPECT_NE(w.back().find(c.key.kernel_symbol), std::string::npos) << w.back();
+    if (!expected.empty()) {
+      EXPECT_NE(w.back().find(expected), std::string::npos) << w.back();
+    }
+
+    // Rebuilt: the next request is a hit from a valid file, with no new warning.
+    CompiledEntry third = cache.get_or_compile(c.key, "{\"meta\":1}", c.fn());
+    EXPECT_TRUE(third.hit);
+    EXPECT_EQ(third.cubin, fake_cubin(c.key));
+    EXPECT_EQ(third.meta, "{\"meta\":1}");
+    EXPECT_EQ(c.calls, 2);
+    EXPECT_EQ(warnings().size(), before + 1);
+  }
+
+  // Stores `other` in the same cache directory and returns its file.
+  fs::path store_other(const CacheKeyInputs& other) {
+    DiskCache cache(config());
+    FakeCompiler c{other};
+    return cache.entry_path(cache.get_or_compile(other, "{}", c.fn()).key_hex);
+  }
+};
+
+TEST_F(DamagedEntryTest, Truncated) {
+  expect_rebuilt([](const fs::path& p) { fs::resize_file(p, fs::file_size(p) / 2); }, "truncated");
+}
+
+TEST_F(DamagedEntryTest, TruncatedInsideTheHeader) {
+  expect_rebuilt([](const fs::path& p) { fs::resize_file(p, 30); }, "truncated");
+}
+
+TEST_F(DamagedEntryTest, Empty) {
+  expect_rebuilt([](const fs::path& p) { fs::resize_file(p, 0); }, "truncated");
+}
+
+TEST_F(DamagedEntryTest, FlippedPayloadByte) {
+  expect_rebuilt(
+      [](const fs::path& p) {
+        std::string bytes = read_file(p);
+        bytes[bytes.size() - 100] ^= 0x01;
+        write_file(p, bytes);
+      },
+      "payload checksum mismatch");
+}
+
+TEST_F(DamagedEntryTest, FlippedHeaderByteAnywhere) {
+  // Every byte of the header matters: magic, version, lengths, checksum, key text, metadata and
+  // the header checksum itself.
+  const std::string canonical = canonical_key(test_key());
+  const size_t key_end = 56 + canonical.size();
+  const size_t meta_end = key_end + std::string("{\"meta\":1}").size();
+  for (size_t offset : {size_t{0}, size_t{9}, size_t{17}, size_t{26}, size_t{33}, size_t{41},
+                        size_t{60}, key_end - 2, key_end + 1, meta_end + 5}) {
+    SCOPED_TRACE("offset " + std::to_string(offset));
+    DiskCache(config()).clear();
+    expect_rebuilt(
+        [offset](const fs::path& p) {
+          std::string bytes = read_file(p);
+          bytes[offset] ^= 0x10;
+          write_file(p, bytes);
+        },
+        "");
+  }
+}
+
+TEST_F(DamagedEntryTest, FlippedMetadataByteIsAHeaderChecksumMismatch) {
+  const size_t meta_start = 56 + canonical_key(test_key()).size();
+  expect_rebuilt(
+      [meta_start](const fs::path& p) {
+        std::string bytes = read_file(p);
+        bytes[meta_start + 3] ^= 0x01;
+        write_file(p, bytes);
+      },
+      "header checksum mismatch");
+}
+
+TEST_F(DamagedEntryTest, GarbageFile) {
+  expect_rebuilt([](const fs::path& p) { write_file(p, std::string(5000, 'x')); }, "bad magic");
+}
+
+TEST_F(DamagedEntryTest, EntrySwappedWithAnotherKernelsFile) {
+  fs::path other = store_other(test_key("kdsl_other_kernel"));
+  expect_rebuilt(
+      [&](const fs::path& p) { fs::copy_file(other, p, fs::copy_options::overwrite_existing); },
+      "holds kernel 'kdsl_other_kernel'");
+}
+
+TEST_F(DamagedEntryTest, EntryForAnotherArchitecture) {
+  CacheKeyInputs other = test_key();
+  other.arch = "sm_80";  // same source, symbol and options: only the architecture differs
+  fs::path other_path = store_other(other);
+  expect_rebuilt(
+      [&](const fs::path& p) {
+        fs::copy_file(other_path, p, fs::copy_options::overwrite_existing);
+      },
+      "built for sm_80, not sm_90");
+}
+
+// ----------------------------------------------------------------------------------------------
+// I/O failures: a warning (once) and a working result.
+
+TEST_F(CacheTest, ReadOnlyDirectoryCompilesInMemory) {
+  CacheConfig cfg = config();
+  FakeCompiler old{test_key("kdsl_old")};
+  { DiskCache(cfg).get_or_compile(old.key, "{}", old.fn()); }
+  for (const auto& p : fs::recursive_directory_iterator(cfg.dir)) {
+    if (p.is_directory()) ::chmod(p.path().c_str(), 0500);
+  }
+  ::chmod(cfg.dir.c_str(), 0500);
+  // As root, permissions do not stop writes: inject the failure instead.
+  fs::path probe = cfg.dir / "probe";
+  int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(probe.c_str());
+    cfg.faults.lock = true;
+    cfg.faults.write = true;
+  }
+  DiskCache cache(cfg);
+  // Entries already there are still used (a read-only, precompiled cache).
+  EXPECT_TRUE(cache.get_or_compile(old.key, "{}", old.fn()).hit);
+  FakeCompiler c{test_key("kdsl_new")};
+  for (int i = 0; i < 3; ++i) {
+    CompiledEntry e = cache.get_or_compile(c.key, "{}", c.fn());
+    EXPECT_FALSE(e.hit);
+    EXPECT_EQ(e.cubin, fake_cubin(c.key));
+  }
+  EXPECT_EQ(c.calls, 3);
+  auto w = warnings();
+  ASSERT_EQ(w.size(), 1u) << "warn once per process";
+  EXPECT_NE(w[0].find("compiling in memory"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find(cfg.dir.string()), std::string::npos) << w[0];
+}
+
+TEST_F(CacheTest, MissingUncreatableDirectoryCompilesInMemory) {
+  CacheConfig cfg = config();
+  write_file(root_ / "file", "x");
+  cfg.dir = root_ / "file" / "cache";  // a path under a regular file cannot be created
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  EXPECT_EQ(cache.get_or_compile(c.key, "{}", c.fn()).cubin, fake_cubin(c.key));
+  EXPECT_EQ(cache.get_or_compile(c.key, "{}", c.fn()).cubin, fake_cubin(c.key));
+  EXPECT_EQ(c.calls, 2);
+  auto w = warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("cannot create"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("KDSL_CACHE_DIR"), std::string::npos) << w[0];
+}
+
+TEST_F(CacheTest, FullDiskOnWriteLeavesNothingBehind) {
+  CacheConfig cfg = config();
+  cfg.faults.write = true;
+  DiskCache cache(cfg);
+  FakeCompiler a{test_key("kdsl_a")};
+  FakeCompiler b{test_key("kdsl_b")};
+  EXPECT_EQ(cache.get_or_compile(a.key, "{}", a.fn()).cubin, fake_cubin(a.key));
+  EXPECT_EQ(cache.get_or_compile(b.key, "{}", b.fn()).cubin, fake_cubin(b.key));
+  EXPECT_FALSE(cache.get_or_compile(a.key, "{}", a.fn()).hit);
+  EXPECT_EQ(a.calls + b.calls, 3);
+  auto w = warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("No space left on device"), std::string::npos) << w[0];
+  EXPECT_TRUE(all_files(cfg.dir).empty()) << "no temporary, lock or entry file may remain";
+}
+
+TEST_F(CacheTest, RenameFailureLeavesNothingBehind) {
+  CacheConfig cfg = config();
+  cfg.faults.rename = true;
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  EXPECT_EQ(cache.get_or_compile(c.key, "{}", c.fn()).cubin, fake_cubin(c.key));
+  ASSERT_EQ(warnings().size(), 1u);
+  EXPECT_NE(warnings()[0].find("cannot rename"), std::string::npos) << warnings()[0];
+  EXPECT_TRUE(all_files(cfg.dir).empty());
+}
+
+TEST_F(CacheTest, ReadFailureIsAMiss) {
+  CacheConfig cfg = config();
+  FakeCompiler c{test_key()};
+  DiskCache(cfg).get_or_compile(c.key, "{}", c.fn());
+  cfg.faults.read = true;
+  DiskCache cache(cfg);
+  CompiledEntry e = cache.get_or_compile(c.key, "{}", c.fn());
+  EXPECT_FALSE(e.hit);
+  EXPECT_EQ(e.cubin, fake_cubin(c.key));
+  EXPECT_EQ(c.calls, 2);
+  ASSERT_EQ(warnings().size(), 1u);
+  EXPECT_NE(warnings()[0].find("Input/output error"), std::string::npos) << warnings()[0];
+  EXPECT_EQ(files_ending(cfg.dir, ".kdslbin").size(), 1u);  // the entry is not deleted
+}
+
+TEST_F(CacheTest, LockFailureStillWorks) {
+  CacheConfig cfg = config();
+  cfg.faults.lock = true;
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  EXPECT_TRUE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  EXPECT_TRUE(warnings().empty());
+}
+
+// ----------------------------------------------------------------------------------------------
+// Trust
+
+TEST_F(CacheTest, GroupWritableDirectoryIsNotTrusted) {
+  CacheConfig cfg = config();
+  fs::create_directories(cfg.dir);
+  ::chmod(cfg.dir.c_str(), 0770);
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  EXPECT_EQ(cache.get_or_compile(c.key, "{}", c.fn()).cubin, fake_cubin(c.key));
+  EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  EXPECT_EQ(c.calls, 2);
+  EXPECT_TRUE(all_files(cfg.dir).empty()) << "nothing may be read from or written to it";
+  auto w = warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("writable by group or others (mode 0770)"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("chmod go-w"), std::string::npos) << w[0];
+  EXPECT_NE(cache.stats().unusable, "");
+}
+
+TEST_F(CacheTest, PlantedEntryInAnUntrustedDirectoryIsNotLoaded) {
+  CacheConfig cfg = config();
+  FakeCompiler c{test_key()};
+  DiskCache(cfg).get_or_compile(c.key, "{}", c.fn());  // a valid entry, as an attacker could plant
+  ::chmod(cfg.dir.c_str(), 0777);
+  DiskCache cache(cfg);
+  EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  EXPECT_EQ(c.calls, 2);
+}
+
+TEST_F(CacheTest, DirectoryOwnedByAnotherUserIsNotTrusted) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
+  CacheConfig cfg = config();
+  fs::create_directories(cfg.dir);
+  ::chmod(cfg.dir.c_str(), 0700);
+  ASSERT_EQ(::chown(cfg.dir.c_str(), 12345, 12345), 0);
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  EXPECT_EQ(cache.get_or_compile(c.key, "{}", c.fn()).cubin, fake_cubin(c.key));
+  ASSERT_EQ(warnings().size(), 1u);
+  EXPECT_NE(warnings()[0].find("owned by user id 12345"), std::string::npos) << warnings()[0];
+}
+
+TEST_F(CacheTest, CacheOffNeverTouchesTheDisk) {
+  ScopedEnv dir("KDSL_CACHE_DIR", config().dir.c_str());
+  ScopedEnv off("KDSL_CACHE", "off");
+  DiskCache cache(CacheConfig::from_env());
+  FakeCompiler c{test_key()};
+  EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  EXPECT_EQ(c.calls, 2);
+  EXPECT_FALSE(fs::exists(config().dir));
+  EXPECT_TRUE(cache.list().empty());
+  EXPECT_EQ(cache.clear().entries, 0u);
+  EXPECT_EQ(cache.prune().entries, 0u);
+  CacheStats s = cache.stats();
+  EXPECT_FALSE(s.enabled);
+  EXPECT_EQ(s.misses, 2u);
+  EXPECT_FALSE(fs::exists(config().dir));
+  EXPECT_TRUE(warnings().empty());
+}
+
+// ----------------------------------------------------------------------------------------------
+// Size limit and management
+
+TEST_F(CacheTest, LeastRecentlyUsedEntriesAreEvicted) {
+  CacheConfig cfg = config();
+  auto key = [](int i) { return test_key("kdsl_k" + std::to_string(i)); };
+  auto store = [&](DiskCache& cache, int i, int age_s) {
+    FakeCompiler c{key(i)};
+    auto e = cache.get_or_compile(c.key, "{}", c.fn());
+    fs::last_write_time(cache.entry_path(e.key_hex),
+                        fs::file_time_type::clock::now() - std::chrono::seconds(age_s));
+    return e;
+  };
+  uint64_t entry_bytes = 0;
+  {
+    DiskCache probe(config("probe"));
+    auto e = store(probe, 0, 0);
+    entry_bytes = fs::file_size(probe.entry_path(e.key_hex));
+  }
+  cfg.max_bytes = 3 * entry_bytes + entry_bytes / 2;  // room for three entries
+  DiskCache cache(cfg);
+  for (int i = 0; i < 5; ++i) store(cache, i, 100 - i);
+  auto names = [&] {
+    std::set<std::string> out;
+    for (const auto& e : cache.list()) out.insert(e.kernel_symbol);
+    return out;
+  };
+  EXPECT_EQ(names(), (std::set<std::string>{"kdsl_k2", "kdsl_k3", "kdsl_k4"}));
+  // A hit makes k2 the most recently used, so storing k5 evicts k3.
+  FakeCompiler k2{key(2)};
+  EXPECT_TRUE(cache.get_or_compile(k2.key, "{}", k2.fn()).hit);
+  store(cache, 5, 0);
+  EXPECT_EQ(names(), (std::set<std::string>{"kdsl_k2", "kdsl_k4", "kdsl_k5"}));
+  EXPECT_LE(cache.stats().bytes, cfg.max_bytes);
+  EXPECT_EQ(cache.list().front().kernel_symbol, "kdsl_k5");  // most recent first
+
+  // prune() to a smaller limit keeps the newest.
+  CacheConfig small = cfg;
+  small.max_bytes = entry_bytes;
+  CacheRemoval removed = DiskCache(small).prune();
+  EXPECT_EQ(removed.entries, 2u);
+  EXPECT_EQ(removed.bytes, 2 * entry_bytes);
+  auto left = cache.list();
+  ASSERT_EQ(left.size(), 1u);
+
+  EXPECT_EQ(cache.clear().entries, 1u);
+  EXPECT_TRUE(all_files(cfg.dir).empty());
+  EXPECT_EQ(cache.stats().entries, 0u);
+}
+
+TEST_F(CacheTest, PruneRemovesAbandonedTemporaryFiles) {
+  CacheConfig cfg = config();
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  fs::path old_temp = fs::path(entry) += ".tmp.1.0.abc";
+  fs::path new_temp = fs::path(entry) += ".tmp.2.0.def";
+  write_file(old_temp, "partial");
+  write_file(new_temp, "partial");
+  fs::last_write_time(old_temp, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  cache.prune();
+  EXPECT_FALSE(fs::exists(old_temp));
+  EXPECT_TRUE(fs::exists(new_temp)) << "a live writer's file is left alone";
+  EXPECT_TRUE(fs::exists(entry));
+  EXPECT_EQ(cache.stats().entries, 1u);  // temporary files are not entries
+  EXPECT_EQ(cache.list().size(), 1u);
+}
+
+}  // namespace
+}  // namespace kdsl
