@@ -27,9 +27,10 @@ namespace kdsl {
   X(cuFuncSetAttribute) X(cuFuncGetAttribute) \
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyDtoDAsync) \
+  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
   X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemGetInfo) X(cuPointerGetAttribute) \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
-  X(cuStreamBeginCapture) X(cuStreamEndCapture) \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing) X(cuStreamGetCtx) \
   X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
 // clang-format on

@@ -1,0 +1,492 @@
+// kdsl::Module and kdsl::Kernel: argument checking, specialization lookup and the launch path.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "driver.h"
+#include "module.h"
+#include "runtime_impl.h"
+
+namespace kdsl {
+
+// ---- TensorRef ----
+
+TensorRef TensorRef::contiguous(void* data, DType dtype, std::span<const int64_t> shape) {
+  if (shape.size() > static_cast<size_t>(kMaxRank)) {
+    throw ArgumentError(fmt::format("a tensor has at most {} axes (got {})", kMaxRank, shape.size()));
+  }
+  TensorRef t;
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = static_cast<int32_t>(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] < 0) throw ArgumentError(fmt::format("tensor size {} is negative", shape[i]));
+    t.shape[i] = shape[i];
+    t.strides[i] = stride;
+    stride *= std::max<int64_t>(shape[i], 1);
+  }
+  return t;
+}
+
+TensorRef TensorRef::contiguous(void* data, DType dtype, std::initializer_list<int64_t> shape) {
+  return contiguous(data, dtype, std::span<const int64_t>(shape.begin(), shape.size()));
+}
+
+TensorRef TensorRef::strided(void* data, DType dtype, std::span<const int64_t> shape,
+                             std::span<const int64_t> strides) {
+  if (shape.size() != strides.size()) {
+    throw ArgumentError(fmt::format("a tensor with {} sizes needs {} strides (got {})",
+                                    shape.size(), shape.size(), strides.size()));
+  }
+  TensorRef t = contiguous(data, dtype, shape);
+  for (size_t i = 0; i < strides.size(); ++i) {
+    if (strides[i] < 0) throw ArgumentError(fmt::format("tensor stride {} is negative", strides[i]));
+    t.strides[i] = strides[i];
+  }
+  return t;
+}
+
+int64_t TensorRef::numel() const {
+  int64_t n = 1;
+  for (int32_t i = 0; i < rank; ++i) n *= shape[i];
+  return n;
+}
+
+namespace detail {
+namespace {
+
+std::string ordinal(size_t i) {
+  static const char* const suffix[] = {"th", "st", "nd", "rd"};
+  size_t n = i + 1;
+  size_t s = (n % 100 >= 11 && n % 100 <= 13) || n % 10 > 3 ? 0 : n % 10;
+  return fmt::format("{}{}", n, suffix[s]);
+}
+
+std::string shape_str(const TensorRef& t) {
+  std::string s = "(";
+  for (int32_t i = 0; i < t.rank; ++i) s += fmt::format("{}{}", i ? ", " : "", t.shape[i]);
+  return s + (t.rank == 1 ? ",)" : ")");
+}
+
+std::string declared_shape(const KernelSignature& sig, const SignatureParam& p) {
+  std::string s = "(";
+  for (size_t a = 0; a < p.shape.size(); ++a) {
+    const ir::Extent& e = p.shape[a];
+    s += (a ? ", " : "") + (e.symbol >= 0 ? sig.symbols[e.symbol].name : std::to_string(e.constant));
+  }
+  return s + (p.shape.size() == 1 ? ",)" : ")");
+}
+
+std::string dtype_str(const KernelSignature& sig, const SignatureParam& p) {
+  if (p.generic < 0) return std::string(dtype_name(p.dtype));
+  const GenericInfo& g = sig.generics[p.generic];
+  std::string dom;
+  for (DType t : g.domain) dom += (dom.empty() ? "" : ", ") + std::string(dtype_name(t));
+  return fmt::format("{} in ({})", g.name, dom);
+}
+
+// Bytes spanned by a tensor (from its first to one past its last element); 0 when empty.
+uint64_t span_bytes(const TensorRef& t) {
+  uint64_t last = 0;
+  for (int32_t a = 0; a < t.rank; ++a) {
+    if (t.shape[a] == 0) return 0;
+    last += static_cast<uint64_t>(t.shape[a] - 1) * static_cast<uint64_t>(t.strides[a]);
+  }
+  return (last + 1) * dtype_size(t.dtype);
+}
+
+}  // namespace
+
+size_t SpecKeyHash::operator()(const SpecKey& k) const {
+  uint64_t h = k.binding * 0x9e3779b97f4a7c15ULL;
+  h ^= static_cast<uint64_t>(k.n) + 0x7f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= (static_cast<uint64_t>(k.aligned) << 32 | k.contiguous) + (h << 6) + (h >> 2);
+  h ^= reinterpret_cast<uintptr_t>(k.ctx) + (h << 6) + (h >> 2);
+  return static_cast<size_t>(h);
+}
+
+KernelImpl::KernelImpl(std::shared_ptr<const FrontEnd> fe, const KernelSignature* sig)
+    : fe_(std::move(fe)), sig_(sig) {
+  if (sig->params.size() > static_cast<size_t>(kMaxParams) ||
+      sig->symbols.size() > static_cast<size_t>(kMaxSymbols) ||
+      sig->generics.size() > static_cast<size_t>(kMaxGenerics)) {
+    throw ArgumentError(fmt::format("kernel '{}' has more than {} parameters, {} shape symbols or "
+                                    "{} generics, which the runtime does not support",
+                                    sig->name, kMaxParams, kMaxSymbols, kMaxGenerics));
+  }
+  int32_t tensors = 0, scalars = 0;
+  for (const SignatureParam& p : sig->params) {
+    ParamInfo info;
+    info.name = p.name;
+    info.is_tensor = p.is_tensor;
+    info.is_output = p.is_tensor && p.role != ir::Role::in;
+    info.accumulates = p.is_tensor && p.role == ir::Role::inout;
+    info.dtype = p.generic >= 0 ? sig->generics[p.generic].name : std::string(dtype_name(p.dtype));
+    for (const ir::Extent& e : p.shape) {
+      info.shape.push_back(e.symbol >= 0 ? sig->symbols[e.symbol].name : std::to_string(e.constant));
+    }
+    info.default_value = p.default_value;
+    params_.push_back(std::move(info));
+    slot_.push_back(p.is_tensor ? tensors++ : scalars++);
+  }
+}
+
+void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
+  const KernelSignature& sig = *sig_;
+  auto fail = [&](size_t i, const std::string& what) {
+    throw ArgumentError(fmt::format("{}: argument '{}' ({} of {}): {}", sig.name,
+                                    sig.params[i].name, ordinal(i), sig.params.size(), what));
+  };
+  if (args.size() != sig.params.size()) {
+    std::string names;
+    for (const auto& p : sig.params) names += (names.empty() ? "" : ", ") + p.name;
+    throw ArgumentError(fmt::format("{} takes {} arguments ({}), {} given; pass "
+                                    "kdsl::Arg::use_default() for a scalar with a default",
+                                    sig.name, sig.params.size(), names, args.size()));
+  }
+  bool generic_set[kMaxGenerics] = {};
+  int symbol_from[kMaxSymbols];
+  std::fill(std::begin(symbol_from), std::end(symbol_from), -1);
+  b.aligned = b.contiguous = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const SignatureParam& p = sig.params[i];
+    const Arg& a = args[i];
+    int32_t slot = slot_[i];
+    if (!p.is_tensor) {
+      if (a.kind() == Arg::Kind::tensor) fail(i, fmt::format("expected a number ({}), got a tensor", dtype_str(sig, p)));
+      if (a.kind() == Arg::Kind::default_value) {
+        if (!p.default_value) fail(i, "has no default value; pass a number");
+        b.scalars[slot] = *p.default_value;
+      } else {
+        b.scalars[slot] = a.number();
+      }
+      continue;
+    }
+    if (a.kind() != Arg::Kind::tensor) {
+      fail(i, fmt::format("expected a tensor of {} with shape {}, got {}", dtype_str(sig, p),
+                          declared_shape(sig, p), a.kind() == Arg::Kind::number ? "a number" : "a default"));
+    }
+    const TensorRef& t = a.tensor();
+    b.tensors[slot] = &t;
+    if (p.generic >= 0) {
+      const GenericInfo& g = sig.generics[p.generic];
+      if (!generic_set[p.generic]) {
+        if (std::find(g.domain.begin(), g.domain.end(), t.dtype) == g.domain.end()) {
+          fail(i, fmt::format("dtype {} is not allowed: expected {}", dtype_name(t.dtype), dtype_str(sig, p)));
+        }
+        b.binding[p.generic] = t.dtype;
+        generic_set[p.generic] = true;
+      } else if (b.binding[p.generic] != t.dtype) {
+        fail(i, fmt::format("dtype {} does not match {} = {} (set by an earlier argument)",
+                            dtype_name(t.dtype), g.name, dtype_name(b.binding[p.generic])));
+      }
+    } else if (p.dtype != t.dtype) {
+      fail(i, fmt::format("expected dtype {}, got {}", dtype_name(p.dtype), dtype_name(t.dtype)));
+    }
+    if (t.rank != static_cast<int32_t>(p.shape.size())) {
+      fail(i, fmt::format("expected {} axes {}, got {} axes {}", p.shape.size(), declared_shape(sig, p),
+                          t.rank, shape_str(t)));
+    }
+    uint64_t size = dtype_size(t.dtype);
+    bool aligned = reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
+    bool contiguous = true;
+    for (int32_t ax = 0; ax < t.rank; ++ax) {
+      const ir::Extent& e = p.shape[ax];
+      int64_t n = t.shape[ax];
+      if (n < 0 || t.strides[ax] < 0) fail(i, fmt::format("axis {} has a negative size or stride", ax));
+      if (e.symbol < 0) {
+        if (n != e.constant) fail(i, fmt::format("axis {} must have size {}, got {}", ax, e.constant, n));
+      } else if (symbol_from[e.symbol] < 0) {
+        b.symbols[e.symbol] = n;
+        symbol_from[e.symbol] = static_cast<int>(i * kMaxRank + ax);
+      } else if (b.symbols[e.symbol] != n) {
+        int from = symbol_from[e.symbol];
+        fail(i, fmt::format("axis {} has size {}, but {} = {} (set by '{}' axis {})", ax, n,
+                            sig.symbols[e.symbol].name, b.symbols[e.symbol],
+                            sig.params[from / kMaxRank].name, from % kMaxRank));
+      }
+      if (e.symbol >= 0 && e.symbol == sig.vector_symbol) {
+        contiguous = contiguous && (t.strides[ax] == 1 || n == 1);
+      } else if (n > 1 && (static_cast<uint64_t>(t.strides[ax]) * size) % 16 != 0) {
+        aligned = false;
+      }
+    }
+    if (t.data == nullptr && t.numel() > 0) fail(i, "is a null pointer");
+    if (aligned) b.aligned |= 1u << slot;
+    if (contiguous) b.contiguous |= 1u << slot;
+  }
+  // Outputs must not overlap any other argument.
+  for (size_t i = 0; i < args.size(); ++i) {
+    const SignatureParam& p = sig.params[i];
+    if (!p.is_tensor || p.role == ir::Role::in) continue;
+    const TensorRef& out = *b.tensors[slot_[i]];
+    uint64_t out_lo = reinterpret_cast<uintptr_t>(out.data), out_hi = out_lo + span_bytes(out);
+    for (size_t j = 0; j < args.size(); ++j) {
+      if (j == i || !sig.params[j].is_tensor) continue;
+      const TensorRef& o = *b.tensors[slot_[j]];
+      uint64_t lo = reinterpret_cast<uintptr_t>(o.data), hi = lo + span_bytes(o);
+      if (out_lo < hi && lo < out_hi) {
+        fail(i, fmt::format("overlaps argument '{}'; outputs must not alias other arguments "
+                            "(an InOut parameter updates a tensor in place)",
+                            sig.params[j].name));
+      }
+    }
+  }
+  b.rows = 1;
+  for (int32_t e : sig.loop_extents) b.rows *= b.symbols[e];
+  if (sig.vector_symbol >= 0 && b.symbols[sig.vector_symbol] < 1) {
+    throw ArgumentError(fmt::format("{}: the vector axis {} has size {}; it must be at least 1",
+                                    sig.name, sig.symbols[sig.vector_symbol].name,
+                                    b.symbols[sig.vector_symbol]));
+  }
+}
+
+Specialization KernelImpl::specialization(const BoundArgs& b) const {
+  Specialization s;
+  s.binding.assign(b.binding, b.binding + sig_->generics.size());
+  s.vector_extent = sig_->vector_symbol >= 0 ? b.symbols[sig_->vector_symbol] : -1;
+  s.aligned_mask = b.aligned;
+  s.contiguous_mask = b.contiguous;
+  return s;
+}
+
+CUcontext current_context() {
+  const Driver& d = driver();
+  CUcontext ctx = nullptr;
+  check(d.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  if (!ctx) ctx = primary_context(0);
+  return ctx;
+}
+
+const DeviceTarget& context_target(CUcontext ctx) {
+  static std::mutex mu;
+  static std::map<CUcontext, DeviceTarget> targets;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = targets.find(ctx);
+  if (it != targets.end()) return it->second;
+  const Driver& d = driver();
+  CUcontext prev = nullptr;
+  check(d.cuCtxGetCurrent(&prev), "cuCtxGetCurrent");
+  check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  CUdevice dev = 0;
+  CUresult r = d.cuCtxGetDevice(&dev);
+  d.cuCtxSetCurrent(prev);
+  check(r, "cuCtxGetDevice");
+  DeviceInfo info = device_info(static_cast<int>(dev));
+  DeviceTarget t;
+  t.arch = info.arch;
+  t.sm_count = info.sm_count;
+  t.max_threads_per_sm = info.max_threads_per_sm;
+  t.max_smem_per_cta = info.max_smem_per_block_optin;
+  return targets.emplace(ctx, t).first->second;
+}
+
+const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
+  SpecKey key;
+  for (size_t g = 0; g < sig_->generics.size(); ++g) {
+    key.binding |= static_cast<uint64_t>(b.binding[g]) << (8 * g);
+  }
+  key.n = sig_->vector_symbol >= 0 ? b.symbols[sig_->vector_symbol] : -1;
+  key.aligned = b.aligned;
+  key.contiguous = b.contiguous;
+  key.ctx = ctx;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = specs_.find(key);
+    if (it != specs_.end()) return *it->second;
+  }
+  std::lock_guard<std::mutex> compile_lock(compile_mu_);
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = specs_.find(key);
+    if (it != specs_.end()) return *it->second;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  const DeviceTarget& target = context_target(ctx);
+  CompiledKernel ck = compile_kernel(*fe_, sig_->name, specialization(b), target);
+  auto ls = std::make_unique<LoadedSpec>();
+  ls->plan = ck.gen.plan;
+  LoadedKernel main = load_kernel(ctx, ck.binary.cubin, ls->plan.symbol,
+                                  static_cast<int>(ls->plan.dynamic_smem));
+  ls->main = main.function;
+  for (const FollowUp& f : ls->plan.follow_ups) {
+    ls->follow_ups.push_back(load_kernel(ctx, ck.binary.cubin, f.symbol, 0).function);
+  }
+  const Driver& d = driver();
+  int per_sm = 0;
+  check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ls->main,
+                                                      static_cast<int>(ls->plan.block_threads),
+                                                      ls->plan.dynamic_smem),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  per_sm = std::max(1, std::min<int>(per_sm, static_cast<int>(ls->plan.max_ctas_per_sm)));
+  ls->grid_limit = static_cast<uint32_t>(per_sm * target.sm_count);
+  ls->cache_hit = ck.binary.hit;
+  ls->compile_ms = ck.binary.compile_ms;
+  ls->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  return *specs_.emplace(key, std::move(ls)).first->second;
+}
+
+namespace {
+
+// Scratch memory for column-reduction partials, one buffer per (context, stream), grown on demand.
+CUdeviceptr workspace(CUcontext ctx, CUstream_st* stream, uint64_t bytes) {
+  static std::mutex mu;
+  static std::map<std::pair<CUcontext, CUstream_st*>, std::pair<CUdeviceptr, uint64_t>> buffers;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& [ptr, size] = buffers[{ctx, stream}];
+  if (size >= bytes) return ptr;
+  const Driver& d = driver();
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  check(d.cuStreamIsCapturing(reinterpret_cast<CUstream>(stream), &capturing), "cuStreamIsCapturing");
+  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
+    throw ArgumentError(fmt::format("this launch needs {} bytes of workspace, which cannot be "
+                                    "allocated while the stream is being captured; launch the "
+                                    "kernel once with the same shapes before capturing",
+                                    bytes));
+  }
+  if (ptr) {
+    check(d.cuStreamSynchronize(reinterpret_cast<CUstream>(stream)), "cuStreamSynchronize");
+    check(d.cuMemFree(ptr), "cuMemFree");
+    ptr = 0;
+    size = 0;
+  }
+  uint64_t grown = std::max<uint64_t>(bytes, 1 << 20);
+  check(d.cuMemAlloc(&ptr, grown), "cuMemAlloc (kdsl workspace)");
+  size = grown;
+  return ptr;
+}
+
+template <class T>
+void put(unsigned char* buf, uint32_t offset, T v) {
+  std::memcpy(buf + offset, &v, sizeof(T));
+}
+
+}  // namespace
+
+void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
+  BoundArgs b;
+  bind(args, b);
+  CUcontext ctx = current_context();
+  const LoadedSpec& ls = loaded(b, ctx);
+  const LaunchPlan& plan = ls.plan;
+  uint64_t groups = static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
+  uint32_t grid = static_cast<uint32_t>(std::min<uint64_t>(groups, ls.grid_limit));
+  int64_t partials = static_cast<int64_t>(grid) * plan.rows_per_cta;
+  CUdeviceptr ws = 0;
+  uint64_t ws_offsets[8] = {};
+  if (!plan.workspaces.empty()) {
+    uint64_t total = 0;
+    for (size_t w = 0; w < plan.workspaces.size() && w < 8; ++w) {
+      ws_offsets[w] = total;
+      total += (plan.workspaces[w].bytes_per_cta * std::max<uint32_t>(grid, 1) + 255) / 256 * 256;
+    }
+    ws = workspace(ctx, stream, total);
+  }
+  alignas(16) unsigned char buf[4096];
+  std::memset(buf, 0, plan.param_bytes);
+  for (const ParamSlot& s : plan.slots) {
+    switch (s.kind) {
+      case ParamSlot::Kind::tensor_ptr: put(buf, s.offset, b.tensors[s.index]->data); break;
+      case ParamSlot::Kind::stride: put<int64_t>(buf, s.offset, b.tensors[s.index]->strides[s.axis]); break;
+      case ParamSlot::Kind::symbol: put<int64_t>(buf, s.offset, b.symbols[s.index]); break;
+      case ParamSlot::Kind::rows: put<int64_t>(buf, s.offset, b.rows); break;
+      case ParamSlot::Kind::partials: put<int64_t>(buf, s.offset, partials); break;
+      case ParamSlot::Kind::workspace: put<uint64_t>(buf, s.offset, ws + ws_offsets[s.index]); break;
+      case ParamSlot::Kind::scalar: {
+        double v = b.scalars[s.index];
+        switch (s.dtype) {
+          case DType::f32: put<float>(buf, s.offset, static_cast<float>(v)); break;
+          case DType::f64: put<double>(buf, s.offset, v); break;
+          case DType::i32: put<int32_t>(buf, s.offset, static_cast<int32_t>(v)); break;
+          case DType::i64: put<int64_t>(buf, s.offset, static_cast<int64_t>(v)); break;
+          default: put<float>(buf, s.offset, static_cast<float>(v)); break;
+        }
+        break;
+      }
+    }
+  }
+  const Driver& d = driver();
+  void* params[] = {buf};
+  CUstream st = reinterpret_cast<CUstream>(stream);
+  if (grid > 0) {
+    check(d.cuLaunchKernel(ls.main, grid, 1, 1, plan.block_threads, 1, 1, plan.dynamic_smem, st,
+                           params, nullptr),
+          "cuLaunchKernel");
+  }
+  for (size_t f = 0; f < ls.follow_ups.size(); ++f) {
+    const FollowUp& fu = plan.follow_ups[f];
+    uint32_t fgrid = static_cast<uint32_t>((fu.grid_elements + fu.block_threads - 1) / fu.block_threads);
+    check(d.cuLaunchKernel(ls.follow_ups[f], fgrid, 1, 1, fu.block_threads, 1, 1, 0, st, params,
+                           nullptr),
+          "cuLaunchKernel (follow-up)");
+  }
+}
+
+ModuleImpl::ModuleImpl(std::shared_ptr<const FrontEnd> fe) : fe_(std::move(fe)) {
+  for (const KernelSignature& sig : fe_->kernels) {
+    kernels_.push_back(std::make_shared<KernelImpl>(fe_, &sig));
+  }
+}
+
+std::shared_ptr<KernelImpl> ModuleImpl::kernel(const std::string& name) const {
+  for (const auto& k : kernels_) {
+    if (k->sig().name == name) return k;
+  }
+  std::string names;
+  for (const auto& k : kernels_) names += (names.empty() ? "" : ", ") + k->sig().name;
+  throw ArgumentError(fmt::format("no kernel named '{}' in {} (kernels: {})", name,
+                                  fe_->file->path(), names.empty() ? "none" : names));
+}
+
+}  // namespace detail
+
+// ---- public handles ----
+
+const std::string& Kernel::name() const { return impl_->sig().name; }
+const std::string& Kernel::docstring() const { return impl_->sig().docstring; }
+const std::vector<ParamInfo>& Kernel::params() const { return impl_->params(); }
+
+void Kernel::launch(CUstream_st* stream, std::span<const Arg> args) const {
+  impl_->launch(stream, args);
+}
+
+std::string Kernel::prepare(std::span<const Arg> args) const {
+  detail::BoundArgs b;
+  impl_->bind(args, b);
+  return impl_->loaded(b, detail::current_context()).plan.symbol;
+}
+
+Module Module::load(const std::string& path) {
+  Module m;
+  m.impl_ = std::make_shared<detail::ModuleImpl>(run_front_end(SourceFile::read(path)));
+  return m;
+}
+
+Module Module::from_source(const std::string& source, const std::string& name) {
+  Module m;
+  m.impl_ = std::make_shared<detail::ModuleImpl>(
+      run_front_end(std::make_shared<const SourceFile>(name, source)));
+  return m;
+}
+
+Kernel Module::kernel(const std::string& name) const {
+  Kernel k;
+  k.impl_ = impl_->kernel(name);
+  return k;
+}
+
+std::vector<std::string> Module::kernel_names() const {
+  std::vector<std::string> out;
+  for (const auto& k : impl_->front_end().kernels) out.push_back(k.name);
+  return out;
+}
+
+const std::string& Module::path() const { return impl_->front_end().file->path(); }
+
+}  // namespace kdsl

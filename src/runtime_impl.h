@@ -1,0 +1,104 @@
+// Internals of kdsl::Module and kdsl::Kernel: argument checking, the per-context table of loaded
+// specializations, and the launch path. The command line and the tests use them directly.
+#pragma once
+
+#include <cuda.h>
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler.h"
+#include "kdsl/kdsl.h"
+#include "launch_plan.h"
+
+namespace kdsl::detail {
+
+inline constexpr int kMaxParams = 32;
+inline constexpr int kMaxSymbols = 16;
+inline constexpr int kMaxGenerics = 8;
+
+/// The arguments of one launch after checking (fixed-size: binding them allocates nothing).
+struct BoundArgs {
+  DType binding[kMaxGenerics] = {};
+  int64_t symbols[kMaxSymbols] = {};
+  const TensorRef* tensors[kMaxParams] = {};  // by tensor index (ir::Kernel::tensors order)
+  double scalars[kMaxParams] = {};            // by scalar index
+  int64_t rows = 0;                           // product of the loop extents
+  uint32_t aligned = 0;                       // bit t: tensor t allows 16-byte accesses
+  uint32_t contiguous = 0;                    // bit t: tensor t's vector-axis stride is 1
+};
+
+/// A specialization loaded into one context, ready to launch.
+struct LoadedSpec {
+  LaunchPlan plan;
+  CUfunction main = nullptr;
+  std::vector<CUfunction> follow_ups;
+  uint32_t grid_limit = 1;  // persistent grid: SMs x resident CTAs
+  bool cache_hit = false;
+  double compile_ms = 0;  // NVRTC (0 on a disk-cache hit)
+  double load_ms = 0;     // front end + cache + module load
+};
+
+struct SpecKey {
+  uint64_t binding = 0;
+  int64_t n = 0;
+  uint32_t aligned = 0;
+  uint32_t contiguous = 0;
+  CUcontext ctx = nullptr;
+  bool operator==(const SpecKey&) const = default;
+};
+
+struct SpecKeyHash {
+  size_t operator()(const SpecKey& k) const;
+};
+
+class KernelImpl {
+ public:
+  KernelImpl(std::shared_ptr<const FrontEnd> fe, const KernelSignature* sig);
+
+  const KernelSignature& sig() const { return *sig_; }
+  const FrontEnd& front_end() const { return *fe_; }
+  const std::vector<ParamInfo>& params() const { return params_; }
+  /// Tensor / scalar index of parameter i (ir::Kernel::params order).
+  int32_t slot_of(size_t i) const { return slot_[i]; }
+
+  /// Checks `args` against the signature. Throws ArgumentError naming the argument, what was
+  /// expected and what was given.
+  void bind(std::span<const Arg> args, BoundArgs& out) const;
+  Specialization specialization(const BoundArgs& b) const;
+  /// The specialization for `b` loaded in `ctx`: compiled (or read from the disk cache) and
+  /// loaded on first use, then found by a hash lookup.
+  const LoadedSpec& loaded(const BoundArgs& b, CUcontext ctx) const;
+  void launch(CUstream_st* stream, std::span<const Arg> args) const;
+
+ private:
+  std::shared_ptr<const FrontEnd> fe_;
+  const KernelSignature* sig_;
+  std::vector<ParamInfo> params_;
+  std::vector<int32_t> slot_;
+  mutable std::shared_mutex mu_;
+  mutable std::mutex compile_mu_;
+  mutable std::unordered_map<SpecKey, std::unique_ptr<LoadedSpec>, SpecKeyHash> specs_;
+};
+
+class ModuleImpl {
+ public:
+  explicit ModuleImpl(std::shared_ptr<const FrontEnd> fe);
+  std::shared_ptr<KernelImpl> kernel(const std::string& name) const;
+  const FrontEnd& front_end() const { return *fe_; }
+
+ private:
+  std::shared_ptr<const FrontEnd> fe_;
+  std::vector<std::shared_ptr<KernelImpl>> kernels_;
+};
+
+/// The calling thread's current context, or device 0's primary context made current.
+CUcontext current_context();
+/// The compile target (architecture, SM count, ...) of the device of `ctx`. Cached.
+const DeviceTarget& context_target(CUcontext ctx);
+
+}  // namespace kdsl::detail
