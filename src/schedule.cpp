@@ -118,12 +118,10 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                     "vectors (budget {}); each element is read once",
                                     need, budget));
   }
-  int regs = std::max(32, need + overhead);
-  s.ctas_per_sm = std::max(1, std::min({target.max_threads_per_sm / s.threads,
-                                        target.regs_per_sm / (s.threads * regs), 32}));
-  s.reasons.push_back(fmt::format("persistent grid: up to {} CTAs per SM x {} SMs, each looping "
-                                  "over rows",
-                                  s.ctas_per_sm, target.sm_count));
+  // The grid is sized at launch from the driver's occupancy for the compiled kernel; this is an
+  // upper bound (threads per SM), so that the generated source depends on the kernel, the
+  // specialization and the architecture only.
+  s.ctas_per_sm = std::max(1, std::min(target.max_threads_per_sm / s.threads, 32));
   return s;
 }
 

@@ -23,8 +23,8 @@ struct Specialization {
   std::string symbol(const std::string& kernel, uint32_t all_vector_tensors) const;
 };
 
-/// Sets the vector symbol's value in a kernel lowered by sema. Throws kdsl::ArgumentError if the
-/// value is not positive.
+/// Sets the vector symbol's value in a kernel lowered by sema (a negative vector_extent leaves it
+/// symbolic, for printing). Throws kdsl::ArgumentError if the value is 0.
 void specialize(ir::Kernel& k, const Specialization& s);
 
 }  // namespace kdsl

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Stages what a run on the GPU machine needs into .device/ (ignored by git, named in `carry`):
+# stripped binaries from the build folder, the shared libraries the GPU machine lacks, and a
+# disk cache precompiled here for sm_90 (so the GPU machine spends no time in NVRTC).
+# Usage: scripts/device/stage.sh [BUILD_DIR]   (then carry .device)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build="${1:-build}"
+rm -rf .device/bin .device/lib
+mkdir -p .device/bin .device/lib .device/cache
+for f in "$build"/kdsl "$build"/tests/*_gpu_test "$build"/bench/kdsl_bench* "$build"/examples/*_example; do
+  [ -x "$f" ] || continue
+  strip -o ".device/bin/$(basename "$f")" "$f"
+done
+for lib in libspdlog.so.1.10 libfmt.so.9 libxxhash.so.0; do
+  cp -L "/lib/x86_64-linux-gnu/$lib" .device/lib/
+done
+chmod 700 .device/cache
+du -sh .device

@@ -1,0 +1,125 @@
+#include "npy.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <regex>
+
+#include "kdsl/error.h"
+
+namespace kdsl {
+namespace {
+
+const char kMagic[] = "\x93NUMPY";
+
+[[noreturn]] void bad(const std::string& path, const std::string& what) {
+  throw Error(fmt::format("{}: {}", path, what));
+}
+
+std::string field(const std::string& header, const std::string& key) {
+  std::regex re("'" + key + "'\\s*:\\s*('([^']*)'|\\(([^)]*)\\)|(True|False))");
+  std::smatch m;
+  if (!std::regex_search(header, m, re)) return "";
+  if (m[2].matched) return m[2];
+  if (m[3].matched) return m[3];
+  return m[4];
+}
+
+std::optional<DType> descr_dtype(const std::string& d, DType want) {
+  if (d == "<f2") return DType::f16;
+  if (d == "<f4") return DType::f32;
+  if (d == "<f8") return DType::f64;
+  if (d == "<i4") return DType::i32;
+  if (d == "<i8") return DType::i64;
+  if (d == "|b1") return DType::b8;
+  if (d == "<c8") return DType::c64;
+  if ((d == "<u2" || d == "<i2" || d == "<V2" || d == "|V2") && want == DType::bf16) return DType::bf16;
+  return std::nullopt;
+}
+
+const char* dtype_descr(DType t) {
+  switch (t) {
+    case DType::f16: return "<f2";
+    case DType::bf16: return "<u2";
+    case DType::f32: return "<f4";
+    case DType::f64: return "<f8";
+    case DType::i32: return "<i4";
+    case DType::i64: return "<i8";
+    case DType::b8: return "|b1";
+    case DType::c64: return "<c8";
+  }
+  return "<f4";
+}
+
+}  // namespace
+
+HostTensor read_npy(const std::string& path, DType want) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad(path, std::string("cannot open: ") + std::strerror(errno));
+  char magic[8] = {};
+  in.read(magic, 8);
+  if (!in || std::memcmp(magic, kMagic, 6) != 0) bad(path, "not a .npy file (bad magic)");
+  uint32_t header_len = 0;
+  if (magic[6] == 1) {
+    unsigned char b[2];
+    in.read(reinterpret_cast<char*>(b), 2);
+    header_len = b[0] | (b[1] << 8);
+  } else if (magic[6] == 2 || magic[6] == 3) {
+    unsigned char b[4];
+    in.read(reinterpret_cast<char*>(b), 4);
+    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  } else {
+    bad(path, fmt::format("unsupported .npy format version {}", static_cast<int>(magic[6])));
+  }
+  if (header_len > (1u << 20)) bad(path, "header too large");
+  std::string header(header_len, '\0');
+  in.read(header.data(), header_len);
+  if (!in) bad(path, "truncated header");
+  std::string descr = field(header, "descr");
+  auto t = descr_dtype(descr, want);
+  if (!t) {
+    bad(path, fmt::format("unsupported dtype '{}' (expected {}; bf16 is stored as <u2, <i2 or <V2)",
+                          descr, dtype_name(want)));
+  }
+  if (field(header, "fortran_order") == "True") bad(path, "Fortran-order arrays are not supported");
+  std::vector<int64_t> shape;
+  std::string dims = field(header, "shape");
+  std::regex num("\\d+");
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
+    shape.push_back(std::stoll(it->str()));
+  }
+  HostTensor out(*t, shape);
+  in.read(reinterpret_cast<char*>(out.bytes.data()), static_cast<std::streamsize>(out.bytes.size()));
+  if (static_cast<size_t>(in.gcount()) != out.bytes.size()) {
+    bad(path, fmt::format("truncated data: expected {} bytes", out.bytes.size()));
+  }
+  return out;
+}
+
+void write_npy(const std::string& path, const HostTensor& t) {
+  std::string shape = "(";
+  for (size_t i = 0; i < t.shape.size(); ++i) shape += fmt::format("{}, ", t.shape[i]);
+  if (t.shape.size() > 1) shape.resize(shape.size() - 2);
+  if (t.shape.size() == 1) shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+                                   dtype_descr(t.dtype), shape);
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  if (!out) bad(path, std::string("cannot write: ") + std::strerror(errno));
+  out.write(kMagic, 6);
+  char version[2] = {1, 0};
+  out.write(version, 2);
+  unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff),
+                          static_cast<unsigned char>(header.size() >> 8)};
+  out.write(reinterpret_cast<const char*>(len), 2);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  if (!out) bad(path, std::string("write failed: ") + std::strerror(errno));
+}
+
+}  // namespace kdsl

@@ -1,0 +1,71 @@
+#include "verify.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace kdsl {
+
+Tolerance tolerance_for(DType t) {
+  switch (t) {
+    case DType::f64: return {1e-9, 1e-12};
+    case DType::f32:
+    case DType::c64: return {1e-4, 1e-5};
+    case DType::f16: return {4e-3, 1e-3};
+    case DType::bf16: return {3e-2, 1e-2};
+    default: return {0, 0};
+  }
+}
+
+Comparison compare(const HostTensor& got, const HostTensor& expected, Tolerance tol) {
+  Comparison c;
+  double worst_ratio = -1;
+  int64_t n = expected.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int part = 0; part < (got.dtype == DType::c64 ? 2 : 1); ++part) {
+      double g = part ? got.get_imag(i) : got.get(i);
+      double e = part ? expected.get_imag(i) : expected.get(i);
+      double bound = tol.atol + tol.rtol * std::fabs(e);
+      double err;
+      bool ok;
+      if (std::isnan(e) || std::isnan(g)) {
+        ok = std::isnan(e) && std::isnan(g);
+        err = ok ? 0 : INFINITY;
+      } else if (std::isinf(e) || std::isinf(g)) {
+        ok = g == e;
+        err = ok ? 0 : INFINITY;
+      } else {
+        err = std::fabs(g - e);
+        ok = err <= bound;
+      }
+      ++c.checked;
+      if (!ok) ++c.mismatches;
+      if (std::isfinite(err)) c.max_abs_error = std::max(c.max_abs_error, err);
+      double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
+      if (ratio > worst_ratio || (!ok && c.ok)) {
+        worst_ratio = ratio;
+        c.worst = i;
+        c.got = g;
+        c.expected = e;
+        c.bound = bound;
+      }
+      if (!ok) c.ok = false;
+    }
+  }
+  return c;
+}
+
+std::string describe_worst(const HostTensor& t, const Comparison& c) {
+  if (c.worst < 0) return "no elements";
+  std::string idx;
+  int64_t rest = c.worst;
+  std::vector<int64_t> st = t.strides();
+  for (size_t a = 0; a < t.shape.size(); ++a) {
+    idx += fmt::format("{}{}", a ? ", " : "", rest / st[a]);
+    rest %= st[a];
+  }
+  return fmt::format("index ({}): got {:.9g}, expected {:.9g}, tolerance {:.3g}", idx, c.got,
+                     c.expected, c.bound);
+}
+
+}  // namespace kdsl

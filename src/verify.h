@@ -1,0 +1,39 @@
+// Comparing a kernel's outputs with the reference interpreter's.
+#pragma once
+
+#include <string>
+
+#include "host_tensor.h"
+
+namespace kdsl {
+
+/// |got - expected| <= atol + rtol * |expected| elementwise. NaN matches only NaN; infinities
+/// must match exactly.
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+
+/// The documented tolerance for outputs stored as `t` (dsl/SPEC.md section 14): a few units in
+/// the last place of the storage format, since the GPU computes in f32 (f64 for f64) with its
+/// own summation order while the reference computes in f64 and rounds once.
+/// f64: 1e-9/1e-12; f32 and c64: 1e-4/1e-5; f16: 4e-3/1e-3; bf16: 3e-2/1e-2; integers and
+/// bool: exact.
+Tolerance tolerance_for(DType t);
+
+struct Comparison {
+  bool ok = true;
+  int64_t checked = 0;
+  int64_t mismatches = 0;
+  int64_t worst = -1;  // flat index of the element with the largest error relative to its bound
+  double got = 0, expected = 0, bound = 0;
+  double max_abs_error = 0;
+};
+
+/// Compares `got` with `expected` (same dtype and shape).
+Comparison compare(const HostTensor& got, const HostTensor& expected, Tolerance tol);
+
+/// "index (i, j): got X, expected Y, tolerance Z" for the worst element.
+std::string describe_worst(const HostTensor& t, const Comparison& c);
+
+}  // namespace kdsl
