@@ -1,3 +1,4 @@
+#include "log.h"
 #include "src/cache.h"
 
 #include <pwd.h>
@@ -162,7 +163,7 @@ CacheConfig CacheConfig::from_env() {
     if (auto bytes = parse_byte_size(size)) {
       c.max_bytes = *bytes;
     } else {
-      spdlog::warn(
+      log().warn(
           "kdsl cache: ignoring KDSL_CACHE_MAX_SIZE='{}': expected bytes with an optional "
           "K, M, G or T suffix (e.g. 512M, 2G); using {} bytes",
           size, c.max_bytes);
@@ -290,7 +291,7 @@ bool DiskCache::usable() {
   std::call_once(ready_once_, [this] {
     unusable_ = directory_problem(config_.dir, /*create=*/true);
     if (!unusable_.empty()) {
-      spdlog::warn(
+      log().warn(
           "kdsl cache: not using the cache directory: {}. Kernels are compiled in memory "
           "for this process; set KDSL_CACHE_DIR to a private, writable directory (or "
           "KDSL_CACHE=off to silence this).",
@@ -302,13 +303,13 @@ bool DiskCache::usable() {
 
 void DiskCache::warn_io(const std::string& what) {
   if (!io_warned_.exchange(true)) {
-    spdlog::warn(
+    log().warn(
         "kdsl cache: {}; compiling in memory instead (kernels work, but may not be cached). "
         "Check free space and permissions of {} (further cache I/O errors in this process "
         "are logged at debug level).",
         what, config_.dir.string());
   } else {
-    spdlog::debug("kdsl cache: {}", what);
+    log().debug("kdsl cache: {}", what);
   }
 }
 
@@ -337,7 +338,7 @@ std::optional<CompiledEntry> DiskCache::lookup(const fs::path& path, const Cache
       break;
   }
   if (second_look) {  // with the lock held (when locking works), so no writer races the removal
-    spdlog::warn("kdsl cache: removed the entry {} for kernel '{}' ({}): {}; compiling it again",
+    log().warn("kdsl cache: removed the entry {} for kernel '{}' ({}): {}; compiling it again",
                  path.string(), key.kernel_symbol, key.arch, problem);
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
       warn_io(fmt::format("cannot remove {}: {}", path.string(), std::strerror(errno)));
@@ -367,10 +368,10 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
   auto finish = [&](const char* what) {
     result.load_ms = ms_since(start) - result.compile_ms;
     if (result.hit) {
-      spdlog::info("kdsl cache: hit '{}' for {} (key {}) in {:.2f} ms", key.kernel_symbol, key.arch,
+      log().info("kdsl cache: hit '{}' for {} (key {}) in {:.2f} ms", key.kernel_symbol, key.arch,
                    result.key_hex, result.load_ms);
     } else {
-      spdlog::info("kdsl cache: {} '{}' for {} (key {}): compile {:.1f} ms, cache {:.2f} ms", what,
+      log().info("kdsl cache: {} '{}' for {} (key {}): compile {:.1f} ms, cache {:.2f} ms", what,
                    key.kernel_symbol, key.arch, result.key_hex, result.compile_ms, result.load_ms);
     }
   };
@@ -395,7 +396,7 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
     std::string lock_error;
     lock = EntryLock::acquire(fs::path(path) += ".lock", config_.lock_timeout, config_.faults,
                               &lock_error);
-    if (!lock) spdlog::debug("kdsl cache: going on without the entry lock: {}", lock_error);
+    if (!lock) log().debug("kdsl cache: going on without the entry lock: {}", lock_error);
     hit = lookup(path, key, canonical, /*second_look=*/true);
   }
   if (hit) {
@@ -499,7 +500,7 @@ CacheRemoval DiskCache::evict(const fs::path& keep) const {
       removed.bytes += e.bytes;
     }
   }
-  spdlog::info(
+  log().info(
       "kdsl cache: evicted {} least recently used entries ({} bytes) to stay within the "
       "limit of {} bytes (KDSL_CACHE_MAX_SIZE)",
       removed.entries, removed.bytes, config_.max_bytes);

@@ -1,3 +1,4 @@
+#include "log.h"
 #include "compiler.h"
 
 #include <fmt/format.h>
@@ -51,7 +52,7 @@ ir::Kernel lower_specialized(const FrontEnd& fe, const std::string& name,
   diags.throw_if_errors();
   if (!k) throw InternalError(fmt::format("lowering kernel '{}' failed without a diagnostic", name));
   specialize(*k, spec);
-  if (debug_enabled()) spdlog::info("IR after sema and specialization:\n{}", ir::print(*k));
+  if (debug_enabled()) log().info("IR after sema and specialization:\n{}", ir::print(*k));
   return std::move(*k);
 }
 
@@ -61,7 +62,7 @@ GeneratedKernel generate(const ir::Kernel& k, const Specialization& spec,
   if (debug_enabled()) {
     std::string why;
     for (const auto& r : s.reasons) why += "\n  " + r;
-    spdlog::info("schedule {} for {}:{}", s.name, k.name, why);
+    log().info("schedule {} for {}:{}", s.name, k.name, why);
   }
   return generate_rows_kernel(k, spec, s);
 }
@@ -98,7 +99,7 @@ CompiledKernel compile_kernel(const FrontEnd& fe, const std::string& name,
   };
   DiskCache& c = cache ? *cache : default_disk_cache();
   out.binary = c.get_or_compile(key, out.gen.plan.to_json(), compile);
-  spdlog::info("{} {} for {}: {:.1f} ms front end, {}", symbol,
+  log().info("{} {} for {}: {:.1f} ms front end, {}", symbol,
                out.binary.hit ? "loaded from the disk cache" : "compiled", arch, out.frontend_ms,
                out.binary.hit ? fmt::format("{:.2f} ms cache", out.binary.load_ms)
                               : fmt::format("{:.1f} ms NVRTC", out.binary.compile_ms));

@@ -1,3 +1,4 @@
+#include "log.h"
 #include "src/nvrtc.h"
 
 #include <nvrtc.h>
@@ -128,13 +129,13 @@ Cubin nvrtc_compile(const std::string& source, const std::string& program_name,
   auto start = std::chrono::steady_clock::now();
   nvrtcResult r = nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
   double elapsed = ms_since(start);
-  std::string log = prog.log();
+  std::string nvrtc_log = prog.log();
   if (r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION) {
-    throw CompileError(compile_error_message(source, program_name, arch, all, log));
+    throw CompileError(compile_error_message(source, program_name, arch, all, nvrtc_log));
   }
   check_nvrtc(r, "nvrtcCompileProgram");
-  if (!log.empty()) spdlog::debug("NVRTC log for '{}' ({}):\n{}", program_name, arch, log);
-  return Cubin{prog.cubin(), std::move(log), elapsed};
+  if (!nvrtc_log.empty()) log().debug("NVRTC log for '{}' ({}):\n{}", program_name, arch, nvrtc_log);
+  return Cubin{prog.cubin(), std::move(nvrtc_log), elapsed};
 }
 
 std::string nvrtc_version() {

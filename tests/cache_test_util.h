@@ -11,6 +11,10 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "src/log.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -77,12 +81,15 @@ class CacheTest : public ::testing::Test {
     std::string pattern = (fs::temp_directory_path() / "kdsl-cache-test-XXXXXX").string();
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
     root_ = pattern;
-    previous_logger_ = spdlog::default_logger();
     sink_ = std::make_shared<CaptureSink>();
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("kdsl-test", sink_));
+    kdsl::log().sinks().push_back(sink_);
+    previous_level_ = kdsl::log().level();
+    kdsl::log().set_level(spdlog::level::info);
   }
   void TearDown() override {
-    spdlog::set_default_logger(previous_logger_);
+    auto& sinks = kdsl::log().sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    kdsl::log().set_level(previous_level_);
     std::error_code ec;
     for (const auto& p : fs::recursive_directory_iterator(root_, ec)) {
       if (p.is_directory(ec)) ::chmod(p.path().c_str(), 0700);
@@ -102,7 +109,7 @@ class CacheTest : public ::testing::Test {
 
   fs::path root_;
   std::shared_ptr<CaptureSink> sink_;
-  std::shared_ptr<spdlog::logger> previous_logger_;
+  spdlog::level::level_enum previous_level_ = spdlog::level::warn;
 };
 
 /// A key as the runtime would build it, varied by symbol and arch.

@@ -1,5 +1,4 @@
 // kdsl: the command line. See docs/cli.md.
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -7,19 +6,16 @@
 #include <iostream>
 
 #include "cli.h"
+#include "src/log.h"
 
 namespace {
 
+// -v and -q override KDSL_LOG_LEVEL (src/log.h).
 void setup_logging(int verbose, bool quiet) {
-  auto logger = spdlog::stderr_color_mt("kdsl");
-  spdlog::set_default_logger(logger);
-  spdlog::set_pattern("kdsl: %^%l%$: %v");
-  spdlog::level::level_enum level = spdlog::level::warn;
-  if (const char* env = std::getenv("KDSL_LOG_LEVEL")) level = spdlog::level::from_str(env);
-  if (verbose == 1) level = spdlog::level::info;
-  if (verbose >= 2) level = spdlog::level::debug;
-  if (quiet) level = spdlog::level::err;
-  spdlog::set_level(level);
+  spdlog::logger& l = kdsl::log();
+  if (verbose == 1) l.set_level(spdlog::level::info);
+  if (verbose >= 2) l.set_level(spdlog::level::debug);
+  if (quiet) l.set_level(spdlog::level::err);
 }
 
 }  // namespace

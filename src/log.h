@@ -1,0 +1,13 @@
+// kdsl's logger: a spdlog logger named "kdsl" writing to stderr. Its level comes from
+// KDSL_LOG_LEVEL (trace, debug, info, warn, error, off; default warn), so an application
+// embedding kdsl sees only warnings unless it asks for more. The CLI's -v/-q change it.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+namespace kdsl {
+
+/// The process-wide kdsl logger (created on first use; thread-safe).
+spdlog::logger& log();
+
+}  // namespace kdsl
