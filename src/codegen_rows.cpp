@@ -75,10 +75,16 @@ class RowEmitter {
   void emit_finalize();
   void emit_scalar(ir::ValueId id);
   void emit_phase(int p);
-  void emit_chunk_load(const std::string& dst, int access, const std::string& cond);
+  void emit_chunk_load(const std::string& dst, int access, const std::string& cond,
+                       const std::string& offset_prefix = "");
   void emit_chunk_store(const std::string& src, int access, DType t);
   std::string name(ir::ValueId id) const;
-  std::string elem_ptr(int access, const std::string& index) const;
+  std::string elem_ptr(int access, const std::string& index, const std::string& prefix = "") const;
+  void emit_row_indices(const std::string& prefix, const std::string& row);
+  void emit_cached_loads(bool invariant, const std::string& array_prefix, const std::string& offset_prefix,
+                         const std::string& valid);
+  std::string offset_expr(const Access& a, const std::string& prefix) const;
+  bool packed(ir::ValueId id) const;
   std::string vstride(int access) const;
   bool fast(int32_t tensor) const {
     return ((spec_.aligned_mask & spec_.contiguous_mask) >> tensor) & 1u;
@@ -162,7 +168,13 @@ void RowEmitter::analyze() {
 std::string RowEmitter::name(ir::ValueId id) const {
   const ir::Node& n = k_.node(id);
   if (n.type.form == Form::scalar) return fmt::format("s{}", id);
-  if (n.op == Op::load) return cached_[id] ? fmt::format("L{}[c * VEC + v]", id) : fmt::format("Lc{}[v]", id);
+  if (n.op == Op::load) {
+    if (packed(id)) {
+      return fmt::format("kdsl_unpack_{}(L{}[(c * VEC + v) >> 1], v & 1)",
+                         n.type.dtype == DType::bf16 ? "bf16" : "f16", id);
+    }
+    return cached_[id] ? fmt::format("L{}[c * VEC + v]", id) : fmt::format("Lc{}[v]", id);
+  }
   if (n.op == Op::position) return "static_cast<long long>(col + v)";
   return fmt::format("v{}", id);
 }
@@ -177,11 +189,90 @@ std::string RowEmitter::vstride(int access) const {
   return "";
 }
 
-std::string RowEmitter::elem_ptr(int access, const std::string& index) const {
+std::string RowEmitter::elem_ptr(int access, const std::string& index, const std::string& prefix) const {
   const Access& a = accesses_[access];
   std::string vs = vstride(access);
-  if (vs.empty()) return fmt::format("t{} + o{} + {}", a.tensor, access, index);
-  return fmt::format("t{} + o{} + static_cast<long long>({}) * {}", a.tensor, access, index, vs);
+  std::string o = loop_view(a.view) ? prefix + "o" : "o";
+  if (vs.empty()) return fmt::format("t{} + {}{} + {}", a.tensor, o, access, index);
+  return fmt::format("t{} + {}{} + static_cast<long long>({}) * {}", a.tensor, o, access, index, vs);
+}
+
+bool RowEmitter::packed(ir::ValueId id) const {
+  const ir::Node& n = k_.node(id);
+  return cached_[id] && s_.pack && vec_ >= 2 && fast(n.index) && dtype_size(n.type.dtype) == 2;
+}
+
+std::string RowEmitter::offset_expr(const Access& a, const std::string& prefix) const {
+  std::string e = "0LL";
+  for (size_t ax = 0; ax < a.view.size(); ++ax) {
+    const ir::AxisIndex& ix = a.view[ax];
+    if (ix.kind == ir::AxisIndex::Kind::loop) {
+      e += fmt::format(" + {}i{} * p.st{}_{}", prefix, ix.value, a.tensor, ax);
+    }
+    if (ix.kind == ir::AxisIndex::Kind::constant && ix.value != 0) {
+      e += fmt::format(" + {}LL * p.st{}_{}", ix.value, a.tensor, ax);
+    }
+  }
+  return e;
+}
+
+// The loop indices of row `row` and the offsets of the row-dependent accesses, named with
+// `prefix` (i0, o3 for the current row; ni0, no3 for the prefetched one).
+void RowEmitter::emit_row_indices(const std::string& prefix, const std::string& row) {
+  if (k_.loop.size() == 1) {
+    t_.line("const long long {}i0 = {};", prefix, row);
+  } else {
+    t_.line("long long {}rest = {};", prefix, row);
+    for (size_t l = k_.loop.size(); l-- > 1;) {
+      t_.line("const long long {}i{} = {}rest % p.sym{};", prefix, l, prefix, k_.loop[l].extent);
+      t_.line("{}rest /= p.sym{};", prefix, k_.loop[l].extent);
+    }
+    t_.line("const long long {}i0 = {}rest;", prefix, prefix);
+  }
+  for (size_t a = 0; a < accesses_.size(); ++a) {
+    if (loop_view(accesses_[a].view)) {
+      t_.line("const long long {}o{} = {};", prefix, a, offset_expr(accesses_[a], prefix));
+    }
+  }
+}
+
+// Loads the cached vectors (row-dependent or loop-invariant ones) of this thread's chunks into
+// arrays named <array_prefix><node id>: packed pairs of 16-bit values, or register values.
+void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_prefix,
+                                   const std::string& offset_prefix, const std::string& valid) {
+  std::vector<ir::ValueId> ids;
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const ir::Node& n = k_.nodes[i];
+    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view) != invariant) {
+      ids.push_back(static_cast<ir::ValueId>(i));
+    }
+  }
+  if (ids.empty()) return;
+  t_.line("#pragma unroll");
+  t_.line("for (int c = 0; c < C; ++c) {{");
+  t_.in();
+  t_.line("const int col = (c * G + lane) * VEC;");
+  t_.line("const bool in_range = {};", in_range());
+  for (ir::ValueId id : ids) {
+    int a = load_access_.at(id);
+    std::string cond = valid.empty() ? "in_range" : valid + " && in_range";
+    if (packed(id)) {
+      t_.line("if ({}) {{", cond);
+      t_.in();
+      t_.line("kdsl_load_raw<VEC>({}, &{}{}[c * VEC / 2]);", elem_ptr(a, "col", offset_prefix), array_prefix, id);
+      t_.out();
+      t_.line("}} else {{");
+      t_.in();
+      t_.line("#pragma unroll");
+      t_.line("for (int v = 0; v < VEC / 2; ++v) {}{}[c * VEC / 2 + v] = 0u;", array_prefix, id);
+      t_.out();
+      t_.line("}}");
+    } else {
+      emit_chunk_load(fmt::format("&{}{}[c * VEC]", array_prefix, id), a, cond, offset_prefix);
+    }
+  }
+  t_.out();
+  t_.line("}}");
 }
 
 std::string RowEmitter::in_range() const {
@@ -291,20 +382,21 @@ void RowEmitter::emit_scalar(ir::ValueId id) {
   t_.line("const {} s{} = {};", rt, id, cuda::op_expr(k_, n, args, dts));
 }
 
-void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::string& cond) {
+void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::string& cond,
+                                 const std::string& offset_prefix) {
   const Access& a = accesses_[access];
   DType dt = k_.tensors[a.tensor].dtype;
   t_.line("if ({}) {{", cond);
   t_.in();
   if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
-    t_.line("kdsl_load<VEC>({}, {}, {});", elem_ptr(access, "col"), dst,
+    t_.line("kdsl_load<VEC>({}, {}, {});", elem_ptr(access, "col", offset_prefix), dst,
             dt == DType::bf16 ? "true" : "false");
   } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
-    t_.line("kdsl_load<VEC>({}, {});", elem_ptr(access, "col"), dst);
+    t_.line("kdsl_load<VEC>({}, {});", elem_ptr(access, "col", offset_prefix), dst);
   } else {
     t_.line("#pragma unroll");
     t_.line("for (int v = 0; v < VEC; ++v) ({})[v] = {};", dst,
-            cuda::from_storage(dt, "*(" + elem_ptr(access, "col + v") + ")"));
+            cuda::from_storage(dt, "*(" + elem_ptr(access, "col + v", offset_prefix) + ")"));
   }
   t_.out();
   t_.line("}} else {{");
@@ -453,16 +545,16 @@ void RowEmitter::emit_phase(int p) {
     const ir::Node& n = k_.node(r);
     auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
     t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
-    if (g_ > 32) t_.line("if ((threadIdx.x & 31) == 0) red{}[buf][threadIdx.x >> 5] = acc{};", r, r);
+    if (g_ > 32) t_.line("if ((lane & 31) == 0) red{}[buf][group][lane >> 5] = acc{};", r, r);
   }
   if (g_ > 32 && !reductions.empty()) {
     t_.line("__syncthreads();");
     for (ir::ValueId r : reductions) {
       const ir::Node& n = k_.node(r);
       auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
-      t_.line("acc{0} = red{0}[buf][0];", r);
+      t_.line("acc{0} = red{0}[buf][group][0];", r);
       t_.line("#pragma unroll");
-      t_.line("for (int w = 1; w < G / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][w]);", r, sp.op);
+      t_.line("for (int w = 1; w < G / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r, sp.op);
     }
   }
   t_.out();
@@ -484,19 +576,10 @@ void RowEmitter::emit_main() {
             cuda::storage_type(k_.tensors[t].dtype), t, t);
   }
   // Offsets of accesses that do not depend on the row.
-  auto offset_expr = [&](const Access& a) {
-    std::string e = "0LL";
-    for (size_t ax = 0; ax < a.view.size(); ++ax) {
-      const ir::AxisIndex& ix = a.view[ax];
-      if (ix.kind == ir::AxisIndex::Kind::loop) e += fmt::format(" + i{} * p.st{}_{}", ix.value, a.tensor, ax);
-      if (ix.kind == ir::AxisIndex::Kind::constant && ix.value != 0) {
-        e += fmt::format(" + {}LL * p.st{}_{}", ix.value, a.tensor, ax);
-      }
-    }
-    return e;
-  };
   for (size_t a = 0; a < accesses_.size(); ++a) {
-    if (!loop_view(accesses_[a].view)) t_.line("const long long o{} = {};", a, offset_expr(accesses_[a]));
+    if (!loop_view(accesses_[a].view)) {
+      t_.line("const long long o{} = {};", a, offset_expr(accesses_[a], ""));
+    }
   }
   for (size_t i = 0; i < k_.nodes.size(); ++i) {
     if (hoisted_[i]) emit_scalar(static_cast<ir::ValueId>(i));
@@ -507,34 +590,26 @@ void RowEmitter::emit_main() {
       const ir::Node& n = k_.nodes[i];
       if (n.op != Op::reduce) continue;
       auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
-      t_.line("__shared__ {} red{}[2][G / 32];", sp.state_type, i);
+      t_.line("__shared__ {} red{}[2][R][G / 32];", sp.state_type, i);
     }
   }
-  // Loop-invariant vectors held in registers for all rows.
-  bool any_invariant = false;
-  for (size_t i = 0; i < k_.nodes.size(); ++i) {
-    const ir::Node& n = k_.nodes[i];
-    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && !loop_view(n.view)) {
-      t_.line("{} L{}[C * VEC];", cuda::reg_type(n.type.dtype), i);
-      any_invariant = true;
-    }
-  }
-  if (any_invariant) {
-    t_.line("#pragma unroll");
-    t_.line("for (int c = 0; c < C; ++c) {{");
-    t_.in();
-    t_.line("const int col = (c * G + lane) * VEC;");
-    t_.line("const bool in_range = {};", in_range());
+  // Declarations of the cached vectors: packed pairs of 16-bit values or register values.
+  auto declare_cached = [&](bool invariant, const std::string& prefix) {
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const ir::Node& n = k_.nodes[i];
-      if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && !loop_view(n.view)) {
-        emit_chunk_load(fmt::format("&L{}[c * VEC]", i), load_access_.at(static_cast<ir::ValueId>(i)),
-                        "in_range");
+      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] || loop_view(n.view) == invariant) {
+        continue;
+      }
+      if (packed(static_cast<ir::ValueId>(i))) {
+        t_.line("unsigned {}{}[C * VEC / 2];", prefix, i);
+      } else {
+        t_.line("{} {}{}[C * VEC];", cuda::reg_type(n.type.dtype), prefix, i);
       }
     }
-    t_.out();
-    t_.line("}}");
-  }
+  };
+  // Loop-invariant vectors (weights) held in registers for all rows.
+  declare_cached(true, "L");
+  emit_cached_loads(true, "L", "", "");
   // Column-reduction accumulators.
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     const ir::Store& st = k_.stores[j];
@@ -548,52 +623,34 @@ void RowEmitter::emit_main() {
       t_.line("{} CS{} = {};", cuda::reg_type(acc), j, cuda::zero(acc));
     }
   }
+  // With prefetching, the row vectors of the next iteration are loaded while this one computes:
+  // L holds the current row, P the next; the first row is loaded before the loop.
+  if (s_.prefetch) {
+    declare_cached(false, "L");
+    declare_cached(false, "P");
+    t_.line("{{");
+    t_.in();
+    t_.line("const long long frow = static_cast<long long>(blockIdx.x) * R + group;");
+    emit_row_indices("f", "frow");
+    emit_cached_loads(false, "L", "f", "frow < p.rows");
+    t_.out();
+    t_.line("}}");
+  }
   t_.line("int buf = 0;");
   t_.line("for (long long row0 = static_cast<long long>(blockIdx.x) * R; row0 < p.rows;");
   t_.line("     row0 += static_cast<long long>(gridDim.x) * R, buf ^= 1) {{");
   t_.in();
   t_.line("const long long row = row0 + group;");
   t_.line("const bool valid = row < p.rows;");
-  if (k_.loop.size() == 1) {
-    t_.line("const long long i0 = row;");
+  emit_row_indices("", "row");
+  if (s_.prefetch) {
+    t_.line("const long long nrow = row + static_cast<long long>(gridDim.x) * R;");
+    emit_row_indices("n", "nrow");
+    emit_cached_loads(false, "P", "n", "nrow < p.rows");
   } else {
-    t_.line("long long rest = row;");
-    for (size_t l = k_.loop.size(); l-- > 1;) {
-      t_.line("const long long i{} = rest % p.sym{};", l, k_.loop[l].extent);
-      t_.line("rest /= p.sym{};", k_.loop[l].extent);
-    }
-    t_.line("const long long i0 = rest;");
-  }
-  for (size_t a = 0; a < accesses_.size(); ++a) {
-    if (loop_view(accesses_[a].view)) t_.line("const long long o{} = {};", a, offset_expr(accesses_[a]));
-  }
-  // Row loads held in registers: all issued before the first use.
-  for (size_t i = 0; i < k_.nodes.size(); ++i) {
-    const ir::Node& n = k_.nodes[i];
-    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view)) {
-      t_.line("{} L{}[C * VEC];", cuda::reg_type(n.type.dtype), i);
-    }
-  }
-  bool any_row_cached = false;
-  for (size_t i = 0; i < k_.nodes.size(); ++i) {
-    const ir::Node& n = k_.nodes[i];
-    any_row_cached |= n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view);
-  }
-  if (any_row_cached) {
-    t_.line("#pragma unroll");
-    t_.line("for (int c = 0; c < C; ++c) {{");
-    t_.in();
-    t_.line("const int col = (c * G + lane) * VEC;");
-    t_.line("const bool in_range = {};", in_range());
-    for (size_t i = 0; i < k_.nodes.size(); ++i) {
-      const ir::Node& n = k_.nodes[i];
-      if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view)) {
-        emit_chunk_load(fmt::format("&L{}[c * VEC]", i), load_access_.at(static_cast<ir::ValueId>(i)),
-                        "valid && in_range");
-      }
-    }
-    t_.out();
-    t_.line("}}");
+    // Row loads held in registers: all issued before the first use.
+    declare_cached(false, "L");
+    emit_cached_loads(false, "L", "", "valid");
   }
   // Scalars and phases in dependency order.
   for (int p = 0; p <= phases_; ++p) {
@@ -633,6 +690,15 @@ void RowEmitter::emit_main() {
               cuda::to_storage(k_.tensors[st.tensor].dtype, name(st.value)));
     } else {
       t_.line("if (valid && lane == 0) CS{0} = CS{0} + {1};", j, name(st.value));
+    }
+  }
+  if (s_.prefetch) {
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] || !loop_view(n.view)) continue;
+      t_.line("#pragma unroll");
+      t_.line("for (int i = 0; i < {}; ++i) L{}[i] = P{}[i];",
+              packed(static_cast<ir::ValueId>(i)) ? "C * VEC / 2" : "C * VEC", i, i);
     }
   }
   t_.out();

@@ -57,8 +57,8 @@ ir::Kernel lower_specialized(const FrontEnd& fe, const std::string& name,
 }
 
 GeneratedKernel generate(const ir::Kernel& k, const Specialization& spec,
-                         const DeviceTarget& target) {
-  RowSchedule s = choose_row_schedule(k, spec, target);
+                         const DeviceTarget& target, const ScheduleHint& hint) {
+  RowSchedule s = choose_row_schedule(k, spec, target, hint);
   if (debug_enabled()) {
     std::string why;
     for (const auto& r : s.reasons) why += "\n  " + r;
@@ -78,11 +78,11 @@ std::vector<std::string> kdsl_nvrtc_options(const std::string& arch) {
 
 CompiledKernel compile_kernel(const FrontEnd& fe, const std::string& name,
                               const Specialization& spec, const DeviceTarget& target,
-                              DiskCache* cache) {
+                              DiskCache* cache, const ScheduleHint& hint) {
   auto t0 = std::chrono::steady_clock::now();
   CompiledKernel out;
   out.ir = lower_specialized(fe, name, spec);
-  out.gen = generate(out.ir, spec, target);
+  out.gen = generate(out.ir, spec, target, hint);
   out.frontend_ms = ms_since(t0);
   CacheKeyInputs key;
   key.source = out.gen.source;

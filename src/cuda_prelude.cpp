@@ -177,6 +177,29 @@ template <int V, class T> __device__ __forceinline__ void kdsl_store(T* p, const
   for (int i = 0; i < V; ++i) p[i] = v[i];
 }
 
+// Packed 16-bit values: V elements loaded raw into V / 2 32-bit words (register-resident rows
+// take half the registers), and one element unpacked to f32.
+template <int V> __device__ __forceinline__ void kdsl_load_raw(const kdsl_u16* p, unsigned* w) {
+  if constexpr (V % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < V; i += 8) {
+      uint4 q = *reinterpret_cast<const uint4*>(p + i);
+      w[i / 2] = q.x; w[i / 2 + 1] = q.y; w[i / 2 + 2] = q.z; w[i / 2 + 3] = q.w;
+    }
+  } else if constexpr (V == 4) {
+    uint2 q = *reinterpret_cast<const uint2*>(p);
+    w[0] = q.x; w[1] = q.y;
+  } else {
+    w[0] = *reinterpret_cast<const unsigned*>(p);
+  }
+}
+__device__ __forceinline__ float kdsl_unpack_bf16(unsigned w, int hi) {
+  return __uint_as_float(hi ? (w & 0xffff0000u) : (w << 16));
+}
+__device__ __forceinline__ float kdsl_unpack_f16(unsigned w, int hi) {
+  return kdsl_f16_to_f32(static_cast<kdsl_u16>(hi ? (w >> 16) : (w & 0xffffu)));
+}
+
 // Reduction states and their combine operators. Combines are applied in a fixed order, so every
 // reduction gives the same bits on every run.
 template <class T> struct kdsl_welford { T n, mean, m2; };

@@ -23,6 +23,7 @@ struct ProblemSpec {
   std::map<std::string, double> scalars;
   std::map<std::string, HostTensor> inputs;
   uint64_t seed = 0;
+  ScheduleHint schedule;  // overrides of the scheduler (experiments, tuning)
 };
 
 /// A kernel specialization with host tensors (by IR tensor index: inputs filled, Out tensors
@@ -35,6 +36,7 @@ struct Problem {
   std::vector<HostTensor> tensors;
   std::vector<double> scalars;
   std::vector<int64_t> symbols;
+  ScheduleHint schedule;
 };
 
 /// Builds the problem. Random inputs: fill_random with seed `seed * 1000003 + tensor index`.

@@ -308,7 +308,7 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
   }
   auto t0 = std::chrono::steady_clock::now();
   const DeviceTarget& target = context_target(ctx);
-  CompiledKernel ck = compile_kernel(*fe_, sig_->name, specialization(b), target);
+  CompiledKernel ck = compile_kernel(*fe_, sig_->name, specialization(b), target, nullptr, hint_);
   auto ls = std::make_unique<LoadedSpec>();
   ls->plan = ck.gen.plan;
   LoadedKernel main = load_kernel(ctx, ck.binary.cubin, ls->plan.symbol,

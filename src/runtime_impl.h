@@ -74,8 +74,11 @@ class KernelImpl {
   /// loaded on first use, then found by a hash lookup.
   const LoadedSpec& loaded(const BoundArgs& b, CUcontext ctx) const;
   void launch(CUstream_st* stream, std::span<const Arg> args) const;
+  /// Overrides the scheduler for specializations compiled from now on (autotuning, experiments).
+  void set_schedule_hint(const ScheduleHint& hint) { hint_ = hint; }
 
  private:
+  ScheduleHint hint_;
   std::shared_ptr<const FrontEnd> fe_;
   const KernelSignature* sig_;
   std::vector<ParamInfo> params_;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,23 @@ struct DeviceTarget {
   int max_smem_per_cta = 227 * 1024;  // bytes, with the opt-in limit
 };
 
+/// Overrides of the scheduler's choices, for autotuning (`kdsl tune`) and experiments
+/// (`kdsl run --schedule group=512,prefetch=1`). Unset fields keep the scheduler's choice.
+struct ScheduleHint {
+  std::optional<int> vec;        // elements per access: 1, 2, 4 or 8
+  std::optional<int> group;      // threads per row: a power of two, 1 to 1024
+  std::optional<bool> cache_rows;
+  std::optional<bool> cache_invariant;
+  std::optional<bool> prefetch;  // load the next row while the current one is computed
+  std::optional<bool> pack;      // hold cached 16-bit rows as packed pairs (half the registers)
+
+  bool empty() const;
+  /// Parses "group=512,prefetch=1,pack=0"; throws kdsl::ArgumentError on unknown keys or values.
+  static ScheduleHint parse(const std::string& text);
+  /// The canonical text form (keys in a fixed order), "" when empty.
+  std::string str() const;
+};
+
 struct RowSchedule {
   std::string name;  // rows.subwarp, rows.warp or rows.cta
   int vec = 1;       // elements per access (VEC)
@@ -44,6 +62,8 @@ struct RowSchedule {
   int chunks = 1;        // C = ceil(N / (G * VEC))
   bool cache_rows = true;       // row loads held in registers across phases
   bool cache_invariant = true;  // loop-invariant vector loads held in registers across rows
+  bool prefetch = false;        // the next row's cached loads are issued before this row's work
+  bool pack = false;            // cached 16-bit vectors held as packed pairs in 32-bit registers
   int ctas_per_sm = 1;          // persistent grid: CTAs per SM
   std::vector<std::string> reasons;
 };
@@ -51,6 +71,6 @@ struct RowSchedule {
 /// Chooses the row schedule for `k` (already specialized) on `target`. Deterministic: the same
 /// kernel, specialization and target give the same schedule.
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
-                                const DeviceTarget& target);
+                                const DeviceTarget& target, const ScheduleHint& hint = {});
 
 }  // namespace kdsl

@@ -32,6 +32,7 @@ struct KernelOptions {
   std::vector<std::string> defines;  // -D T=bf16
   std::string shape;                 // --shape M=1024,N=8192
   std::string arch;                  // --arch sm_90
+  std::string schedule;              // --schedule group=512,prefetch=1 (expert)
 };
 
 void add_kernel_options(CLI::App& app, KernelOptions& o, bool need_kernel);

@@ -55,7 +55,7 @@ Command register_emit(CLI::App& app) {
             }
             std::string note;
             DeviceTarget target = target_for(o->k.arch, &note);
-            GeneratedKernel gen = generate(k, spec, target);
+            GeneratedKernel gen = generate(k, spec, target, ScheduleHint::parse(o->k.schedule));
             if (o->explain) {
               std::cout << fmt::format("{}: schedule {}\n", gen.plan.symbol, gen.plan.schedule);
               for (const auto& r : gen.plan.reasons) std::cout << "  " << r << "\n";
@@ -78,7 +78,8 @@ Command register_compile(CLI::App& app) {
             std::string note;
             DeviceTarget target = target_for(o->arch, &note);
             if (!note.empty()) std::cerr << "kdsl: note: " << note << "\n";
-            CompiledKernel ck = compile_kernel(*s.fe, o->kernel, spec, target);
+            CompiledKernel ck =
+                compile_kernel(*s.fe, o->kernel, spec, target, nullptr, ScheduleHint::parse(o->schedule));
             if (ck.binary.hit) {
               std::cout << fmt::format("{} ({}): disk cache hit in {:.2f} ms (front end {:.2f} ms)\n",
                                        ck.gen.plan.symbol, target.arch, ck.binary.load_ms, ck.frontend_ms);

@@ -87,6 +87,7 @@ Problem build_problem(const RunOptions& o) {
   ps.kernel = sig.name;
   ps.seed = o.seed;
   ps.binding = resolve_binding(sig, o.k);
+  ps.schedule = ScheduleHint::parse(o.k.schedule);
   ps.shapes = parse_shape(o.k.shape);
   for (const auto& [name, v] : ps.shapes) {
     bool known = std::any_of(sig.symbols.begin(), sig.symbols.end(), [&](const ir::Symbol& s) { return s.name == name; });
@@ -150,7 +151,7 @@ int run(const RunOptions& o) {
   if (!driver_or_null(&why) || device_count() == 0) {
     std::string note;
     DeviceTarget target = target_for(o.k.arch, &note);
-    CompiledKernel ck = compile_kernel(*p.fe, p.ir.name, p.spec, target);
+    CompiledKernel ck = compile_kernel(*p.fe, p.ir.name, p.spec, target, nullptr, p.schedule);
     reference = run_reference(p);
     std::cerr << fmt::format("kdsl: no GPU: {}\n", why.empty() ? "no CUDA device" : why);
     std::cerr << fmt::format("kdsl: compiled {} for {} ({}) and ran the CPU reference instead; "

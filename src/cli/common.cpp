@@ -16,6 +16,9 @@ void add_kernel_options(CLI::App& app, KernelOptions& o, bool need_kernel) {
   app.add_option("-D", o.defines, "Bind a generic: -D T=bf16 (repeatable)");
   app.add_option("--shape", o.shape, "Shape symbols: --shape M=1024,N=8192");
   app.add_option("--arch", o.arch, "GPU architecture to compile for (default: this GPU's, else sm_90)");
+  app.add_option("--schedule", o.schedule,
+                 "Override the scheduler (expert): vec=, group=, cache_rows=, cache_invariant=, "
+                 "prefetch=, pack=, e.g. --schedule group=512,prefetch=1");
 }
 
 std::map<std::string, int64_t> parse_shape(const std::string& text) {
