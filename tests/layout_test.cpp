@@ -174,6 +174,12 @@ TEST(Layout, OtherLinesEndingInColonOpenBlocksSilently) {
   EXPECT_EQ(l.depths(), (std::vector<uint32_t>{0, 1, 0}));
 }
 
+TEST(Layout, HeaderWithoutColonKeepsItsBlock) {
+  Layout l("def f():\n    for i in x\n        y = 1\n    return y\n");
+  EXPECT_TRUE(l.errors().empty());  // the grammar reports the missing ':'
+  EXPECT_EQ(l.depths(), (std::vector<uint32_t>{0, 1, 2, 1}));
+}
+
 TEST(Layout, BracketErrors) {
   Layout never("x = f(a, [b,\n\ny = 2\n");
   EXPECT_EQ(never.errors(), (Strings{"1:10: '[' was never closed"}));
