@@ -236,9 +236,12 @@ struct exponent_digits : seq<digits> {};
 struct exponent : seq<one<'e', 'E'>, opt<one<'+', '-'>>, must<exponent_digits>> {};
 struct float_lit : sor<seq<digits, one<'.'>, opt<digits>, opt<exponent>>,
                        seq<one<'.'>, digits, opt<exponent>>, seq<digits, exponent>> {};
-struct int_lit : digits {};
+struct int_lit : sor<seq<one<'0'>, star<opt<one<'_'>>, one<'0'>>>,
+                     seq<tao::pegtl::range<'1', '9'>, star<opt<one<'_'>>, digit>>> {};
+struct leading_zeros : failure {};
 struct number_end : not_at<sor<identifier_other, one<'.'>>> {};
-struct number : seq<sor<float_lit, int_lit>, must<number_end>> {};
+struct number
+    : seq<sor<float_lit, int_lit>, opt<at<digit>, raise<leading_zeros>>, must<number_end>> {};
 
 // Strings: "...", '...', """...""", '''...'''. A backslash escapes the next character.
 struct escape : seq<one<'\\'>, any> {};
@@ -553,6 +556,7 @@ template <> inline constexpr const char* message<op_bitwise> = "bitwise operator
 
 template <> inline constexpr const char* message<exponent_digits> = "expected digits in the exponent of a number";
 template <> inline constexpr const char* message<number_end> = "invalid number literal";
+template <> inline constexpr const char* message<leading_zeros> = "an integer literal cannot have leading zeros";
 template <char Q> inline constexpr const char* message<short_string_rest<Q>> = "unterminated string literal";
 template <char Q> inline constexpr const char* message<long_string_rest<Q>> = "unterminated string literal";
 

@@ -178,6 +178,9 @@ TEST(Parser, Literals) {
     return std::move(p.module->constants.at(0).value);
   };
   EXPECT_EQ(value("0")->int_value, 0);
+  EXPECT_EQ(value("0_0")->int_value, 0);
+  EXPECT_EQ(value("007.5")->float_value, 7.5);
+  EXPECT_EQ(value("0e0")->float_value, 0.0);
   EXPECT_EQ(value("1_000")->int_value, 1000);
   EXPECT_EQ(value("9223372036854775807")->int_value, INT64_MAX);
   EXPECT_EQ(value("1e-6")->float_value, 1e-6);
@@ -462,6 +465,7 @@ TEST(Parser, SyntaxErrorMessages) {
       {"X = 12abc\n", "1:7: invalid number literal"},
       {"X = 1__0\n", "1:6: invalid number literal"},
       {"X = 0x10\n", "1:6: invalid number literal"},
+      {"X = 010\n", "1:6: an integer literal cannot have leading zeros"},
       {"X = 1.5.2\n", "1:8: invalid number literal"},
       {"X = 9223372036854775808\n", "1:5: integer literal too large"},
       {"X = 1e999\n", "1:5: float literal too large"},
