@@ -3,7 +3,7 @@
 // The layout pass (layout.h) has already joined the physical lines, removed comments and
 // indentation and worked out the block structure, so these rules see one statement or one block
 // header at a time. The rules are types only, with no state; the actions that build the AST live
-// in line_parser.cpp. Conventions:
+// in line_parser.cpp and line_builder.cpp. Conventions:
 //  - A rule never consumes the whitespace after itself: sequences put `ws` between tokens, so the
 //    text an action sees ends exactly at its last token.
 //  - Every must<> target (and every raise<> tag) is a named rule with its own message<>; the
@@ -14,7 +14,8 @@
 //  - Expressions recurse only through nested<>, which limits the nesting to max_nesting levels,
 //    so that parsing never overflows the stack.
 //  - The grammar never backtracks over a rule with an action: a rule either fails on its first
-//    token, or commits to it through must<>.
+//    token, or commits to it through must<>. The one exception is the trailing comma of an
+//    exprlist, matched once more right after being given back; its action is idempotent.
 #pragma once
 
 #include <cstddef>
@@ -57,7 +58,7 @@ inline constexpr const char* message = nullptr;
 inline constexpr std::size_t max_nesting = 200;
 
 struct too_deep : failure {};
-template <>
+template <>  // the limit is max_nesting
 inline constexpr const char* message<too_deep> = "expression nested too deeply (limit 200)";
 
 /// Head, then Body... one nesting level deeper (counted in the input's private_depth, which

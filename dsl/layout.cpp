@@ -183,6 +183,7 @@ class Scanner {
 std::vector<LogicalLine> Scanner::run() {
   std::vector<LogicalLine> lines;
   Indenter indenter(file_, diags_);
+  if (text_.starts_with("\xEF\xBB\xBF")) pos_ = 3;  // a UTF-8 byte order mark
   while (!at_end()) {
     if (skip_blank_line()) continue;
     LogicalLine line;

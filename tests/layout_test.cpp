@@ -72,6 +72,13 @@ TEST(Layout, FileWithoutTrailingNewline) {
   EXPECT_EQ(l.lines[1].offsets.back(), 11u);
 }
 
+TEST(Layout, ByteOrderMarkIsSkipped) {
+  Layout l("\xEF\xBB\xBFx = 1\n");
+  EXPECT_EQ(l.texts(), (Strings{"x = 1"}));
+  EXPECT_EQ(l.where(0, 0), "1:4");
+  EXPECT_TRUE(l.errors().empty());
+}
+
 TEST(Layout, CrlfLineEndings) {
   Layout l("def f():\r\n    x = (1,\r\n         2)\r\n");
   EXPECT_EQ(l.texts(), (Strings{"def f():", "x = (1," + std::string(10, ' ') + "2)"}));
