@@ -95,6 +95,23 @@ TEST(Parser, SpecExampleKernel) {
   EXPECT_EQ(k->params[3].loc.col, 38u);
 }
 
+TEST(Parser, EmptyModule) {
+  Parsed p("# nothing but a comment\n\n");
+  EXPECT_EQ(p.errors(), Strings{});
+  EXPECT_EQ(ast::print(*p.module), "module\n");
+  EXPECT_EQ(p.module->file->path(), "t.kdsl");
+}
+
+TEST(Parser, DiagnosticsUnderlineTheOffendingToken) {
+  Parsed p("def f(x):\n    return f(x bcd)\n");
+  EXPECT_EQ(p.diags.render(),
+            "t.kdsl:2:16: error: expected ')' to close '('\n"
+            "    return f(x bcd)\n"
+            "               ^~~\n");
+  Parsed q("X = (a + b) * c\nY = X(1 2)\nf(a) = 1\n");
+  EXPECT_EQ(q.diags.all().at(1).length, 4u);  // the target `f(a)`
+}
+
 TEST(Parser, Precedence) {
   EXPECT_EQ(expr("-x**2"), "(-(x ** 2))");
   EXPECT_EQ(expr("-a ** -b"), "(-(a ** (-b)))");
