@@ -85,6 +85,11 @@ class RowEmitter {
                          const std::string& valid);
   std::string offset_expr(const Access& a, const std::string& prefix) const;
   bool packed(ir::ValueId id) const;
+  /// "true" when an access streams (read or written once per row) and the schedule asks for
+  /// evict-first cache hints.
+  const char* cs(int access) const {
+    return s_.stream && loop_view(accesses_[access].view) ? "true" : "false";
+  }
   std::string vstride(int access) const;
   bool fast(int32_t tensor) const {
     return ((spec_.aligned_mask & spec_.contiguous_mask) >> tensor) & 1u;
@@ -259,7 +264,8 @@ void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_pref
     if (packed(id)) {
       t_.line("if ({}) {{", cond);
       t_.in();
-      t_.line("kdsl_load_raw<VEC>({}, &{}{}[c * VEC / 2]);", elem_ptr(a, "col", offset_prefix), array_prefix, id);
+      t_.line("kdsl_load_raw<VEC, {}>({}, &{}{}[c * VEC / 2]);", cs(a), elem_ptr(a, "col", offset_prefix),
+              array_prefix, id);
       t_.out();
       t_.line("}} else {{");
       t_.in();
@@ -389,10 +395,10 @@ void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::
   t_.line("if ({}) {{", cond);
   t_.in();
   if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
-    t_.line("kdsl_load<VEC>({}, {}, {});", elem_ptr(access, "col", offset_prefix), dst,
+    t_.line("kdsl_load<VEC, {}>({}, {}, {});", cs(access), elem_ptr(access, "col", offset_prefix), dst,
             dt == DType::bf16 ? "true" : "false");
   } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
-    t_.line("kdsl_load<VEC>({}, {});", elem_ptr(access, "col", offset_prefix), dst);
+    t_.line("kdsl_load<VEC, {}>({}, {});", cs(access), elem_ptr(access, "col", offset_prefix), dst);
   } else {
     t_.line("#pragma unroll");
     t_.line("for (int v = 0; v < VEC; ++v) ({})[v] = {};", dst,
@@ -410,10 +416,10 @@ void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::
 void RowEmitter::emit_chunk_store(const std::string& src, int access, DType dt) {
   const Access& a = accesses_[access];
   if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
-    t_.line("kdsl_store<VEC>({}, {}, {});", elem_ptr(access, "col"), src,
+    t_.line("kdsl_store<VEC, {}>({}, {}, {});", cs(access), elem_ptr(access, "col"), src,
             dt == DType::bf16 ? "true" : "false");
   } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
-    t_.line("kdsl_store<VEC>({}, {});", elem_ptr(access, "col"), src);
+    t_.line("kdsl_store<VEC, {}>({}, {});", cs(access), elem_ptr(access, "col"), src);
   } else {
     t_.line("#pragma unroll");
     t_.line("for (int v = 0; v < VEC; ++v) *({}) = {};", elem_ptr(access, "col + v"),
@@ -563,8 +569,10 @@ void RowEmitter::emit_phase(int p) {
 }
 
 void RowEmitter::emit_main() {
-  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
-          s_.threads, sym_, sym_);
+  std::string bounds = s_.min_ctas > 0 ? fmt::format("{}, {}", s_.threads, s_.min_ctas)
+                                        : std::to_string(s_.threads);
+  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{", bounds,
+          sym_, sym_);
   t_.in();
   t_.line("constexpr long long N = {}LL;  // vector axis ({})", n_,
           k_.vector_symbol >= 0 ? k_.symbols[k_.vector_symbol].name : "none");
@@ -762,14 +770,17 @@ void RowEmitter::emit_finalize() {
     }
     t_.line("if (j < {}) {{", vec ? fmt::format("{}LL", n_) : std::string("1"));
     t_.in();
-    t_.line("{} a = {};", cuda::reg_type(acc), cuda::zero(acc));
-    t_.line("for (long long q = 0; q < parts; ++q) a = a + p.ws{}[q * {} + j];", store_ws_[jj],
-            vec ? fmt::format("{}LL", n_) : std::string("1"));
+    // f32 partials are summed in f64: thousands of partials in f32 would lose digits.
+    DType sum_t = acc == DType::f32 ? DType::f64 : acc;
+    t_.line("{} a = {};", cuda::reg_type(sum_t), cuda::zero(sum_t));
+    t_.line("for (long long q = 0; q < parts; ++q) a = a + {};",
+            cuda::convert(acc, sum_t, fmt::format("p.ws{}[q * {} + j]", store_ws_[jj],
+                                                 vec ? fmt::format("{}LL", n_) : std::string("1"))));
     t_.line("{}* out = p.t{} + {} + j * {};", cuda::storage_type(tp.dtype), st.tensor, off, vs);
     if (tp.role == ir::Role::inout) {
-      t_.line("a = a + {};", cuda::convert(tp.dtype, acc, cuda::from_storage(tp.dtype, "*out")));
+      t_.line("a = a + {};", cuda::convert(tp.dtype, sum_t, cuda::from_storage(tp.dtype, "*out")));
     }
-    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(acc, tp.dtype, "a")));
+    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(sum_t, tp.dtype, "a")));
     t_.out();
     t_.line("}}");
   }
@@ -791,6 +802,7 @@ GeneratedKernel RowEmitter::run() {
   plan_.block_threads = static_cast<uint32_t>(s_.threads);
   plan_.rows_per_cta = static_cast<uint32_t>(r_);
   plan_.max_ctas_per_sm = static_cast<uint32_t>(s_.ctas_per_sm);
+  plan_.persistent = s_.persistent;
   plan_.reasons.push_back(fmt::format("persistent grid: at most {} CTAs per SM (the driver's occupancy "
                                       "for this kernel decides at launch), each looping over rows",
                                       s_.ctas_per_sm));

@@ -376,7 +376,8 @@ void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
   const LoadedSpec& ls = loaded(b, ctx);
   const LaunchPlan& plan = ls.plan;
   uint64_t groups = static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
-  uint32_t grid = static_cast<uint32_t>(std::min<uint64_t>(groups, ls.grid_limit));
+  uint32_t grid = static_cast<uint32_t>(
+      std::min<uint64_t>(groups, plan.persistent ? ls.grid_limit : 0x7fffffffu));
   int64_t partials = static_cast<int64_t>(grid) * plan.rows_per_cta;
   CUdeviceptr ws = 0;
   uint64_t ws_offsets[8] = {};

@@ -33,7 +33,8 @@ int reg_words(DType t) { return dtype_size(accumulator_dtype(t)) == 8 || t == DT
 }  // namespace
 
 bool ScheduleHint::empty() const {
-  return !vec && !group && !cache_rows && !cache_invariant && !prefetch && !pack;
+  return !vec && !group && !cache_rows && !cache_invariant && !prefetch && !pack && !stream &&
+         !persistent && !min_ctas;
 }
 
 ScheduleHint ScheduleHint::parse(const std::string& text) {
@@ -55,21 +56,26 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
     } catch (const std::exception&) {
       throw ArgumentError(fmt::format("schedule hint '{}': expected KEY=INTEGER", item));
     }
-    if (key == "vec" && (v == 1 || v == 2 || v == 4 || v == 8)) {
+    if (key == "min_ctas" && v >= 1 && v <= 32) {
+      h.min_ctas = v;
+    } else if (key == "vec" && (v == 1 || v == 2 || v == 4 || v == 8)) {
       h.vec = v;
     } else if (key == "group" && v >= 1 && v <= 1024 && (v & (v - 1)) == 0) {
       h.group = v;
     } else if ((key == "cache_rows" || key == "cache_invariant" || key == "prefetch" ||
-                key == "pack") && (v == 0 || v == 1)) {
+                key == "pack" || key == "stream" || key == "persistent") &&
+               (v == 0 || v == 1)) {
       std::optional<bool>& f = key == "cache_rows"        ? h.cache_rows
                                : key == "cache_invariant" ? h.cache_invariant
                                : key == "prefetch"        ? h.prefetch
-                                                          : h.pack;
+                               : key == "pack"            ? h.pack
+                               : key == "stream"          ? h.stream
+                                                          : h.persistent;
       f = v == 1;
     } else {
       throw ArgumentError(fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
                                       "of two up to 1024), cache_rows, cache_invariant, prefetch, "
-                                      "pack (0 or 1)",
+                                      "pack, stream, persistent (0 or 1), min_ctas (1 to 32)",
                                       item));
     }
   }
@@ -85,6 +91,9 @@ std::string ScheduleHint::str() const {
   if (cache_invariant) add("cache_invariant", *cache_invariant);
   if (prefetch) add("prefetch", *prefetch);
   if (pack) add("pack", *pack);
+  if (stream) add("stream", *stream);
+  if (persistent) add("persistent", *persistent);
+  if (min_ctas) add("min_ctas", *min_ctas);
   return s;
 }
 
@@ -176,6 +185,10 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
       s.cache_rows ? "register-resident" : "streaming", need, s.pack ? ", 16-bit values packed in pairs" : "",
       s.prefetch ? ", the next row prefetched" : "", budget,
       s.cache_rows ? "each element is read once" : "each reduction phase re-reads the row"));
+  s.stream = hint.stream.value_or(false);
+  bool column_reduction = w.column > 0;
+  s.persistent = hint.persistent.value_or(true) || column_reduction;
+  s.min_ctas = hint.min_ctas.value_or(0);
   if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
   // The grid is sized at launch from the driver's occupancy for the compiled kernel; this is an
   // upper bound (threads per SM), so that the generated source depends on the kernel, the

@@ -45,6 +45,9 @@ struct ScheduleHint {
   std::optional<bool> cache_invariant;
   std::optional<bool> prefetch;  // load the next row while the current one is computed
   std::optional<bool> pack;      // hold cached 16-bit rows as packed pairs (half the registers)
+  std::optional<bool> stream;    // evict-first cache hints on row loads and stores
+  std::optional<bool> persistent;  // a persistent grid (else one CTA per R rows)
+  std::optional<int> min_ctas;     // __launch_bounds__ minimum CTAs per SM (caps registers)
 
   bool empty() const;
   /// Parses "group=512,prefetch=1,pack=0"; throws kdsl::ArgumentError on unknown keys or values.
@@ -64,6 +67,9 @@ struct RowSchedule {
   bool cache_invariant = true;  // loop-invariant vector loads held in registers across rows
   bool prefetch = false;        // the next row's cached loads are issued before this row's work
   bool pack = false;            // cached 16-bit vectors held as packed pairs in 32-bit registers
+  bool stream = false;          // row loads/stores use evict-first hints (ld/st.global.cs)
+  bool persistent = true;       // grid of about SMs x resident CTAs looping over rows
+  int min_ctas = 0;             // __launch_bounds__(threads, min_ctas) when > 0
   int ctas_per_sm = 1;          // persistent grid: CTAs per SM
   std::vector<std::string> reasons;
 };
