@@ -23,6 +23,7 @@ struct RunOptions {
   uint64_t seed = 0;
   std::string device = "gpu";
   int warmup = 10, reps = 50;
+  bool no_flush = false;
 };
 
 std::pair<std::string, std::string> split_assign(const std::string& s, const char* option) {
@@ -200,7 +201,7 @@ int run(const RunOptions& o) {
   if (o.bench) {
     Timing copy_t;
     double copy_gbps = copy_bandwidth_gbps(nullptr, size_t{1} << 30, &copy_t);
-    Timing t = time_cuda(nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, true);
+    Timing t = time_cuda(nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, !o.no_flush);
     uint64_t bytes = minimal_bytes(p);
     double gbps = static_cast<double>(bytes) / (t.median_us * 1e3);
     std::cout << fmt::format("bench: {:.2f} us median ({} runs after {} warm-up, L2 flushed; min {:.2f}, max "
@@ -234,6 +235,7 @@ Command register_run(CLI::App& app) {
       ->check(CLI::IsMember({"gpu", "cpu"}));
   sub->add_option("--warmup", o->warmup, "Untimed runs before timing (--bench)");
   sub->add_option("--reps", o->reps, "Timed runs; the median is reported (--bench)");
+  sub->add_flag("--no-flush", o->no_flush, "Do not flush L2 between timed runs (--bench)");
   sub->footer("Example: kdsl run stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape M=1024,N=8192 "
               "--verify --bench");
   return {sub, [o]() { return run(*o); }};
