@@ -72,6 +72,7 @@ class RowEmitter {
   void plan_params();
   void emit_params_struct();
   void emit_main();
+  void emit_row_body();
   void emit_finalize();
   void emit_scalar(ir::ValueId id);
   void emit_phase(int p);
@@ -568,6 +569,58 @@ void RowEmitter::emit_phase(int p) {
   (void)p;
 }
 
+void RowEmitter::emit_row_body() {
+  // Scalars and phases in dependency order.
+  for (int p = 0; p <= phases_; ++p) {
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.type.form == Form::scalar && !hoisted_[i] && level_[i] == p) {
+        if (n.op == Op::reduce) {
+          auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+          t_.line("const {} s{} = {};", cuda::reg_type(n.type.dtype), i,
+                  fmt::format(fmt::runtime(sp.result), fmt::format("acc{}", i)));
+        } else {
+          emit_scalar(static_cast<ir::ValueId>(i));
+        }
+      }
+    }
+    if (p < phases_) {
+      // Reduction results of phase p are declared inside its block; hoist them out.
+      std::vector<ir::ValueId> reds;
+      for (size_t i = 0; i < k_.nodes.size(); ++i) {
+        const ir::Node& n = k_.nodes[i];
+        if (n.op == Op::reduce && level_[n.args[0]] == p) reds.push_back(static_cast<ir::ValueId>(i));
+      }
+      for (ir::ValueId r : reds) {
+        const ir::Node& n = k_.node(r);
+        auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+        t_.line("{} acc{};", sp.state_type, r);
+      }
+      emit_phase(p);
+    }
+  }
+  // Scalar stores and scalar column reductions, by the group's first thread.
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const ir::Store& st = k_.stores[j];
+    if (vector_view(st.view)) continue;
+    if (st.kind == ir::StoreKind::write) {
+      t_.line("if (valid && lane == 0) t{}[o{}] = {};", st.tensor, store_access_[j],
+              cuda::to_storage(k_.tensors[st.tensor].dtype, name(st.value)));
+    } else {
+      t_.line("if (valid && lane == 0) CS{0} = CS{0} + {1};", j, name(st.value));
+    }
+  }
+  if (s_.prefetch) {
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] || !loop_view(n.view)) continue;
+      t_.line("#pragma unroll");
+      t_.line("for (int i = 0; i < {}; ++i) L{}[i] = P{}[i];",
+              packed(static_cast<ir::ValueId>(i)) ? "C * VEC / 2" : "C * VEC", i, i);
+    }
+  }
+}
+
 void RowEmitter::emit_main() {
   std::string bounds = s_.min_ctas > 0 ? fmt::format("{}, {}", s_.threads, s_.min_ctas)
                                         : std::to_string(s_.threads);
@@ -644,9 +697,16 @@ void RowEmitter::emit_main() {
     t_.out();
     t_.line("}}");
   }
-  t_.line("int buf = 0;");
-  t_.line("for (long long row0 = static_cast<long long>(blockIdx.x) * R; row0 < p.rows;");
-  t_.line("     row0 += static_cast<long long>(gridDim.x) * R, buf ^= 1) {{");
+  if (s_.persistent) {
+    t_.line("int buf = 0;");
+    t_.line("for (long long row0 = static_cast<long long>(blockIdx.x) * R; row0 < p.rows;");
+    t_.line("     row0 += static_cast<long long>(gridDim.x) * R, buf ^= 1) {{");
+  } else {
+    // One CTA per R rows: no loop, so nothing stays live across rows.
+    t_.line("const int buf = 0;");
+    t_.line("{{");
+    t_.line("  const long long row0 = static_cast<long long>(blockIdx.x) * R;");
+  }
   t_.in();
   t_.line("const long long row = row0 + group;");
   t_.line("const bool valid = row < p.rows;");
@@ -660,55 +720,7 @@ void RowEmitter::emit_main() {
     declare_cached(false, "L");
     emit_cached_loads(false, "L", "", "valid");
   }
-  // Scalars and phases in dependency order.
-  for (int p = 0; p <= phases_; ++p) {
-    for (size_t i = 0; i < k_.nodes.size(); ++i) {
-      const ir::Node& n = k_.nodes[i];
-      if (n.type.form == Form::scalar && !hoisted_[i] && level_[i] == p) {
-        if (n.op == Op::reduce) {
-          auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
-          t_.line("const {} s{} = {};", cuda::reg_type(n.type.dtype), i,
-                  fmt::format(fmt::runtime(sp.result), fmt::format("acc{}", i)));
-        } else {
-          emit_scalar(static_cast<ir::ValueId>(i));
-        }
-      }
-    }
-    if (p < phases_) {
-      // Reduction results of phase p are declared inside its block; hoist them out.
-      std::vector<ir::ValueId> reds;
-      for (size_t i = 0; i < k_.nodes.size(); ++i) {
-        const ir::Node& n = k_.nodes[i];
-        if (n.op == Op::reduce && level_[n.args[0]] == p) reds.push_back(static_cast<ir::ValueId>(i));
-      }
-      for (ir::ValueId r : reds) {
-        const ir::Node& n = k_.node(r);
-        auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
-        t_.line("{} acc{};", sp.state_type, r);
-      }
-      emit_phase(p);
-    }
-  }
-  // Scalar stores and scalar column reductions, by the group's first thread.
-  for (size_t j = 0; j < k_.stores.size(); ++j) {
-    const ir::Store& st = k_.stores[j];
-    if (vector_view(st.view)) continue;
-    if (st.kind == ir::StoreKind::write) {
-      t_.line("if (valid && lane == 0) t{}[o{}] = {};", st.tensor, store_access_[j],
-              cuda::to_storage(k_.tensors[st.tensor].dtype, name(st.value)));
-    } else {
-      t_.line("if (valid && lane == 0) CS{0} = CS{0} + {1};", j, name(st.value));
-    }
-  }
-  if (s_.prefetch) {
-    for (size_t i = 0; i < k_.nodes.size(); ++i) {
-      const ir::Node& n = k_.nodes[i];
-      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] || !loop_view(n.view)) continue;
-      t_.line("#pragma unroll");
-      t_.line("for (int i = 0; i < {}; ++i) L{}[i] = P{}[i];",
-              packed(static_cast<ir::ValueId>(i)) ? "C * VEC / 2" : "C * VEC", i, i);
-    }
-  }
+  emit_row_body();
   t_.out();
   t_.line("}}");
   // Per-group partial sums of the column reductions, for the follow-up kernel.

@@ -150,9 +150,26 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   }
   if (hint.vec && n % *hint.vec == 0 && (*hint.vec == 1 || any_fast)) s.vec = *hint.vec;
   int64_t vectors = (n + s.vec - 1) / s.vec;
-  int group = vectors <= 16 ? pow2_ceil(vectors)
-              : vectors <= 256 ? 32
-                               : std::clamp(pow2_ceil((vectors + 3) / 4), 64, 1024);
+  // A persistent grid pays off when rows share state across iterations: column reductions
+  // (dw[:] += ...) accumulate in registers across a CTA's rows. Otherwise one CTA handles R rows
+  // and the hardware overlaps CTAs, as long as each thread is small (about 16 elements, few
+  // registers) so that many rows are in flight per SM.
+  bool column_reduction = std::any_of(k.stores.begin(), k.stores.end(), [](const ir::Store& st) {
+    return st.kind == ir::StoreKind::reduce;
+  });
+  s.persistent = hint.persistent.value_or(column_reduction) || column_reduction;
+  // Threads per row: about 16 elements per thread, then more threads while the cached vectors
+  // (row loads, weights, column accumulators) exceed the register budget.
+  s.pack = hint.pack.value_or(true);
+  Words words = cached_words(k, spec, s.pack, s.vec);
+  const double per_elem = words.row + words.invariant + words.column;
+  const double budget = std::max(16.0, target.regs_per_sm / 1024.0 - 24.0);
+  int64_t chunks_target = std::max(1, 16 / s.vec);
+  int group = std::clamp(pow2_ceil((vectors + chunks_target - 1) / chunks_target), 1, 1024);
+  while (group < 1024 && group < vectors &&
+         static_cast<double>((vectors + group - 1) / group) * s.vec * per_elem > budget) {
+    group *= 2;
+  }
   if (hint.group) group = *hint.group;
   s.group = group;
   s.name = group < 32 ? "rows.subwarp" : group == 32 ? "rows.warp" : "rows.cta";
@@ -161,21 +178,22 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   s.chunks = static_cast<int>((vectors + s.group - 1) / s.group);
   s.reasons.push_back(fmt::format(
       "N = {}: VEC = {} ({}-byte accesses), {} vectors per row -> {} ({} threads per row, {} "
-      "rows per CTA, {} chunks per thread)",
-      n, s.vec, s.vec * min_size, vectors, s.name, s.group, s.rows_per_cta, s.chunks));
+      "rows per CTA, {} chunks per thread), {}",
+      n, s.vec, s.vec * min_size, vectors, s.name, s.group, s.rows_per_cta, s.chunks,
+      s.persistent ? "persistent grid (column reductions accumulate across rows)"
+                   : "one CTA per row group (no state across rows)"));
 
   // Register budget for cached vectors: enough that at least 1024 threads (more rows in
   // flight) fit on an SM: 64 registers per thread, minus about 24 for indices and temporaries.
-  s.pack = hint.pack.value_or(true);
-  Words w = cached_words(k, spec, s.pack, s.vec);
+  const Words& w = words;
   const double elems = static_cast<double>(s.chunks) * s.vec;
-  const double budget = std::max(16.0, target.regs_per_sm / std::max(1024, s.threads) - 24.0);
   double need = elems * (w.row + w.invariant + w.column);
   s.cache_invariant = hint.cache_invariant.value_or(need <= budget || w.invariant == 0);
   if (!s.cache_invariant) need -= elems * w.invariant;
   s.cache_rows = hint.cache_rows.value_or(need <= budget);
   if (!s.cache_rows) need -= elems * w.row;
-  s.prefetch = hint.prefetch.value_or(s.cache_rows && need + elems * w.row <= budget) && s.cache_rows;
+  s.prefetch = s.persistent && s.cache_rows &&
+               hint.prefetch.value_or(need + elems * w.row <= budget);
   if (s.prefetch) need += elems * w.row;
   if (!s.cache_invariant) {
     s.reasons.push_back("loop-invariant vectors are re-read per row (from L1/L2)");
@@ -186,8 +204,6 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
       s.prefetch ? ", the next row prefetched" : "", budget,
       s.cache_rows ? "each element is read once" : "each reduction phase re-reads the row"));
   s.stream = hint.stream.value_or(false);
-  bool column_reduction = w.column > 0;
-  s.persistent = hint.persistent.value_or(true) || column_reduction;
   s.min_ctas = hint.min_ctas.value_or(0);
   if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
   // The grid is sized at launch from the driver's occupancy for the compiled kernel; this is an
