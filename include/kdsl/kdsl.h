@@ -19,6 +19,7 @@
 
 #include "kdsl/dtype.h"
 #include "kdsl/error.h"
+#include "kdsl/export.h"
 
 // A CUDA stream (cuda.h: `typedef struct CUstream_st* CUstream`; cudaStream_t is the same type).
 struct CUstream_st;
@@ -30,7 +31,7 @@ inline constexpr int kMaxRank = 8;
 /// A tensor in device memory, not owned: base pointer, dtype, shape and strides (in elements).
 /// Strides may be any non-negative values; kernels need the vector axis (the axis a view marks
 /// ':') to have stride 1 for 16-byte accesses, and fall back to element accesses otherwise.
-struct TensorRef {
+struct KDSL_API TensorRef {
   void* data = nullptr;
   DType dtype = DType::f32;
   int32_t rank = 0;
@@ -90,7 +91,7 @@ class ModuleImpl;
 
 /// One kernel of a module. Cheap to copy (a shared handle); thread-safe: launches from several
 /// threads and on several GPUs may run concurrently.
-class Kernel {
+class KDSL_API Kernel {
  public:
   const std::string& name() const;
   /// The kernel's docstring (formula and source).
@@ -122,7 +123,7 @@ class Kernel {
 };
 
 /// A parsed and checked .kdsl module. Cheap to copy; immutable; thread-safe.
-class Module {
+class KDSL_API Module {
  public:
   /// Reads, parses and checks a .kdsl file. Throws kdsl::Error when the file cannot be read and
   /// kdsl::SourceError with every diagnostic (file:line:col, source line, caret) when it has
