@@ -20,6 +20,8 @@ namespace kdsl::detail {
 inline constexpr int kMaxParams = 32;
 inline constexpr int kMaxSymbols = 16;
 inline constexpr int kMaxGenerics = 8;
+inline constexpr uint32_t kMaxParamBytes = 4096;  // CUDA's limit on kernel parameters
+inline constexpr size_t kMaxWorkspaces = 8;
 
 /// The arguments of one launch after checking (fixed-size: binding them allocates nothing).
 struct BoundArgs {
