@@ -463,10 +463,8 @@ void pack_params(const LaunchPlan& plan, const BoundArgs& b, int64_t partials, C
 
 }  // namespace
 
-void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
-  BoundArgs b;
-  bind(args, b);
-  CUcontext ctx = current_context();
+void KernelImpl::prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* stream,
+                                PreparedLaunch& out) const {
   const LoadedSpec& ls = loaded(b, ctx);
   const LaunchPlan& plan = ls.plan;
   uint64_t groups = static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
@@ -479,23 +477,37 @@ void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
   if (!plan.workspaces.empty()) {
     ws = workspace(sig_->name, ctx, stream, workspace_layout(plan, grid, ws_offsets));
   }
-  alignas(16) unsigned char buf[kMaxParamBytes];
-  pack_params(plan, b, partials, ws, ws_offsets, buf);
+  pack_params(plan, b, partials, ws, ws_offsets, out.params);
+  out.spec = &ls;
+  out.grid = grid;
+}
+
+void KernelImpl::enqueue(const PreparedLaunch& p, CUstream_st* stream) {
   const Driver& d = driver();
-  void* params[] = {buf};
+  const LaunchPlan& plan = p.spec->plan;
+  void* params[] = {const_cast<unsigned char*>(p.params)};
   CUstream st = reinterpret_cast<CUstream>(stream);
-  if (grid > 0) {
-    check(d.cuLaunchKernel(ls.main, grid, 1, 1, plan.block_threads, 1, 1, plan.dynamic_smem, st,
-                           params, nullptr),
+  if (p.grid > 0) {
+    check(d.cuLaunchKernel(p.spec->main, p.grid, 1, 1, plan.block_threads, 1, 1,
+                           plan.dynamic_smem, st, params, nullptr),
           "cuLaunchKernel");
   }
-  for (size_t f = 0; f < ls.follow_ups.size(); ++f) {
+  for (size_t f = 0; f < p.spec->follow_ups.size(); ++f) {
     const FollowUp& fu = plan.follow_ups[f];
-    uint32_t fgrid = static_cast<uint32_t>((fu.grid_elements + fu.block_threads - 1) / fu.block_threads);
-    check(d.cuLaunchKernel(ls.follow_ups[f], fgrid, 1, 1, fu.block_threads, 1, 1, 0, st, params,
-                           nullptr),
+    uint32_t fgrid =
+        static_cast<uint32_t>((fu.grid_elements + fu.block_threads - 1) / fu.block_threads);
+    check(d.cuLaunchKernel(p.spec->follow_ups[f], fgrid, 1, 1, fu.block_threads, 1, 1, 0, st,
+                           params, nullptr),
           "cuLaunchKernel (follow-up)");
   }
+}
+
+void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
+  BoundArgs b;
+  bind(args, b);
+  PreparedLaunch p;
+  prepare_launch(b, current_context(), stream, p);
+  enqueue(p, stream);
 }
 
 ModuleImpl::ModuleImpl(std::shared_ptr<const FrontEnd> fe) : fe_(std::move(fe)) {

@@ -45,6 +45,13 @@ struct LoadedSpec {
   double load_ms = 0;     // front end + cache + module load
 };
 
+/// One launch, checked, loaded and packed, ready to enqueue (no allocation: fixed size).
+struct PreparedLaunch {
+  const LoadedSpec* spec = nullptr;
+  uint32_t grid = 0;  // CTAs of the main kernel; 0 for an empty parallel loop
+  alignas(16) unsigned char params[kMaxParamBytes];  // the parameter block, spec->plan.param_bytes
+};
+
 struct SpecKey {
   uint64_t binding = 0;
   int64_t n = 0;
@@ -75,6 +82,14 @@ class KernelImpl {
   /// The specialization for `b` loaded in `ctx`: compiled (or read from the disk cache) and
   /// loaded on first use, then found by a hash lookup.
   const LoadedSpec& loaded(const BoundArgs& b, CUcontext ctx) const;
+  /// The launch of `b` on `stream` in `ctx`: loads the specialization (see loaded()), sizes the
+  /// grid, finds the stream's workspace (allocated on first use: throws ArgumentError when that
+  /// happens during graph capture) and packs the parameter block.
+  void prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* stream,
+                      PreparedLaunch& out) const;
+  /// Enqueues a prepared launch: the main kernel (unless its grid is empty), then the follow-ups.
+  static void enqueue(const PreparedLaunch& p, CUstream_st* stream);
+  /// bind, prepare_launch in the current context, enqueue.
   void launch(CUstream_st* stream, std::span<const Arg> args) const;
 
  private:
