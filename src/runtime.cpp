@@ -380,7 +380,7 @@ struct WorkspaceBuffer {
 };
 std::shared_mutex g_workspace_mu;
 std::map<WorkspaceKey, WorkspaceBuffer> g_workspaces;  // guarded by g_workspace_mu
-std::vector<CUdeviceptr> g_retired_workspaces;         // guarded by g_workspace_mu
+std::vector<CUdeviceptr> g_retired_workspaces;         // replaced, still reachable; same guard
 
 CUdeviceptr grow_workspace(const std::string& kernel, const WorkspaceKey& key, uint64_t bytes) {
   std::unique_lock<std::shared_mutex> lock(g_workspace_mu);

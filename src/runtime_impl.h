@@ -20,7 +20,7 @@ namespace kdsl::detail {
 inline constexpr int kMaxParams = 32;
 inline constexpr int kMaxSymbols = 16;
 inline constexpr int kMaxGenerics = 8;
-inline constexpr uint32_t kMaxParamBytes = 4096;  // CUDA's limit on kernel parameters
+inline constexpr uint32_t kMaxParamBytes = 4096;  // the classic 4 KiB kernel-parameter limit
 inline constexpr size_t kMaxWorkspaces = 8;
 
 /// The arguments of one launch after checking (fixed-size: binding them allocates nothing).
@@ -82,9 +82,10 @@ class KernelImpl {
   /// The specialization for `b` loaded in `ctx`: compiled (or read from the disk cache) and
   /// loaded on first use, then found by a hash lookup.
   const LoadedSpec& loaded(const BoundArgs& b, CUcontext ctx) const;
-  /// The launch of `b` on `stream` in `ctx`: loads the specialization (see loaded()), sizes the
-  /// grid, finds the stream's workspace (allocated on first use: throws ArgumentError when that
-  /// happens during graph capture) and packs the parameter block.
+  /// The launch of `b` on `stream` in `ctx`, which must be the calling thread's current context:
+  /// loads the specialization (see loaded()), sizes the grid, finds the stream's workspace
+  /// (allocated in `ctx` on first use; throws ArgumentError when that would happen during graph
+  /// capture) and packs the parameter block.
   void prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* stream,
                       PreparedLaunch& out) const;
   /// Enqueues a prepared launch: the main kernel (unless its grid is empty), then the follow-ups.
