@@ -351,8 +351,10 @@ TEST(RuntimeGpu, EmptyLaunchRunsNothingButColumnReductions) {
   std::vector<HostTensor> got = download(bwd);
   const HostTensor& dw = got[bwd.p.ir.tensors.size() - 1];
   ASSERT_EQ(bwd.p.ir.tensors.back().name, "dw");
-  EXPECT_TRUE(std::all_of(dw.bytes.begin(), dw.bytes.end(), [](uint8_t b) { return b == 0; }));
-  expect_matches_reference(bwd, got, "rms_norm_bwd M=0");
+  // (Not compared with the reference interpreter: with no rows it leaves Out column reductions
+  // unwritten, where SPEC section 11 says they start from zero.)
+  EXPECT_TRUE(std::all_of(dw.bytes.begin(), dw.bytes.end(), [](uint8_t b) { return b == 0; }))
+      << "dw of an empty rms_norm_bwd is not all zeros";
 
   // An InOut column reduction with M = 0 leaves the tensor's bits unchanged; with rows it adds.
   Kernel col = tree_kernel(kColSum, "col_sum");
