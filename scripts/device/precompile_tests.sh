@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fills a disk cache with the sm_90 specializations the normalization GPU tests and the issue-2
+# Fills a disk cache with the sm_90 specializations the GPU tests (normalization, runtime) and the
 # benchmarks use, on a machine without a GPU (kdsl compile --arch sm_90), so the GPU machine
 # only loads them. Usage: scripts/device/precompile_tests.sh CACHE_DIR [KDSL_BINARY]
 set -euo pipefail
@@ -16,6 +16,7 @@ for kf in rms_norm:rms_norm rms_norm:rms_norm_bwd rms_norm:add_rms_norm rms_norm
     done
   done
 done
+jobs+=("tests/data/col_sum.kdsl col_sum bf16 1000")  # runtime_gpu_test
 printf '%s\n' "${jobs[@]}" | xargs -P "$(nproc)" -L 1 sh -c \
   "$kdsl"' -q compile "$0" -k "$1" --dtype "$2" --shape N="$3" --arch sm_90 >/dev/null || echo "FAILED: $0 $1 $2 $3"'
 echo "precompiled ${#jobs[@]} specializations into $KDSL_CACHE_DIR"
