@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "module.h"
 #include "runtime_impl.h"
+#include "tuning.h"
 
 namespace kdsl {
 
@@ -287,6 +288,7 @@ const DeviceTarget& context_target(CUcontext ctx) {
   check(r, "cuCtxGetDevice");
   DeviceInfo info = device_info(static_cast<int>(dev));
   DeviceTarget t;
+  t.name = info.name;
   t.arch = info.arch;
   t.sm_count = info.sm_count;
   t.max_threads_per_sm = info.max_threads_per_sm;
@@ -336,7 +338,17 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
   }
   auto t0 = std::chrono::steady_clock::now();
   const DeviceTarget& target = context_target(ctx);
-  CompiledKernel ck = compile_kernel(*fe_, sig_->name, specialization(b), target, nullptr, hint_);
+  Specialization spec = specialization(b);
+  ScheduleHint hint = hint_;
+  if (hint.empty() && use_tuning_db_) {
+    // A schedule `kdsl tune` measured fastest on this GPU model, if any.
+    if (TuningDb* db = TuningDb::default_db()) {
+      if (auto tuned = db->lookup(target.name, tuning_key(sig_->name, spec))) {
+        hint = ScheduleHint::parse(tuned->hint);
+      }
+    }
+  }
+  CompiledKernel ck = compile_kernel(*fe_, sig_->name, spec, target, nullptr, hint);
   check_plan(ck.gen.plan);
   auto ls = std::make_unique<LoadedSpec>();
   ls->plan = ck.gen.plan;

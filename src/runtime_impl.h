@@ -94,9 +94,12 @@ class KernelImpl {
   void launch(CUstream_st* stream, std::span<const Arg> args) const;
   /// Overrides the scheduler for specializations compiled from now on (autotuning, experiments).
   void set_schedule_hint(const ScheduleHint& hint) { hint_ = hint; }
+  /// Whether specializations without a hint use the tuning database (default true).
+  void use_tuning_db(bool use) { use_tuning_db_ = use; }
 
  private:
   ScheduleHint hint_;
+  bool use_tuning_db_ = true;
   std::shared_ptr<const FrontEnd> fe_;
   const KernelSignature* sig_;
   std::vector<ParamInfo> params_;

@@ -157,16 +157,35 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   bool column_reduction = std::any_of(k.stores.begin(), k.stores.end(), [](const ir::Store& st) {
     return st.kind == ir::StoreKind::reduce;
   });
-  s.persistent = hint.persistent.value_or(column_reduction) || column_reduction;
+  int reductions = static_cast<int>(std::count_if(k.nodes.begin(), k.nodes.end(), [](const ir::Node& x) {
+    return x.op == ir::Op::reduce;
+  }));
+  // Measured on an H200 (bench/RESULTS.md, "schedule experiments"): a persistent grid that
+  // prefetches the next row wins for kernels with several reductions, 4-byte rows and rows longer
+  // than 16K elements; one CTA per row wins for single-reduction kernels on 16-bit rows up to
+  // 16K. `kdsl tune` measures both on the GPU at hand.
+  bool simple = !column_reduction && reductions <= 1 && min_size == 2 && n <= 16384;
+  s.persistent = hint.persistent.value_or(!simple) || column_reduction;
   // Threads per row: about 16 elements per thread, then more threads while the cached vectors
   // (row loads, weights, column accumulators) exceed the register budget.
   s.pack = hint.pack.value_or(true);
   Words words = cached_words(k, spec, s.pack, s.vec);
   const double per_elem = words.row + words.invariant + words.column;
   const double budget = std::max(16.0, target.regs_per_sm / 1024.0 - 24.0);
-  int64_t chunks_target = std::max(1, 16 / s.vec);
-  int group = std::clamp(pow2_ceil((vectors + chunks_target - 1) / chunks_target), 1, 1024);
-  while (group < 1024 && group < vectors &&
+  // One CTA per row: about 16 elements per thread (small threads, many rows in flight).
+  // Persistent: about 4 chunks per thread (VEC x 4 elements), at least 64 threads for long rows.
+  // With column reductions the accumulators also live in registers: more threads per row until
+  // the cached vectors fit the budget.
+  int group;
+  if (!s.persistent) {
+    int64_t chunks_target = std::max(1, 16 / s.vec);
+    group = std::clamp(pow2_ceil((vectors + chunks_target - 1) / chunks_target), 1, 1024);
+  } else {
+    group = vectors <= 16 ? pow2_ceil(vectors)
+            : vectors <= 256 ? 32
+                             : std::clamp(pow2_ceil((vectors + 3) / 4), 64, 1024);
+  }
+  while (column_reduction && group < 1024 && group < vectors &&
          static_cast<double>((vectors + group - 1) / group) * s.vec * per_elem > budget) {
     group *= 2;
   }
@@ -180,8 +199,9 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
       "N = {}: VEC = {} ({}-byte accesses), {} vectors per row -> {} ({} threads per row, {} "
       "rows per CTA, {} chunks per thread), {}",
       n, s.vec, s.vec * min_size, vectors, s.name, s.group, s.rows_per_cta, s.chunks,
-      s.persistent ? "persistent grid (column reductions accumulate across rows)"
-                   : "one CTA per row group (no state across rows)"));
+      !s.persistent       ? "one CTA per row group (no state across rows)"
+      : column_reduction ? "persistent grid (column reductions accumulate across a CTA's rows)"
+                         : "persistent grid (CTAs loop over rows)"));
 
   // Register budget for cached vectors: enough that at least 1024 threads (more rows in
   // flight) fit on an SM: 64 registers per thread, minus about 24 for indices and temporaries.
@@ -200,7 +220,8 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   }
   s.reasons.push_back(fmt::format(
       "{}: about {:.0f} registers per thread hold the cached vectors{}{} (budget {:.0f}); {}",
-      s.cache_rows ? "register-resident" : "streaming", need, s.pack ? ", 16-bit values packed in pairs" : "",
+      s.cache_rows ? "register-resident" : "streaming", need,
+      s.pack && min_size == 2 && s.vec >= 2 ? ", 16-bit values packed in pairs" : "",
       s.prefetch ? ", the next row prefetched" : "", budget,
       s.cache_rows ? "each element is read once" : "each reduction phase re-reads the row"));
   s.stream = hint.stream.value_or(false);

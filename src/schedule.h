@@ -29,6 +29,7 @@ namespace kdsl {
 
 /// The GPU a kernel is compiled for: what the scheduler needs to know about it.
 struct DeviceTarget {
+  std::string name;  // the GPU's name, e.g. "NVIDIA H200" (keys tuning records; not in codegen)
   std::string arch = "sm_90";
   int sm_count = 132;
   int max_threads_per_sm = 2048;

@@ -68,6 +68,7 @@ Command register_list(CLI::App& app);
 Command register_emit(CLI::App& app);
 Command register_compile(CLI::App& app);
 Command register_run(CLI::App& app);
+Command register_tune(CLI::App& app);
 
 /// Whether stdout / stderr is a terminal (colors).
 bool stderr_is_tty();

@@ -112,6 +112,7 @@ DeviceTarget target_for(const std::string& arch, std::string* note) {
   }
   if (driver_or_null() && device_count() > 0) {
     DeviceInfo info = device_info(0);
+    t.name = info.name;
     t.arch = info.arch;
     t.sm_count = info.sm_count;
     t.max_threads_per_sm = info.max_threads_per_sm;

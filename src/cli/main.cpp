@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   std::vector<kdsl::cli::Command> commands = {
       kdsl::cli::register_check(app), kdsl::cli::register_list(app),
       kdsl::cli::register_emit(app), kdsl::cli::register_compile(app),
-      kdsl::cli::register_run(app)};
+      kdsl::cli::register_run(app), kdsl::cli::register_tune(app)};
   try {
     app.parse(argc, argv);
     setup_logging(verbose, quiet);
