@@ -34,7 +34,7 @@ int reg_words(DType t) { return dtype_size(accumulator_dtype(t)) == 8 || t == DT
 
 bool ScheduleHint::empty() const {
   return !vec && !group && !cache_rows && !cache_invariant && !prefetch && !pack && !stream &&
-         !persistent && !min_ctas;
+         !persistent && !min_ctas && !smem_columns;
 }
 
 ScheduleHint ScheduleHint::parse(const std::string& text) {
@@ -63,19 +63,20 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
     } else if (key == "group" && v >= 1 && v <= 1024 && (v & (v - 1)) == 0) {
       h.group = v;
     } else if ((key == "cache_rows" || key == "cache_invariant" || key == "prefetch" ||
-                key == "pack" || key == "stream" || key == "persistent") &&
+                key == "pack" || key == "stream" || key == "persistent" || key == "smem_columns") &&
                (v == 0 || v == 1)) {
       std::optional<bool>& f = key == "cache_rows"        ? h.cache_rows
                                : key == "cache_invariant" ? h.cache_invariant
                                : key == "prefetch"        ? h.prefetch
                                : key == "pack"            ? h.pack
                                : key == "stream"          ? h.stream
-                                                          : h.persistent;
+                               : key == "persistent"      ? h.persistent
+                                                          : h.smem_columns;
       f = v == 1;
     } else {
       throw ArgumentError(fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
                                       "of two up to 1024), cache_rows, cache_invariant, prefetch, "
-                                      "pack, stream, persistent (0 or 1), min_ctas (1 to 32)",
+                                      "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32)",
                                       item));
     }
   }
@@ -94,6 +95,7 @@ std::string ScheduleHint::str() const {
   if (stream) add("stream", *stream);
   if (persistent) add("persistent", *persistent);
   if (min_ctas) add("min_ctas", *min_ctas);
+  if (smem_columns) add("smem_columns", *smem_columns);
   return s;
 }
 
@@ -168,9 +170,15 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   s.persistent = hint.persistent.value_or(!simple) || column_reduction;
   // Threads per row: about 16 elements per thread, then more threads while the cached vectors
   // (row loads, weights, column accumulators) exceed the register budget.
-  s.pack = hint.pack.value_or(true);
+  // Packing halves the registers of cached 16-bit rows in kernels with one pass over them; in
+  // backward kernels (several row inputs, column reductions) the compiler keeps both forms live,
+  // so there it costs registers (ptxas: rms_norm_bwd bf16 N=8192, 82 vs 61 registers).
+  s.pack = hint.pack.value_or(!column_reduction);
   Words words = cached_words(k, spec, s.pack, s.vec);
-  const double per_elem = words.row + words.invariant + words.column;
+  // Column-reduction accumulators go to shared memory (each thread owns its slots), so they
+  // take no registers.
+  s.smem_columns = hint.smem_columns.value_or(column_reduction);
+  const double per_elem = words.row + words.invariant + (s.smem_columns ? 0.0 : words.column);
   const double budget = std::max(16.0, target.regs_per_sm / 1024.0 - 24.0);
   // One CTA per row: about 16 elements per thread (small threads, many rows in flight).
   // Persistent: about 4 chunks per thread (VEC x 4 elements), at least 64 threads for long rows.
@@ -207,13 +215,24 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   // flight) fit on an SM: 64 registers per thread, minus about 24 for indices and temporaries.
   const Words& w = words;
   const double elems = static_cast<double>(s.chunks) * s.vec;
-  double need = elems * (w.row + w.invariant + w.column);
+  double smem_bytes = elems * s.group * s.rows_per_cta * w.column * 4;
+  // Up to 96 KiB per CTA (two CTAs per SM); a 1024-thread CTA is alone on its SM anyway.
+  double smem_limit = std::min(s.threads >= 1024 ? 200.0 * 1024 : 96.0 * 1024,
+                               static_cast<double>(target.max_smem_per_cta));
+  if (s.smem_columns && smem_bytes > smem_limit) {
+    s.smem_columns = false;
+  }
+  if (s.smem_columns) {
+    s.reasons.push_back(fmt::format("column-reduction accumulators in shared memory ({:.0f} KiB per CTA)",
+                                    smem_bytes / 1024));
+  }
+  double need = elems * (w.row + w.invariant + (s.smem_columns ? 0.0 : w.column));
   s.cache_invariant = hint.cache_invariant.value_or(need <= budget || w.invariant == 0);
   if (!s.cache_invariant) need -= elems * w.invariant;
   s.cache_rows = hint.cache_rows.value_or(need <= budget);
   if (!s.cache_rows) need -= elems * w.row;
   s.prefetch = s.persistent && s.cache_rows &&
-               hint.prefetch.value_or(need + elems * w.row <= budget);
+               hint.prefetch.value_or(!column_reduction && need + elems * w.row <= budget);
   if (s.prefetch) need += elems * w.row;
   if (!s.cache_invariant) {
     s.reasons.push_back("loop-invariant vectors are re-read per row (from L1/L2)");

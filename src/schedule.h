@@ -49,6 +49,7 @@ struct ScheduleHint {
   std::optional<bool> stream;    // evict-first cache hints on row loads and stores
   std::optional<bool> persistent;  // a persistent grid (else one CTA per R rows)
   std::optional<int> min_ctas;     // __launch_bounds__ minimum CTAs per SM (caps registers)
+  std::optional<bool> smem_columns;  // column-reduction accumulators in shared memory
 
   bool empty() const;
   /// Parses "group=512,prefetch=1,pack=0"; throws kdsl::ArgumentError on unknown keys or values.
@@ -71,6 +72,7 @@ struct RowSchedule {
   bool stream = false;          // row loads/stores use evict-first hints (ld/st.global.cs)
   bool persistent = true;       // grid of about SMs x resident CTAs looping over rows
   int min_ctas = 0;             // __launch_bounds__(threads, min_ctas) when > 0
+  bool smem_columns = false;    // column accumulators in shared memory instead of registers
   int ctas_per_sm = 1;          // persistent grid: CTAs per SM
   std::vector<std::string> reasons;
 };

@@ -23,7 +23,7 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
     for (const ScheduleHint& o : out) {
       RowSchedule t = choose_row_schedule(k, spec, target, o);
       if (t.group == s.group && t.persistent == s.persistent && t.prefetch == s.prefetch &&
-          t.vec == s.vec) {
+          t.vec == s.vec && t.pack == s.pack) {
         return;  // the same schedule as an earlier candidate
       }
     }
@@ -44,6 +44,14 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
         }
       } else {
         add(h);
+      }
+      if (g == g0) {  // packing 16-bit rows in pairs, or not, at the default grid and group
+        ScheduleHint p = h;
+        p.prefetch.reset();
+        for (bool pack : {false, true}) {
+          p.pack = pack;
+          add(p);
+        }
       }
     }
   }
