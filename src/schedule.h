@@ -3,18 +3,31 @@
 // Row schedules (every kernel whose body reduces or maps along its vector axis):
 //   Each loop iteration (a "row", e.g. one of M rows of an (M, N) tensor) is processed by a group
 //   of G threads; a thread owns VEC consecutive elements in each of C chunks of the row (element
-//   index (c * G + lane) * VEC + v), so accesses of a warp are contiguous and, when the tensors
-//   allow it, 16 bytes wide. A CTA holds R = threads / G groups. The grid is persistent: about
-//   (SMs x resident CTAs) CTAs loop over the rows, so loop-invariant vectors (weights) are loaded
-//   once per CTA and column reductions (dw[:] += ...) accumulate in registers across the rows
-//   a CTA processes, then reduce in a fixed order (per-group partials, then a follow-up kernel).
-//   - rows.subwarp: N / VEC <= 16 vectors per row: G = 1..16 threads per row, many rows per warp.
-//   - rows.warp:    N / VEC <= 256: one warp per row (G = 32), butterfly shuffles only.
-//   - rows.cta:     larger rows: G = 64..1024 threads per row (one row per CTA), warp shuffles
-//                   then a shared-memory exchange between the warps.
-//   Rows are held in registers (each element read once) when the cached loads fit the register
-//   budget ("register-resident"); otherwise each phase re-reads the row ("streaming", which
-//   reads every element once per reduction phase).
+//   index (c * G + lane) * VEC + v), so a warp's accesses are contiguous and, when the tensors
+//   allow it (16-byte aligned base and row strides, unit stride along the row), 16 bytes wide.
+//   A CTA holds R = threads / G groups. The body runs in phases separated by reductions; a
+//   reduction combines each thread's partial state with butterfly shuffles in a fixed lane order
+//   and, for G > 32, the warps' results through shared memory in warp order (deterministic).
+//   Names by G: rows.subwarp (G < 32, several rows per warp), rows.warp (G = 32), rows.cta.
+//
+//   Grids. One CTA per R rows ("one CTA per row group") when no state is carried across rows:
+//   small threads (about 16 elements each), many rows in flight per SM. A persistent grid (about
+//   SMs x resident CTAs, looping over rows) otherwise: loop-invariant vectors (weights) are
+//   loaded once per CTA, the next row's loads can be issued while this row computes (prefetch),
+//   and column reductions (dw[:] += ...) accumulate across a CTA's rows in shared memory (each
+//   thread owns its slots: no barrier, no atomics), then per-group partials are summed in a fixed
+//   order by a follow-up kernel (in f64 for f32 partials). Kernels with column reductions are
+//   always persistent.
+//
+//   Registers. Rows are held in registers (each element read once: "register-resident") when the
+//   cached vectors fit a budget of about 40 registers per thread (so that 1024 or more threads
+//   fit on an SM); 16-bit rows may be held as packed pairs; otherwise every phase re-reads the
+//   row ("streaming": at most one extra read per reduction phase). Threads per row grow until the
+//   cached vectors fit.
+//
+//   The thresholds were measured on an H200 (bench/RESULTS.md); `kdsl tune` times the
+//   alternatives (grid kind, threads per row, prefetch, packing) on the GPU at hand and records
+//   the fastest per GPU model and specialization (src/tuning.h); launches use that record.
 #pragma once
 
 #include <cstdint>
