@@ -750,7 +750,18 @@ bool Lowerer::parse_view(const ast::Expr& e, int32_t tensor, ir::View* out) {
       continue;
     }
     if (idx.kind == ast::ExprKind::int_lit) {
-      if (ext.symbol < 0 && idx.int_value >= ext.constant) {
+      if (ext.symbol >= 0) {
+        auto& d = diags().error(idx.loc,
+                                fmt::format("a constant index needs an axis of fixed size, but "
+                                            "axis {} of '{}' has size {}, known only at launch",
+                                            i, t.name, symbol_name(ext)),
+                                idx.span());
+        d.hint =
+            "give the axis a fixed size in the tensor's type, as in (M, 2), or index it "
+            "with ':' or a loop variable";
+        return false;
+      }
+      if (idx.int_value >= ext.constant) {
         diags().error(idx.loc,
                       fmt::format("index {} is out of range for axis {} of '{}' (size {})",
                                   idx.int_value, i, t.name, ext.constant),
@@ -995,6 +1006,12 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e,
   if (name == "mean") {
     Value s = reduce(ir::ReduceKind::sum, args[0], a0, name);
     if (s.is_error()) return s;
+    if (!is_float(s.type.dtype) && s.type.dtype != DType::c64) {
+      auto& d = diags().error(
+          a0.loc, fmt::format("mean() needs a float vector, not {}", describe(args[0])), a0.span());
+      d.hint = "convert it first, e.g. mean(f32(...))";
+      return Value::error();
+    }
     ir::Node n;
     n.op = Op::shape;
     n.index = kernel_->vector_symbol;
