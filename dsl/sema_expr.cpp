@@ -337,6 +337,34 @@ Value Lowerer::materialize(const Value& v, DType t, const ast::Expr* at) {
   return constant(v.num, t);
 }
 
+std::optional<double> Lowerer::fold(ir::ValueId id, bool* int_div_by_zero) const {
+  const ir::Node& n = builder_->node(id);
+  std::vector<double> a;
+  for (ir::ValueId arg : n.args) {
+    auto x = fold(arg, int_div_by_zero);
+    if (!x) return std::nullopt;
+    a.push_back(*x);
+  }
+  switch (n.op) {
+    case Op::constant: return n.number;
+    case Op::cast: return round_to(n.type.dtype, a[0]);
+    case Op::unary: return ref_unary(static_cast<ir::UnaryFn>(n.fn), a[0]);
+    case Op::compare: return ref_compare(static_cast<ir::CompareFn>(n.fn), a[0], a[1]) ? 1 : 0;
+    case Op::select: return a[0] != 0 ? a[1] : a[2];
+    case Op::binary: {
+      auto fn = static_cast<ir::BinaryFn>(n.fn);
+      if (fn == ir::BinaryFn::complex) return std::nullopt;
+      if (is_int(n.type.dtype) && a[1] == 0 &&
+          (fn == ir::BinaryFn::floordiv || fn == ir::BinaryFn::mod)) {
+        *int_div_by_zero = true;
+        return std::nullopt;
+      }
+      return ref_binary(fn, a[0], a[1]);
+    }
+    default: return std::nullopt;
+  }
+}
+
 Value Lowerer::to_node(const Value& v, const ast::Expr* at) {
   if (v.kind != Kind::weak) return v;
   bool fits32 = v.num >= -2147483648.0 && v.num <= 2147483647.0;

@@ -145,6 +145,10 @@ class Lowerer {
   Value materialize(const Value& v, DType t, const ast::Expr* at);
   /// Converts a weak number to a node of its default dtype (f32, or i32 for integers).
   Value to_node(const Value& v, const ast::Expr* at);
+  /// The value of node `id` when it depends on constants only (casts round, other operations are
+  /// exact in float64, as in the interpreter); nullopt otherwise. Sets `*int_div_by_zero` when
+  /// an integer // or % by zero is met.
+  std::optional<double> fold(ir::ValueId id, bool* int_div_by_zero) const;
   Value constant(double v, DType t, ir::Form form = ir::Form::scalar);
   Value cast(const Value& v, DType t, const ast::Expr* at);
   Value select(const Value& c, const Value& a, const Value& b, const ast::Expr* at);

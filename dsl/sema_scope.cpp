@@ -111,7 +111,18 @@ std::optional<ConstValue> eval_constant_expr(ModuleScope& scope, const ast::Expr
   Value v = low.expr(e);
   if (v.is_error() || scope.diags().error_count() != errors) return std::nullopt;
   if (v.kind == Value::Kind::weak) return ConstValue{v.num, v.is_int, std::nullopt};
-  scope.diags().error(e.loc, "expected a constant expression (numbers, constants and arithmetic)",
+  bool div_by_zero = false;
+  if (v.kind == Value::Kind::node && v.type.dtype != DType::c64) {
+    // Typed: an annotated constant, a cast or a bool in the expression.
+    if (auto x = low.fold(v.id, &div_by_zero)) {
+      DType t = v.type.dtype;
+      return ConstValue{round_to(t, *x), is_int(t) || t == DType::b8, t};
+    }
+  }
+  scope.diags().error(e.loc,
+                      div_by_zero ? "division by zero in a constant expression"
+                                  : "expected a constant expression (numbers, constants, "
+                                    "arithmetic and math functions)",
                       e.span());
   return std::nullopt;
 }

@@ -274,6 +274,46 @@ TEST(SemaLiterals, TypedConstantsAndFloatLiteralsDoNotAdapt) {
   EXPECT_EQ(stored(k, "y").fn, static_cast<uint8_t>(ir::BinaryFn::mul));
 }
 
+TEST(SemaConstants, TypedConstantsFoldIntoConstantsAndDefaults) {
+  Parsed p(R"(
+A: f32 = 0.1
+B = A * 3
+C = -pi / 2
+FLAG = 2 > 1
+N_MAX: i64 = 2 ** 40 // 3
+@kernel
+def k(x: Tensor[f32, (M, N)], s: f32 = B, on: bool = FLAG, half: f16 = C, big: i64 = N_MAX,
+      *, y: Out[f32, (M, N)]):
+    for m in parallel(M):
+        y[m, :] = x[m, :] * B + C
+)");
+  Diagnostics diags;
+  check_module(*p.module, diags);
+  ASSERT_FALSE(diags.has_errors()) << diags.render();
+  auto sigs = kernel_signatures(*p.module, diags);
+  ASSERT_EQ(sigs.size(), 1u);
+  const auto& prm = sigs[0].params;
+  double a = static_cast<float>(0.1);
+  EXPECT_EQ(prm[1].default_value, static_cast<double>(static_cast<float>(a * 3)));
+  EXPECT_EQ(prm[2].default_value, 1.0);
+  EXPECT_EQ(prm[3].default_value, -1.5703125);  // -pi/2 rounded to f16
+  EXPECT_EQ(prm[4].default_value, 366503875925.0);
+  // B is typed (f32, from A): it does not adapt to an f16 operand; C (untyped) does.
+  EXPECT_EQ(check(R"(A: f32 = 0.1
+B = A * 3
+C = -pi / 2
+@kernel
+def k(x: Tensor[f16, (M, N)], *, y: Out[f16, (M, N)]):
+    for m in parallel(M):
+        y[m, :] = x[m, :] * B + C
+)"),
+            Strings{"7:19: operands of '*' have different dtypes: f16 and f32"});
+  EXPECT_EQ(check("Z: i32 = 7\nQ = Z // 0\n"),
+            Strings{"2:5: division by zero in a constant expression"});
+  EXPECT_EQ(check("Z = 7\nQ = Z // 0\n"),
+            Strings{"2:5: division by zero in a constant expression"});
+}
+
 // --- Generic bindings
 // -----------------------------------------------------------------------------
 
