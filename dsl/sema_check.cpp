@@ -88,12 +88,18 @@ bool predefined(const std::string& n) {
 }
 
 // Helpers are typed only where they are called (their parameters take the arguments' types), so a
-// helper no kernel calls would go unchecked. This pass finds, in every helper, the names that no
-// call could resolve: neither a parameter, a local, a module-level name nor a built-in.
+// helper no kernel calls would go unchecked. This pass checks what needs no types: decorators
+// (helpers have none), and the names that no call could resolve (neither a parameter, a local, a
+// module-level name nor a built-in).
 class HelperNames {
  public:
   HelperNames(const sema::ModuleScope& scope, const ast::FunctionDef& fn, Diagnostics& diags)
       : scope_(scope), diags_(diags) {
+    for (const auto& d : fn.decorators) {
+      diags_.error(d->loc,
+                   "unknown decorator; kernels are marked @kernel and helpers have no decorator",
+                   d->span());
+    }
     for (const auto& p : fn.params) defined_.insert(p.name);
     collect(fn.body);
     for (const auto& p : fn.params) {
@@ -110,9 +116,12 @@ class HelperNames {
     }
   }
 
+  // A for loop in a helper is an error of its own (reported when the helper is lowered); the
+  // names in it are not checked.
   void collect(const std::vector<ast::StmtPtr>& body) {
     for (const auto& s : body) {
-      if (s->kind == ast::StmtKind::assign || s->kind == ast::StmtKind::for_) {
+      if (s->kind == ast::StmtKind::for_) continue;
+      if (s->kind == ast::StmtKind::assign) {
         for (const auto& t : s->targets) target(*t);
       }
       collect(s->body);
@@ -122,6 +131,7 @@ class HelperNames {
 
   void uses(const std::vector<ast::StmtPtr>& body) {
     for (const auto& s : body) {
+      if (s->kind == ast::StmtKind::for_) continue;
       for (const auto& t : s->targets) {
         if (t->kind != ast::ExprKind::name) use(*t);
       }

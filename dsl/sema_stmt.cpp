@@ -105,13 +105,18 @@ void Lowerer::stmt(const ast::Stmt& s) {
       return;
     }
     case ast::StmtKind::pass: return;
-    case ast::StmtKind::return_:
-      diags().error(s.loc,
-                    frames_.back().helper
-                        ? "return must be the last statement of a helper"
-                        : "kernels do not return values; they write Out[...] parameters",
-                    6);
+    case ast::StmtKind::return_: {
+      bool helper = frames_.back().helper;
+      auto& d = diags().error(s.loc,
+                              helper ? "return must be the last statement of a helper"
+                                     : "kernels do not return values; they write Out[...] "
+                                       "parameters",
+                              6);
+      if (helper) {
+        d.hint = "assign the result on each branch of the if (or use where), then return it once";
+      }
       return;
+    }
     case ast::StmtKind::for_: for_stmt(s); return;
     case ast::StmtKind::if_: if_stmt(s); return;
   }
@@ -464,7 +469,15 @@ void Lowerer::for_stmt(const ast::Stmt& s) {
     skip_stores(s.body);
     return;
   }
-  if (in_loop_ || frames_.back().helper || loop_seen_) {
+  if (frames_.back().helper) {
+    auto& d = diags().error(s.loc, "helpers cannot contain loops", 3);
+    d.hint =
+        "a helper runs inside the kernel's parallel loop; work along a row is written with "
+        "vectors";
+    skip_stores(s.body);
+    return;
+  }
+  if (in_loop_ || loop_seen_) {
     diags().error(s.loc,
                   "a kernel has exactly one parallel loop, at the top level of its body; "
                   "loops along the vector axis are implicit (vectors)",
