@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -438,6 +439,43 @@ def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):
   EXPECT_EQ(diags.all()[1].message, "unknown name 'rsqr'");
   EXPECT_EQ(diags.all()[1].hint, "did you mean 'rsqrt'?");
   EXPECT_EQ(diags.all()[1].length, 4u);
+}
+
+// --- The examples of dsl/SPEC.md
+// ------------------------------------------------------------------
+
+/// The ```python blocks of SPEC.md that are whole modules: they start with @kernel, a def or a
+/// constant, and are not templates ("...").
+std::vector<std::string> spec_modules() {
+  std::string spec = SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/dsl/SPEC.md")->text();
+  std::vector<std::string> out;
+  const std::string open = "```python\n";
+  for (size_t at = spec.find(open); at != std::string::npos; at = spec.find(open, at)) {
+    at += open.size();
+    std::string block = spec.substr(at, spec.find("```", at) - at);
+    bool module = block.starts_with("@kernel") || block.starts_with("def ") ||
+                  (std::isupper(static_cast<unsigned char>(block[0])) &&
+                   block.find(" = ") != std::string::npos);
+    if (module && block.find("...") == std::string::npos) out.push_back(block);
+  }
+  return out;
+}
+
+TEST(SemaSpecExamples, CheckAsDocumented) {
+  std::vector<std::string> modules = spec_modules();
+  EXPECT_GE(modules.size(), 5u);
+  for (const std::string& m : modules) {
+    if (m.find("def norm[") != std::string::npos) {
+      // Section 15's example of a diagnostic.
+      EXPECT_EQ(check(m), Strings{"5:19: the value stored into 'y' is f32, but 'y' holds f16 (with "
+                                  "T = f16)"});
+    } else if (m.find("def group_norm[") != std::string::npos) {
+      // Section 16's header alone has no body; the whole file is examples/group_norm.kdsl.
+      continue;
+    } else {
+      EXPECT_EQ(check(m), Strings{}) << m;
+    }
+  }
 }
 
 // --- Speed
