@@ -216,6 +216,11 @@ const KernelCase kCases[] = {
      }},
 };
 
+// Names the case in test listings (ctest -N) instead of dumping its bytes.
+void PrintTo(const KernelCase& kc, std::ostream* os) {
+  *os << kc.kernel;
+}
+
 class InterpStdlib : public ::testing::TestWithParam<KernelCase> {};
 
 TEST_P(InterpStdlib, MatchesFloat64FormulaAtEveryLengthAndDtype) {

@@ -484,15 +484,21 @@ TEST(SemaSpecExamples, CheckAsDocumented) {
 TEST(SemaSpeed, ParseAndCheckAllOfStdlibUnder20ms) {
   std::vector<std::shared_ptr<const SourceFile>> files;
   for (const char* f : kStdlibFiles) files.push_back(SourceFile::read(kStdlib + f));
-  std::vector<double> ms;
-  for (int run = 0; run < 9; ++run) {
-    auto t0 = std::chrono::steady_clock::now();
+  auto parse_and_check_all = [&]() {
     for (const auto& f : files) {
       Diagnostics diags;
       auto m = parse_module(f, diags);
       check_module(*m, diags);
       ASSERT_FALSE(diags.has_errors());
     }
+  };
+  parse_and_check_all();  // warm-up: first-touch page faults, lazily built tables
+  // Wall time of the whole front end (about 2 ms on an idle core); the median of 15 runs keeps
+  // the test stable on a busy machine.
+  std::vector<double> ms;
+  for (int run = 0; run < 15; ++run) {
+    auto t0 = std::chrono::steady_clock::now();
+    parse_and_check_all();
     ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
