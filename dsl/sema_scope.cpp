@@ -353,8 +353,11 @@ struct HeaderBuilder {
     }
     const ast::Expr& call = *s->value;
     if (call.args.size() - 1 != s->targets.size()) {
-      error(call, fmt::format("parallel() has {} extents but the loop has {} variables",
-                              call.args.size() - 1, s->targets.size()));
+      size_t extents = call.args.size() - 1, vars = s->targets.size();
+      error(call,
+            fmt::format("parallel() has {} extent{} but the loop has {} variable{}", extents,
+                        extents == 1 ? "" : "s", vars, vars == 1 ? "" : "s"),
+            "give one extent (a shape symbol) per loop variable");
       return;
     }
     if (!call.keywords.empty()) {
