@@ -346,11 +346,16 @@ std::optional<double> Lowerer::fold(ir::ValueId id, bool* int_div_by_zero) const
     a.push_back(*x);
   }
   switch (n.op) {
-    case Op::constant: return n.number;
-    case Op::cast: return round_to(n.type.dtype, a[0]);
-    case Op::unary: return ref_unary(static_cast<ir::UnaryFn>(n.fn), a[0]);
-    case Op::compare: return ref_compare(static_cast<ir::CompareFn>(n.fn), a[0], a[1]) ? 1 : 0;
-    case Op::select: return a[0] != 0 ? a[1] : a[2];
+    case Op::constant:
+      return n.number;
+    case Op::cast:
+      return round_to(n.type.dtype, a[0]);
+    case Op::unary:
+      return ref_unary(static_cast<ir::UnaryFn>(n.fn), a[0]);
+    case Op::compare:
+      return ref_compare(static_cast<ir::CompareFn>(n.fn), a[0], a[1]) ? 1 : 0;
+    case Op::select:
+      return a[0] != 0 ? a[1] : a[2];
     case Op::binary: {
       auto fn = static_cast<ir::BinaryFn>(n.fn);
       if (fn == ir::BinaryFn::complex) return std::nullopt;
@@ -361,7 +366,8 @@ std::optional<double> Lowerer::fold(ir::ValueId id, bool* int_div_by_zero) const
       }
       return ref_binary(fn, a[0], a[1]);
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
