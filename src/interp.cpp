@@ -92,7 +92,7 @@ class RowEval {
         out.re[0] = n.number;
         if (cplx) out.im[0] = n.number_im;
         return;
-      case Op::param: out.re[0] = sh_.scalars.at(n.index); return;
+      case Op::param: out.re[0] = round_to(n.type.dtype, sh_.scalars.at(n.index)); return;
       case Op::shape: out.re[0] = static_cast<double>(sh_.symbols.at(n.index)); return;
       case Op::position:
         for (size_t j = 0; j < len; ++j) out.re[j] = static_cast<double>(j);

@@ -1,7 +1,11 @@
-// Runs every malformed program in tests/error/. Each file starts with comment lines
+// Runs every malformed program in tests/error/ through the front end (parse, then sema when the
+// parse is clean). Each file starts with comment lines
 //   # expect: LINE:COL: error: MESSAGE
+//   # expect: LINE:COL: hint: HINT
 // (LINE counts these lines too), and the diagnostics of the file must be exactly those: the same
-// set, nothing missing, nothing more.
+// set, nothing missing, nothing more. A file that lists any hint must list every hint of its
+// diagnostics; a file that lists none is not checked for hints. Files named sema_*.kdsl parse
+// cleanly and fail in sema.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +16,7 @@
 #include <vector>
 
 #include "dsl/parser.h"
+#include "dsl/sema.h"
 
 namespace kdsl {
 namespace {
@@ -31,14 +36,17 @@ const char* severity_word(Severity s) {
   return "error";
 }
 
-/// Every diagnostic the front end reports for the file at `path`, as "LINE:COL: error: MESSAGE".
-std::vector<std::string> diagnose(const std::string& path) {
+/// Every diagnostic the front end reports for the file at `path`, as "LINE:COL: error: MESSAGE",
+/// each followed by "LINE:COL: hint: HINT" when it has a hint and `hints` is set.
+std::vector<std::string> diagnose(const std::string& path, bool hints) {
   Diagnostics diags;
-  parse_module(SourceFile::read(path), diags);
+  auto module = parse_module(SourceFile::read(path), diags);
+  if (!diags.has_errors()) check_module(*module, diags);
   std::vector<std::string> out;
   for (const Diagnostic& d : diags.all()) {
-    out.push_back(std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) + ": " +
-                  severity_word(d.severity) + ": " + d.message);
+    std::string where = std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) + ": ";
+    out.push_back(where + severity_word(d.severity) + ": " + d.message);
+    if (hints && !d.hint.empty()) out.push_back(where + "hint: " + d.hint);
   }
   return out;
 }
@@ -74,7 +82,10 @@ TEST_P(ErrorFile, ReportsExactlyTheExpectedDiagnostics) {
   const std::string path = error_dir + "/" + GetParam();
   std::vector<std::string> expected = expectations(path);
   ASSERT_FALSE(expected.empty()) << path << " has no '# expect:' line";
-  std::vector<std::string> actual = diagnose(path);
+  bool hints = std::any_of(expected.begin(), expected.end(), [](const std::string& e) {
+    return e.find(": hint: ") != std::string::npos;
+  });
+  std::vector<std::string> actual = diagnose(path, hints);
   std::sort(expected.begin(), expected.end());
   std::sort(actual.begin(), actual.end());
   EXPECT_EQ(actual, expected) << path;
@@ -92,6 +103,20 @@ INSTANTIATE_TEST_SUITE_P(Files, ErrorFile, testing::ValuesIn(error_files()), tes
 
 TEST(ErrorFiles, FolderHoldsTheMalformedPrograms) {
   EXPECT_GE(error_files().size(), 20u);
+  auto files = error_files();
+  auto sema = std::count_if(files.begin(), files.end(),
+                            [](const std::string& f) { return f.starts_with("sema_"); });
+  EXPECT_GE(sema, 30);
+}
+
+// The semantic error files must be well-formed programs: no syntax error in them.
+TEST(ErrorFiles, SemaFilesParseCleanly) {
+  for (const std::string& f : error_files()) {
+    if (!f.starts_with("sema_")) continue;
+    Diagnostics diags;
+    parse_module(SourceFile::read(error_dir + "/" + f), diags);
+    EXPECT_FALSE(diags.has_errors()) << f << "\n" << diags.render();
+  }
 }
 
 }  // namespace
