@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
 #include "cli.h"
 #include "src/log.h"
 #include "src/nvrtc.h"
@@ -111,7 +113,8 @@ int compile(const CompileOptions& o) {
   const bool bar_on = o.progress && !o.json &&
                       (o.force_progress || (stderr_is_tty() && jobs.size() > 4)) &&
                       log().should_log(spdlog::level::warn);
-  const bool lines = !o.json && !bar_on;
+  // With the bar on a terminal that is also stdout, only failures and the summary are printed.
+  const bool lines = !o.json && !(bar_on && isatty(STDOUT_FILENO));
   log().info("compiling {} specialization{} on {} thread{} (NVRTC {})", jobs.size(),
              jobs.size() == 1 ? "" : "s", threads, threads == 1 ? "" : "s", nvrtc_version());
   ProgressBar bar(jobs.size(), bar_on);
@@ -122,7 +125,7 @@ int compile(const CompileOptions& o) {
   auto finish = [&](size_t i) {
     std::lock_guard<std::mutex> lock(mu);
     ++done;
-    if (jobs[i].status == Job::kFailed && bar_on) {
+    if (jobs[i].status == Job::kFailed && !lines) {
       bar.clear();
       std::cerr << fmt::format("kdsl: error: {} ({}): {}\n", jobs[i].symbol, jobs[i].target.arch,
                                jobs[i].error);
@@ -130,6 +133,7 @@ int compile(const CompileOptions& o) {
     while (printed < jobs.size() && jobs[printed].status != Job::kPending) {
       const Job& j = jobs[printed++];
       if (!lines) continue;
+      bar.clear();
       std::cout << job_line(j) << "\n" << std::flush;
       if (j.status == Job::kFailed) std::cerr << "kdsl: error: " << j.error << "\n";
     }
