@@ -46,8 +46,11 @@ bool executable(const fs::path& p) {
 
 std::optional<Disassembler> find_disassembler() {
   for (const fs::path& dir : search_dirs()) {
+    // nvdisasm first: it does the work (cuobjdump -sass runs it), and -g prints the line of the
+    // generated CUDA source (kdsl emit --cuda) above each instruction.
+    if (executable(dir / "nvdisasm"))
+      return Disassembler{(dir / "nvdisasm").string(), {"-c", "-g"}};
     if (executable(dir / "cuobjdump")) return Disassembler{(dir / "cuobjdump").string(), {"-sass"}};
-    if (executable(dir / "nvdisasm")) return Disassembler{(dir / "nvdisasm").string(), {"-c"}};
   }
   return std::nullopt;
 }

@@ -11,11 +11,12 @@ namespace kdsl::cli {
 /// appended).
 struct Disassembler {
   std::string path;               // e.g. /usr/local/cuda/bin/cuobjdump
-  std::vector<std::string> args;  // e.g. {"-sass"}
+  std::vector<std::string> args;  // e.g. {"-c", "-g"}
 };
 
-/// The first of cuobjdump (-sass) and nvdisasm (-c) found in $CUDA_HOME/bin, $CUDA_PATH/bin, the
-/// PATH directories and /usr/local/cuda/bin, in that order; nullopt when there is none.
+/// nvdisasm (-c -g: code with the generated source's line numbers) or else cuobjdump (-sass), from
+/// the first of $CUDA_HOME/bin, $CUDA_PATH/bin, the PATH directories and /usr/local/cuda/bin that
+/// has one; nullopt when there is none.
 std::optional<Disassembler> find_disassembler();
 
 /// The one-line explanation when find_disassembler() finds nothing.
