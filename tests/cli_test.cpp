@@ -538,6 +538,50 @@ TEST_F(CliTest, BenchWithoutGpuExitsFour) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The README's quick start, with the kernel it shows
+
+TEST_F(CliTest, ReadmeQuickStartKernel) {
+  std::string readme = read_text(src("README.md"));
+  size_t at = readme.find("`masked_softmax.kdsl`:\n\n```python\n");
+  ASSERT_NE(at, std::string::npos) << "README.md lost its quick-start kernel";
+  size_t begin = readme.find('\n', readme.find("```python", at)) + 1;
+  std::string kernel = readme.substr(begin, readme.find("```\n", begin) - begin);
+  write_file(path("masked_softmax.kdsl"), kernel);
+  const std::string file = path("masked_softmax.kdsl");
+
+  CliResult check = kdsl({"check", file});
+  EXPECT_EQ(check.code, 0) << show(check);
+  CliResult list = kdsl({"list", file});
+  EXPECT_NE(list.out.find("masked_softmax[T: f32 | f16 | bf16](x: Tensor[T, (M, N)], mask: "
+                          "Tensor[bool, (M, N)], scale: f32 = 1, *, y: Out[T, (M, N)])"),
+            std::string::npos)
+      << show(list);
+  CliResult emit = kdsl({"emit", file, "-k", "masked_softmax", "--dtype", "bf16", "--shape",
+                         "N=4096", "--explain", "--cuda", "--arch", "sm_90"});
+  EXPECT_EQ(emit.code, 0) << show(emit);
+  EXPECT_TRUE(emit.out.starts_with("kdsl_masked_softmax_bf16_n4096 for sm_90: schedule "))
+      << emit.out;
+  EXPECT_NE(emit.out.find("__global__"), std::string::npos);
+
+  // Row 0 keeps entries 0, 1, 3 of x = 0: each 1/3; row 1 keeps none: zeros.
+  HostTensor mask(DType::b8, {2, 4});
+  for (int i : {0, 1, 3}) mask.set(i, 1);
+  write_npy(path("mask.npy"), mask);
+  CliResult run =
+      kdsl({"run", file, "-k", "masked_softmax", "--dtype", "f32", "--in", "x=const:0", "--in",
+            "mask=" + path("mask.npy"), "--device", "cpu", "--out", "y=" + path("y.npy")});
+  ASSERT_EQ(run.code, 0) << show(run);
+  HostTensor y = read_npy(path("y.npy"), DType::f32);
+  std::vector<double> want = {1 / 3.0, 1 / 3.0, 0, 1 / 3.0, 0, 0, 0, 0};
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(y.get(i), want[i], 1e-7) << i;
+
+  CliResult compile =
+      kdsl({"compile", file, "--dtype", "f16,bf16", "--shape", "N=1024,4096", "--arch", "sm_90"});
+  EXPECT_EQ(compile.code, 0) << show(compile);
+  EXPECT_NE(compile.out.find("4 specializations: 4 compiled"), std::string::npos) << compile.out;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Malformed command lines: one line on stderr, exit code 1 or 2, nothing else.
 
 struct Malformed {

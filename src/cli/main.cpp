@@ -12,9 +12,14 @@ namespace {
 
 using kdsl::cli::Command;
 
-// -v and -q override KDSL_LOG_LEVEL (src/log.h).
+// -v and -q override KDSL_LOG_LEVEL (src/log.h). KDSL_DEBUG logs the IR and schedule at info
+// level, so it implies -v.
 void setup_logging(int verbose, bool quiet) {
   spdlog::logger& l = kdsl::log();
+  const char* debug = std::getenv("KDSL_DEBUG");
+  if (debug && *debug && std::string(debug) != "0" && !l.should_log(spdlog::level::info)) {
+    l.set_level(spdlog::level::info);
+  }
   if (verbose == 1) l.set_level(spdlog::level::info);
   if (verbose == 2) l.set_level(spdlog::level::debug);
   if (verbose >= 3) l.set_level(spdlog::level::trace);
