@@ -1,6 +1,6 @@
 // The GPU actions of the `kdsl` binary: run (--verify, --bench, .npy in and out) and bench.
-// Skipped without a GPU. On the GPU machine set KDSL_CLI to the staged binary (.device/bin/kdsl)
-// and KDSL_SOURCE_DIR to the tree.
+// Skipped without a GPU. On the GPU machine (after scripts/device/stage.sh) it runs the kdsl
+// staged beside it: scripts/device/gpu_checks.sh cli_gpu_test.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 

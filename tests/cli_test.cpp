@@ -328,6 +328,14 @@ TEST_F(CliTest, CompileWithoutGpuOrArchSaysWhatItCompilesFor) {
   EXPECT_EQ(quiet.err, "");
 }
 
+TEST_F(CliTest, CompileWithTheCacheOffSaysNothingWasStored) {
+  CliResult r = kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16", "--arch", "sm_90"},
+                     {{"KDSL_CACHE", "off"}});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_EQ(r.err, "kdsl: note: the disk cache is off (KDSL_CACHE): nothing was stored\n");
+  EXPECT_EQ(kdsl({"cache", "list"}).out, "no entries in " + cache_dir() + "\n");
+}
+
 TEST_F(CliTest, VerboseLogsCompileAndCacheDecisionsWithTimes) {
   std::vector<std::string> args = {"compile", kColSum, "--dtype", "f32",
                                    "--shape", "N=8",   "--arch",  "sm_90"};

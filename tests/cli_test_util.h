@@ -27,10 +27,14 @@ inline std::string source_dir() {
   return root ? root : KDSL_SOURCE_DIR;
 }
 
-/// The kdsl binary: $KDSL_CLI when set (the GPU machine), else the one CMake built.
+/// The kdsl binary: $KDSL_CLI when set, else the one CMake built, else the `kdsl` beside this
+/// test binary (the GPU machine's .device/bin, where scripts/device/stage.sh puts both).
 inline std::string cli_path() {
   const char* p = std::getenv("KDSL_CLI");
-  return p && *p ? p : KDSL_CLI_PATH;
+  if (p && *p) return p;
+  if (std::filesystem::exists(KDSL_CLI_PATH)) return KDSL_CLI_PATH;
+  std::error_code ec;
+  return (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "kdsl").string();
 }
 
 inline std::string read_text(const std::filesystem::path& p) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "src/cache.h"
 #include "src/log.h"
 #include "src/nvrtc.h"
 
@@ -200,6 +201,9 @@ int compile(const CompileOptions& o) {
         "{:.1f} s ({:.1f} s in NVRTC on {} thread{})\n",
         jobs.size(), jobs.size() == 1 ? "" : "s", compiled, hits, hits == 1 ? "" : "s", failed,
         seconds, nvrtc_ms / 1e3, threads, threads == 1 ? "" : "s");
+  }
+  if (!default_disk_cache().config().enabled && compiled) {
+    print_note("the disk cache is off (KDSL_CACHE): nothing was stored");
   }
   return failed ? kUserError : kOk;
 }

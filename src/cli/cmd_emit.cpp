@@ -38,6 +38,11 @@ Specialization spec_from(const KernelSignature& sig, const KernelOptions& o, boo
 }
 
 int emit(const EmitOptions& o) {
+  if (o.ir && o.explain) {
+    throw UsageError(
+        "--explain shows the schedule of the generated code: use it alone or with "
+        "--cuda, --ptx or --sass, not --ir");
+  }
   std::optional<Disassembler> dis;
   if (o.sass) {
     dis = find_disassembler();

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <iostream>
 
 #include "cli.h"
@@ -139,6 +140,7 @@ int run(const RunOptions& o) {
     log().warn("--arch is ignored by kdsl run on a GPU: it compiles for the GPU");
   primary_context(0);
   DeviceInfo dev = device_info(0);
+  log().info("GPU 0: {} ({}, {} SMs)", dev.name, dev.arch, dev.sm_count);
   report["device"] = dev.name;
   std::vector<HostTensor> before = p.tensors;  // InOut contents on entry, for the reference
   GpuRun gpu(p);
@@ -158,7 +160,12 @@ int run(const RunOptions& o) {
   if (o.verify) {
     Problem ref_problem = p;
     ref_problem.tensors = before;
-    if (!verify_outputs(p, run_reference(ref_problem), !o.json, report)) code = kVerifyFailed;
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<HostTensor> reference = run_reference(ref_problem);
+    log().info(
+        "CPU reference: {:.1f} ms",
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (!verify_outputs(p, reference, !o.json, report)) code = kVerifyFailed;
   }
   if (o.bench) {
     Timing copy_t;

@@ -211,6 +211,8 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
     if (src.constant) continue;
     HostTensor h = read_input(src, param_dtype(*src.param, ps.binding), d.convert, sig, ps.shapes);
     report[src.name] = {{"source", "npy"}, {"path", src.path}};
+    log().info("input {}: {} {} from {}", src.name, dtype_name(h.dtype), shape_text(h.shape),
+               src.path);
     ps.inputs[src.name] = std::move(h);
   }
   for (const ir::Symbol& s : sig.symbols) {
@@ -227,10 +229,12 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
     DType t = param_dtype(*src.param, ps.binding);
     ps.inputs[src.name] = constant_tensor(src, t, param_shape(*src.param, sig, ps.shapes));
     report[src.name] = {{"source", "const"}, {"value", *src.constant}};
+    log().info("input {}: every element {}", src.name, *src.constant);
   }
   for (const SignatureParam& p : sig.params) {
     if (p.is_tensor && p.role != ir::Role::out && !report.contains(p.name)) {
       report[p.name] = {{"source", "random"}, {"seed", d.seed}};
+      log().info("input {}: random (seed {}; docs/cli.md has the distributions)", p.name, d.seed);
     }
   }
   for (const std::string& a : d.args) {

@@ -88,9 +88,8 @@ int main(int argc, char** argv) {
                "More logging on stderr: -v compile and cache decisions with times, -vv debug");
   app.add_flag("-q,--quiet", quiet, "Only errors");
   app.footer(
-      "Commands: check, list, emit (IR, CUDA, PTX, SASS, schedule), compile (fill the disk "
-      "cache), run (run, verify, time), bench (a table of timings), cache (stats, list, clear, "
-      "prune). `kdsl COMMAND --help` shows each.\n"
+      "`kdsl COMMAND --help` shows each command's options and an example; docs/cli.md is the "
+      "reference.\n"
       "Exit codes: 0 ok, 1 user error, 2 usage error, 3 verification failed, 4 no GPU.\n"
       "Environment: KDSL_CACHE_DIR, KDSL_CACHE, KDSL_CACHE_MAX_SIZE, KDSL_LOG_LEVEL, KDSL_DEBUG.\n"
       "Example: kdsl run stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape M=1024,N=8192 "
