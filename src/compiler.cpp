@@ -76,6 +76,10 @@ std::vector<std::string> kdsl_nvrtc_options(const std::string& arch) {
   return nvrtc_options(arch, kExtraOptions);
 }
 
+std::string generate_ptx(const GeneratedKernel& gen, const std::string& arch) {
+  return nvrtc_compile_ptx(gen.source, gen.plan.symbol + ".cu", arch, kExtraOptions);
+}
+
 CompiledKernel compile_kernel(const FrontEnd& fe, const std::string& name,
                               const Specialization& spec, const DeviceTarget& target,
                               DiskCache* cache, const ScheduleHint& hint) {

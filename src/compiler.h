@@ -57,6 +57,10 @@ CompiledKernel compile_kernel(const FrontEnd& fe, const std::string& name,
                               const Specialization& spec, const DeviceTarget& target,
                               DiskCache* cache = nullptr, const ScheduleHint& hint = {});
 
+/// The PTX NVRTC makes of `gen` for `arch`'s virtual architecture, with the options
+/// compile_kernel uses (for reading: `kdsl emit --ptx`; never cached). Throws kdsl::CompileError.
+std::string generate_ptx(const GeneratedKernel& gen, const std::string& arch);
+
 /// The options kdsl passes to NVRTC (part of every cache key).
 std::vector<std::string> kdsl_nvrtc_options(const std::string& arch);
 

@@ -35,11 +35,12 @@ bool same_results(const Problem& p, const std::vector<HostTensor>& got,
 }
 
 int tune(const TuneOptions& o) {
-  Selected sel = select_kernel(o.k);
+  Selected sel = select_kernel(o.k.file, o.k.kernel);
   ProblemSpec ps;
   ps.kernel = sel.sig->name;
-  ps.binding = resolve_binding(*sel.sig, o.k);
-  ps.shapes = parse_shape(o.k.shape);
+  ps.binding = single_binding(*sel.sig, o.k);
+  ps.shapes = single_shape(*sel.sig, o.k);
+  std::string shape_text = shape_values_text(ps.shapes);
   ps.use_tuning_db = false;
   Problem p = make_problem(sel.fe, ps);
   std::string why;
@@ -56,7 +57,7 @@ int tune(const TuneOptions& o) {
   std::string best_hint;
   nlohmann::json rows = nlohmann::json::array();
   std::cout << fmt::format("tuning {} on {} at {} ({} candidates)\n", tuning_key(p.ir.name, p.spec),
-                           target.name, o.k.shape, candidates.size());
+                           target.name, shape_text, candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) {
     Problem pc = p;
     pc.schedule = candidates[i];
@@ -88,14 +89,14 @@ int tune(const TuneOptions& o) {
     if (!db) {
       std::cerr << "kdsl: the disk cache is off (KDSL_CACHE=off): nothing recorded\n";
     } else {
-      db->record(target.name, tuning_key(p.ir.name, p.spec), {best_hint, best_us, default_us, o.k.shape});
+      db->record(target.name, tuning_key(p.ir.name, p.spec), {best_hint, best_us, default_us, shape_text});
       std::cout << fmt::format("recorded in {}; launches of this specialization on {} use it\n",
                                db->path().string(), target.name);
     }
   }
   if (o.json) {
     std::cout << nlohmann::json({{"key", tuning_key(p.ir.name, p.spec)}, {"gpu", target.name},
-                                 {"shape", o.k.shape}, {"best", best_hint}, {"best_us", best_us},
+                                 {"shape", shape_text}, {"best", best_hint}, {"best_us", best_us},
                                  {"default_us", default_us}, {"candidates", rows}})
                      .dump(2)
               << "\n";
@@ -109,7 +110,7 @@ Command register_tune(CLI::App& app) {
   auto o = std::make_shared<TuneOptions>();
   CLI::App* sub = app.add_subcommand(
       "tune", "Time the candidate schedules of a specialization on this GPU and record the fastest");
-  add_kernel_options(*sub, o->k, true);
+  add_kernel_options(*sub, o->k, false);
   sub->add_option("--warmup", o->warmup, "Untimed runs per candidate");
   sub->add_option("--reps", o->reps, "Timed runs per candidate (median)");
   sub->add_flag("--json", o->json, "Print a JSON report");
