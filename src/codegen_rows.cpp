@@ -831,9 +831,14 @@ GeneratedKernel RowEmitter::run() {
   plan_.rows_per_cta = static_cast<uint32_t>(r_);
   plan_.max_ctas_per_sm = static_cast<uint32_t>(s_.ctas_per_sm);
   plan_.persistent = s_.persistent;
-  plan_.reasons.push_back(fmt::format("persistent grid: at most {} CTAs per SM (the driver's occupancy "
-                                      "for this kernel decides at launch), each looping over rows",
-                                      s_.ctas_per_sm));
+  if (s_.persistent) {
+    plan_.reasons.push_back(fmt::format("persistent grid: at most {} CTAs per SM (the driver's "
+                                        "occupancy for this kernel decides at launch), each "
+                                        "looping over rows",
+                                        s_.ctas_per_sm));
+  } else {
+    plan_.reasons.push_back("grid: one CTA per row group, as many CTAs as row groups");
+  }
   for (size_t t = 0; t < k_.tensors.size(); ++t) {
     if (fast(static_cast<int32_t>(t)) && ((vector_tensors >> t) & 1u) && vec_ > 1) {
       plan_.aligned_tensors.push_back(static_cast<uint32_t>(t));
