@@ -202,6 +202,9 @@ class Lowerer {
   Builder* builder_;
   std::vector<Frame> frames_;
   std::vector<const ast::FunctionDef*> inline_stack_;
+  static constexpr size_t kMaxInlinedCalls = 10000;  // helper calls inlined into one kernel
+  size_t inlined_calls_ = 0;
+  bool inline_budget_reported_ = false;
   std::map<StoreKey, StoreState> stores_;
   bool in_loop_ = false;
   bool loop_seen_ = false;
