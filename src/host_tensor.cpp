@@ -97,7 +97,9 @@ void HostTensor::set(int64_t i, double v, double imag) {
   }
 }
 
-void HostTensor::poison(uint8_t byte) { std::memset(bytes.data(), byte, bytes.size()); }
+void HostTensor::poison(uint8_t byte) {
+  if (!bytes.empty()) std::memset(bytes.data(), byte, bytes.size());  // data() may be null when empty
+}
 
 void fill_random(HostTensor& t, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -4,18 +4,21 @@
 // dtype; 0x01 for bool), outputs poisoned with 0xff, so nothing large moves through the host.
 //
 //   kdsl_sanitize_cases --list TOOL              the cases TOOL runs: ID FILE KERNEL DTYPE M N
-//   kdsl_sanitize_cases --compile-list           one line per specialization: FILE KERNEL -D G=T N
+//   kdsl_sanitize_cases --precompile [JOBS]      compiles every case's specialization for sm_90
+//                                                into the disk cache (no GPU needed)
 //   kdsl_sanitize_cases --run TOOL M [FIRST_ID]  runs TOOL's cases with this M from FIRST_ID on
 //
 // --run prints "KDSL_CASE ID SYMBOL SCHEDULE" before a launch and "KDSL_DONE ID" after it has
 // finished; on an error it prints "KDSL_FAILED ID message" and exits with status 3 (a sticky
 // CUDA error ends the process; the script starts the next case in a new one). Status 4: no GPU.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kdsl/error.h"
@@ -108,16 +111,22 @@ int64_t symbol_value(const KernelSignature& sig, int32_t symbol, const Case& c) 
   return 1;
 }
 
-void run_case(const Case& c) {
-  Kernel k = module(c.file).kernel(c.kernel);
-  const KernelSignature& sig = k.impl().sig();
-  std::vector<DeviceBuffer> buffers;
+// The launch arguments of a case. With `buffers`, in device memory filled as the header says;
+// without, at fake addresses (256-byte aligned like cuMemAlloc's, never dereferenced), which bind
+// to the same specialization, for precompiling.
+struct CaseArgs {
   std::vector<TensorRef> tensors;
-  tensors.reserve(sig.params.size());  // Args point into it
   std::vector<Arg> args;
+};
+
+CaseArgs case_args(const Case& c, std::vector<DeviceBuffer>* buffers) {
+  const KernelSignature& sig = module(c.file).kernel(c.kernel).impl().sig();
+  CaseArgs out;
+  out.tensors.reserve(sig.params.size());
+  uintptr_t fake = uintptr_t{0x7f0000000000};
   for (const SignatureParam& p : sig.params) {
     if (!p.is_tensor) {
-      args.emplace_back(p.default_value ? Arg::use_default() : Arg(0.5));
+      out.args.emplace_back(p.default_value ? Arg::use_default() : Arg(0.5));
       continue;
     }
     DType t = p.generic >= 0 ? c.binding[p.generic] : p.dtype;
@@ -125,12 +134,24 @@ void run_case(const Case& c) {
     for (const ir::Extent& e : p.shape) shape.push_back(e.symbol >= 0 ? symbol_value(sig, e.symbol, c) : e.constant);
     int64_t elems = 1;
     for (int64_t s : shape) elems *= s;
-    DeviceBuffer& b = buffers.emplace_back(static_cast<size_t>(elems) * dtype_size(t));
-    uint8_t byte = p.role == ir::Role::out ? 0xff : t == DType::b8 ? 0x01 : 0x3c;
-    check(driver().cuMemsetD8(b.ptr(), byte, b.size()), "cuMemsetD8");
-    tensors.push_back(TensorRef::contiguous(reinterpret_cast<void*>(b.ptr()), t, shape));
-    args.emplace_back(tensors.back());
+    void* data = reinterpret_cast<void*>(fake += uintptr_t{1} << 36);
+    if (buffers) {
+      DeviceBuffer& b = buffers->emplace_back(static_cast<size_t>(elems) * dtype_size(t));
+      uint8_t byte = p.role == ir::Role::out ? 0xff : t == DType::b8 ? 0x01 : 0x3c;
+      check(driver().cuMemsetD8(b.ptr(), byte, b.size()), "cuMemsetD8");
+      data = reinterpret_cast<void*>(b.ptr());
+    }
+    out.tensors.push_back(TensorRef::contiguous(data, t, shape));
+    out.args.emplace_back(out.tensors.back());
   }
+  return out;
+}
+
+void run_case(const Case& c) {
+  Kernel k = module(c.file).kernel(c.kernel);
+  std::vector<DeviceBuffer> buffers;
+  CaseArgs ca = case_args(c, &buffers);
+  const std::vector<Arg>& args = ca.args;
   detail::BoundArgs bound;
   k.impl().bind(args, bound);
   const detail::LoadedSpec& ls = k.impl().loaded(bound, detail::current_context());
@@ -154,20 +175,49 @@ int main_impl(int argc, char** argv) {
     }
     return 0;
   }
-  if (a.size() == 1 && a[0] == "--compile-list") {
+  if ((a.size() == 1 || a.size() == 2) && a[0] == "--precompile") {
+    // Every specialization the cases launch, compiled for sm_90 into the disk cache
+    // (KDSL_CACHE_DIR) exactly as the runtime would on an H100/H200.
+    std::vector<std::pair<const Case*, Specialization>> work;
     std::map<std::string, int> seen;
+    std::vector<Case> all;
     for (const char* tool : {"memcheck", "racecheck", "synccheck", "initcheck"}) {
-      for (const Case& c : cases(tool)) {
-        const KernelSignature& sig = module(c.file).kernel(c.kernel).impl().sig();
-        std::string defines;
-        for (size_t g = 0; g < c.binding.size(); ++g) {
-          defines += " -D " + sig.generics[g].name + "=" + std::string(dtype_name(c.binding[g]));
-        }
-        std::string line = c.file + " " + c.kernel + defines + " " + std::to_string(c.n);
-        if (seen[line]++ == 0) std::printf("%s\n", line.c_str());
+      for (Case c : cases(tool)) all.push_back(std::move(c));
+    }
+    for (const Case& c : all) {
+      const detail::KernelImpl& k = module(c.file).kernel(c.kernel).impl();
+      CaseArgs ca = case_args(c, nullptr);
+      detail::BoundArgs bound;
+      k.bind(ca.args, bound);
+      Specialization spec = k.specialization(bound);
+      if (seen[c.file + " " + spec.symbol(c.kernel, ~0u) + std::to_string(spec.aligned_mask) + "/" +
+               std::to_string(spec.contiguous_mask)]++ == 0) {
+        work.emplace_back(&c, spec);
       }
     }
-    return 0;
+    const int jobs = a.size() == 2 ? std::max(1, std::stoi(a[1])) : 2;
+    std::atomic<size_t> next{0};
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int j = 0; j < jobs; ++j) {
+      threads.emplace_back([&] {
+        for (size_t i; (i = next++) < work.size();) {
+          const Case& c = *work[i].first;
+          try {
+            CompiledKernel ck = compile_kernel(module(c.file).impl().front_end(), c.kernel,
+                                               work[i].second, DeviceTarget{});
+            std::printf("%s %s\n", ck.gen.plan.symbol.c_str(), ck.binary.hit ? "(cached)" : "compiled");
+          } catch (const std::exception& e) {
+            std::printf("FAILED %s %s: %s\n", c.file.c_str(), c.kernel.c_str(), e.what());
+            ++failures;
+          }
+          std::fflush(stdout);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    std::printf("%zu specializations for sm_90 in the disk cache\n", work.size());
+    return failures ? 1 : 0;
   }
   if ((a.size() == 3 || a.size() == 4) && a[0] == "--run") {
     std::string why;
@@ -190,7 +240,7 @@ int main_impl(int argc, char** argv) {
     }
     return 0;
   }
-  std::fprintf(stderr, "usage: kdsl_sanitize_cases --list TOOL | --compile-list | --run TOOL M [FIRST_ID]\n");
+  std::fprintf(stderr, "usage: kdsl_sanitize_cases --list TOOL | --precompile [JOBS] | --run TOOL M [FIRST_ID]\n");
   return 2;
 }
 

@@ -90,7 +90,8 @@ Problem build_problem(const RunOptions& o) {
   ps.binding = resolve_binding(sig, o.k);
   ps.schedule = ScheduleHint::parse(o.k.schedule);
   ps.shapes = parse_shape(o.k.shape);
-  for (const auto& [name, v] : ps.shapes) {
+  for (const auto& entry : ps.shapes) {
+    const std::string& name = entry.first;  // a lambda uses it (clang 14: no captured bindings)
     bool known = std::any_of(sig.symbols.begin(), sig.symbols.end(), [&](const ir::Symbol& s) { return s.name == name; });
     if (!known) throw UsageError(fmt::format("kernel '{}' has no shape symbol {}", sig.name, name));
   }
