@@ -205,6 +205,7 @@ class Lowerer {
   static constexpr size_t kMaxInlinedCalls = 10000;  // helper calls inlined into one kernel
   size_t inlined_calls_ = 0;
   bool inline_budget_reported_ = false;
+  std::set<const ast::FunctionDef*> failed_helpers_;  // helpers whose body reported an error
   std::map<StoreKey, StoreState> stores_;
   bool in_loop_ = false;
   bool loop_seen_ = false;

@@ -600,6 +600,8 @@ Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
     }
     return Value::error();
   }
+  if (failed_helpers_.count(&fn)) return Value::error();  // its errors are reported already
+  const size_t errors_before = diags().error_count();
   frames_.push_back(std::move(frame));
   inline_stack_.push_back(&fn);
   Value result = Value::error();
@@ -623,6 +625,9 @@ Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
   }
   inline_stack_.pop_back();
   frames_.pop_back();
+  // A body with errors gives the same errors at every call: inline it no more (each call would
+  // re-lower it, and calls that fan out would repeat that exponentially).
+  if (diags().error_count() > errors_before) failed_helpers_.insert(&fn);
   return result;
 }
 
