@@ -217,6 +217,10 @@ class Lowerer {
   Builder* builder_;
   std::vector<Frame> frames_;
   std::vector<const ast::FunctionDef*> inline_stack_;
+  static constexpr size_t kMaxInlinedCalls = 10000;  // helper calls inlined into one kernel
+  size_t inlined_calls_ = 0;
+  bool inline_budget_reported_ = false;
+  std::set<const ast::FunctionDef*> failed_helpers_;  // helpers whose body reported an error
   std::map<StoreKey, StoreState> stores_;
   // Outputs with a store that failed with an error: not also reported as "never written".
   std::set<int32_t> failed_stores_;

@@ -382,7 +382,8 @@ void Lowerer::if_stmt(const ast::Stmt& s) {
 
   std::map<StoreKey, StoreState> merged_stores;
   for (const auto* side : {&then_stores, &else_stores}) {
-    for (const auto& [key, st] : *side) {
+    for (const auto& entry : *side) {
+      const StoreKey& key = entry.first;  // not a structured binding: the lambda below uses it
       if (merged_stores.count(key)) continue;
       StoreState empty;
       auto a = then_stores.find(key);
@@ -646,6 +647,22 @@ Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
     diags().error(e.loc, "helpers are nested more than 64 calls deep", e.span());
     return Value::error();
   }
+  // Every call is inlined, so a helper calling another twice doubles the work at each level;
+  // a budget keeps that bounded (and reported once) instead of running for ever.
+  if (++inlined_calls_ > kMaxInlinedCalls) {
+    if (!inline_budget_reported_) {
+      diags().error(e.loc,
+                    fmt::format("helper calls expand to more than {} inlined calls in this kernel",
+                                kMaxInlinedCalls),
+                    e.span()).hint =
+          "each call of a helper is inlined; compute a value once and reuse it instead of "
+          "calling the same helper several times";
+      inline_budget_reported_ = true;
+    }
+    return Value::error();
+  }
+  if (failed_helpers_.count(&fn)) return Value::error();  // its errors are reported already
+  const size_t errors_before = diags().error_count();
   frames_.push_back(std::move(frame));
   inline_stack_.push_back(&fn);
   Value result = Value::error();
@@ -669,6 +686,9 @@ Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
   }
   inline_stack_.pop_back();
   frames_.pop_back();
+  // A body with errors gives the same errors at every call: inline it no more (each call would
+  // re-lower it, and calls that fan out would repeat that exponentially).
+  if (diags().error_count() > errors_before) failed_helpers_.insert(&fn);
   return result;
 }
 

@@ -3,15 +3,28 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "kdsl/error.h"
 
 namespace kdsl {
 
+namespace {
+
+[[noreturn]] void too_large(const std::string& path, uintmax_t bytes) {
+  throw Error(fmt::format("'{}' is {} bytes; a .kdsl module may be at most {} MiB", path, bytes,
+                          SourceFile::max_bytes >> 20));
+}
+
+}  // namespace
+
 SourceFile::SourceFile(std::string path, std::string text)
     : path_(std::move(path)), text_(std::move(text)) {
+  if (text_.size() > max_bytes) too_large(path_, text_.size());
   line_starts_.push_back(0);
   for (uint32_t i = 0; i < text_.size(); ++i) {
     if (text_[i] == '\n' && i + 1 < text_.size()) line_starts_.push_back(i + 1);
@@ -19,8 +32,14 @@ SourceFile::SourceFile(std::string path, std::string text)
 }
 
 std::shared_ptr<const SourceFile> SourceFile::read(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error("cannot read '" + path + "': it is a directory, not a .kdsl file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+  uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > max_bytes) too_large(path, bytes);  // before reading any of it
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) throw Error("cannot read '" + path + "': " + std::strerror(errno));

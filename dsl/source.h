@@ -13,10 +13,15 @@ namespace kdsl {
 /// Immutable after construction; positions refer to it through SourceLoc.
 class SourceFile {
  public:
+  /// Throws kdsl::Error when `text` is larger than max_bytes.
   SourceFile(std::string path, std::string text);
 
-  /// Reads a file; throws kdsl::Error naming the path and the OS error when it cannot.
+  /// Reads a file; throws kdsl::Error naming the path and the OS error when it cannot, and when
+  /// it is a directory or larger than max_bytes.
   static std::shared_ptr<const SourceFile> read(const std::string& path);
+
+  /// Largest source text (bytes): positions are 32-bit offsets, and no real module comes near.
+  static constexpr size_t max_bytes = size_t{16} << 20;
 
   const std::string& path() const { return path_; }
   const std::string& text() const { return text_; }

@@ -22,7 +22,8 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps) 
   p.sig = p.fe->find(ps.kernel);
   if (!p.sig) throw ArgumentError(fmt::format("no kernel named '{}' in {}", ps.kernel, p.fe->file->path()));
   const KernelSignature& sig = *p.sig;
-  for (const auto& [name, v] : ps.shapes) {
+  for (const auto& entry : ps.shapes) {
+    const std::string& name = entry.first;  // a lambda uses it (clang 14: no captured bindings)
     bool known = std::any_of(sig.symbols.begin(), sig.symbols.end(),
                              [&](const ir::Symbol& s) { return s.name == name; });
     if (!known) throw ArgumentError(fmt::format("kernel '{}' has no shape symbol {}", sig.name, name));
@@ -82,7 +83,8 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps) 
     }
   }
   if (scalars_used != ps.scalars.size()) {
-    for (const auto& [name, v] : ps.scalars) {
+    for (const auto& entry : ps.scalars) {
+      const std::string& name = entry.first;
       bool known = std::any_of(p.ir.scalars.begin(), p.ir.scalars.end(),
                                [&](const ir::ScalarParam& s) { return s.name == name; });
       if (!known) throw ArgumentError(fmt::format("kernel '{}' has no scalar parameter '{}'", sig.name, name));

@@ -1,9 +1,14 @@
 #include "host_tensor.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
+#include <new>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "dsl/numeric.h"
 #include "kdsl/error.h"
@@ -11,14 +16,30 @@
 namespace kdsl {
 
 HostTensor::HostTensor(DType t, std::vector<int64_t> s) : dtype(t), shape(std::move(s)) {
-  int64_t n = numel();
-  if (n < 0) throw ArgumentError("tensor sizes must not be negative");
-  bytes.assign(static_cast<size_t>(n) * dtype_size(t), 0);
+  const int64_t n = numel();
+  uint64_t size = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(n), dtype_size(t), &size) ||
+      size > static_cast<uint64_t>(PTRDIFF_MAX)) {
+    throw ArgumentError(fmt::format("a {} tensor of shape ({}) is too large for host memory",
+                                    dtype_name(t), fmt::join(shape, ", ")));
+  }
+  try {
+    bytes.assign(static_cast<size_t>(size), 0);
+  } catch (const std::bad_alloc&) {
+    throw Error(fmt::format("out of host memory for a {} tensor of shape ({}) ({} bytes)",
+                            dtype_name(t), fmt::join(shape, ", "), size));
+  }
 }
 
 int64_t HostTensor::numel() const {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d < 0) throw ArgumentError("tensor sizes must not be negative");
+    if (__builtin_mul_overflow(n, d, &n)) {
+      throw ArgumentError(fmt::format("a tensor of shape ({}) has more than 2^63 elements",
+                                      fmt::join(shape, ", ")));
+    }
+  }
   return n;
 }
 
@@ -78,7 +99,9 @@ void HostTensor::set(int64_t i, double v, double imag) {
   }
 }
 
-void HostTensor::poison(uint8_t byte) { std::memset(bytes.data(), byte, bytes.size()); }
+void HostTensor::poison(uint8_t byte) {
+  if (!bytes.empty()) std::memset(bytes.data(), byte, bytes.size());  // data() may be null when empty
+}
 
 namespace {
 

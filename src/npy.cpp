@@ -5,7 +5,8 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <cctype>
+#include <charconv>
 
 #include "kdsl/error.h"
 
@@ -18,13 +19,32 @@ const char kMagic[] = "\x93NUMPY";
   throw Error(fmt::format("{}: {}", path, what));
 }
 
+// The value of `key` in the header's Python dict literal: a quoted string's contents, a tuple's
+// contents without the parentheses, or True/False; "" when absent. A plain scan (no std::regex,
+// whose recursion a long header can overflow).
 std::string field(const std::string& header, const std::string& key) {
-  std::regex re("'" + key + "'\\s*:\\s*('([^']*)'|\\(([^)]*)\\)|(True|False))");
-  std::smatch m;
-  if (!std::regex_search(header, m, re)) return "";
-  if (m[2].matched) return m[2];
-  if (m[3].matched) return m[3];
-  return m[4];
+  const std::string quoted = "'" + key + "'";
+  size_t p = header.find(quoted);
+  if (p == std::string::npos) return "";
+  p += quoted.size();
+  auto skip_blanks = [&] {
+    while (p < header.size() && (header[p] == ' ' || header[p] == '\t')) ++p;
+  };
+  skip_blanks();
+  if (p >= header.size() || header[p] != ':') return "";
+  ++p;
+  skip_blanks();
+  if (p >= header.size()) return "";
+  const char open = header[p];
+  if (open == '\'' || open == '(') {
+    size_t close = header.find(open == '(' ? ')' : '\'', p + 1);
+    if (close == std::string::npos) return "";
+    return header.substr(p + 1, close - p - 1);
+  }
+  for (const char* word : {"True", "False"}) {
+    if (header.compare(p, std::strlen(word), word) == 0) return word;
+  }
+  return "";
 }
 
 std::optional<DType> descr_dtype(const std::string& d, DType want) {
@@ -86,9 +106,31 @@ HostTensor read_npy(const std::string& path, DType want) {
   if (field(header, "fortran_order") == "True") bad(path, "Fortran-order arrays are not supported");
   std::vector<int64_t> shape;
   std::string dims = field(header, "shape");
-  std::regex num("\\d+");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
-    shape.push_back(std::stoll(it->str()));
+  for (size_t i = 0; i < dims.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(dims[i]))) {
+      ++i;
+      continue;
+    }
+    int64_t d = 0;
+    auto [end, ec] = std::from_chars(dims.data() + i, dims.data() + dims.size(), d);
+    if (ec != std::errc()) bad(path, fmt::format("shape ({}) has a size beyond 2^63", dims));
+    shape.push_back(d);
+    i = static_cast<size_t>(end - dims.data());
+  }
+  if (shape.size() > 8) bad(path, fmt::format("shape ({}) has more than 8 axes", dims));
+  // The data must be in the file before anything is allocated for it.
+  uint64_t elems = 1;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(elems, static_cast<uint64_t>(d), &elems)) elems = UINT64_MAX;
+  }
+  const std::streampos data_start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const uint64_t available = static_cast<uint64_t>(in.tellg() - data_start);
+  in.seekg(data_start);
+  uint64_t need = 0;
+  if (__builtin_mul_overflow(elems, dtype_size(*t), &need) || need > available) {
+    bad(path, fmt::format("truncated data: shape ({}) needs {} bytes, the file has {}", dims,
+                          need ? std::to_string(need) : std::string("more than 2^64"), available));
   }
   HostTensor out(*t, shape);
   in.read(reinterpret_cast<char*>(out.bytes.data()), static_cast<std::streamsize>(out.bytes.size()));

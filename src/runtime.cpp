@@ -1,11 +1,13 @@
 // kdsl::Module and kdsl::Kernel: argument checking, specialization lookup and the launch path.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "driver.h"
@@ -30,7 +32,10 @@ TensorRef TensorRef::contiguous(void* data, DType dtype, std::span<const int64_t
     if (shape[i] < 0) throw ArgumentError(fmt::format("tensor size {} is negative", shape[i]));
     t.shape[i] = shape[i];
     t.strides[i] = stride;
-    stride *= std::max<int64_t>(shape[i], 1);
+    if (__builtin_mul_overflow(stride, std::max<int64_t>(shape[i], 1), &stride)) {
+      throw ArgumentError(fmt::format("a tensor of shape {} has more than 2^63 elements",
+                                      fmt::join(shape, "x")));
+    }
   }
   return t;
 }
@@ -45,17 +50,33 @@ TensorRef TensorRef::strided(void* data, DType dtype, std::span<const int64_t> s
     throw ArgumentError(fmt::format("a tensor with {} sizes needs {} strides (got {})",
                                     shape.size(), shape.size(), strides.size()));
   }
-  TensorRef t = contiguous(data, dtype, shape);
+  if (shape.size() > static_cast<size_t>(kMaxRank)) {
+    throw ArgumentError(fmt::format("a tensor has at most {} axes (got {})", kMaxRank, shape.size()));
+  }
+  TensorRef t;
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = static_cast<int32_t>(shape.size());
   for (size_t i = 0; i < strides.size(); ++i) {
+    if (shape[i] < 0) throw ArgumentError(fmt::format("tensor size {} is negative", shape[i]));
     if (strides[i] < 0) throw ArgumentError(fmt::format("tensor stride {} is negative", strides[i]));
+    t.shape[i] = shape[i];
     t.strides[i] = strides[i];
   }
   return t;
 }
 
 int64_t TensorRef::numel() const {
+  if (rank < 0 || rank > kMaxRank) {
+    throw ArgumentError(fmt::format("a tensor's rank must be 0 to {} (got {})", kMaxRank, rank));
+  }
   int64_t n = 1;
-  for (int32_t i = 0; i < rank; ++i) n *= shape[i];
+  for (int32_t i = 0; i < rank; ++i) {
+    if (shape[i] < 0) throw ArgumentError(fmt::format("tensor size {} is negative", shape[i]));
+    if (__builtin_mul_overflow(n, shape[i], &n)) {
+      throw ArgumentError("a tensor has more than 2^63 elements");
+    }
+  }
   return n;
 }
 
@@ -79,6 +100,12 @@ std::string shape_str(const TensorRef& t) {
   return s + (t.rank == 1 ? ",)" : ")");
 }
 
+std::string strides_str(const TensorRef& t) {
+  TensorRef strides = t;
+  std::copy(std::begin(t.strides), std::end(t.strides), std::begin(strides.shape));
+  return shape_str(strides);
+}
+
 std::string declared_shape(const KernelSignature& sig, const SignatureParam& p) {
   std::string s = "(";
   for (size_t a = 0; a < p.shape.size(); ++a) {
@@ -96,14 +123,51 @@ std::string dtype_str(const KernelSignature& sig, const SignatureParam& p) {
   return fmt::format("{} in ({})", g.name, dom);
 }
 
-// Bytes spanned by a tensor (from its first to one past its last element); 0 when empty.
-uint64_t span_bytes(const TensorRef& t) {
+// Bytes spanned by a tensor with non-negative sizes and strides (from its first to one past its
+// last element); 0 when empty; nullopt when that does not fit the address space (2^63 bytes) or
+// the span wraps around past the top of it.
+std::optional<uint64_t> span_bytes(const TensorRef& t) {
   uint64_t last = 0;
   for (int32_t a = 0; a < t.rank; ++a) {
     if (t.shape[a] == 0) return 0;
-    last += static_cast<uint64_t>(t.shape[a] - 1) * static_cast<uint64_t>(t.strides[a]);
+    uint64_t step = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(t.shape[a] - 1),
+                               static_cast<uint64_t>(t.strides[a]), &step) ||
+        __builtin_add_overflow(last, step, &last)) {
+      return std::nullopt;
+    }
   }
-  return (last + 1) * dtype_size(t.dtype);
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(last + 1, dtype_size(t.dtype), &bytes) ||
+      bytes > static_cast<uint64_t>(INT64_MAX) ||
+      reinterpret_cast<uintptr_t>(t.data) > UINTPTR_MAX - bytes) {
+    return std::nullopt;
+  }
+  return bytes;
+}
+
+// An axis of `t` (sizes and strides valid, span checked) whose steps land on elements that other
+// indices reach too, or nullopt when every index has its own element. With the axes of size > 1
+// sorted by stride, each stride must step past everything the smaller-stride axes cover.
+std::optional<int32_t> overlapping_axis(const TensorRef& t) {
+  int32_t order[kMaxRank];
+  int32_t n = 0;
+  for (int32_t a = 0; a < t.rank; ++a) {
+    if (t.shape[a] == 0) return std::nullopt;  // no elements
+    if (t.shape[a] > 1) order[n++] = a;
+  }
+  for (int32_t i = 1; i < n; ++i) {  // insertion sort by stride (std::sort of 8 values trips a
+    for (int32_t j = i; j > 0 && t.strides[order[j]] < t.strides[order[j - 1]]; --j) {  // gcc 12
+      std::swap(order[j], order[j - 1]);  // -Warray-bounds false positive)
+    }
+  }
+  int64_t covered = 0;  // elements from the first to one past the last, over the axes so far
+  for (int32_t k = 0; k < n; ++k) {
+    int32_t a = order[k];
+    if (t.strides[a] < std::max<int64_t>(covered, 1)) return a;
+    covered = t.strides[a] * (t.shape[a] - 1) + std::max<int64_t>(covered, 1);
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -124,6 +188,13 @@ KernelImpl::KernelImpl(std::shared_ptr<const FrontEnd> fe, const KernelSignature
     throw ArgumentError(fmt::format("kernel '{}' has more than {} parameters, {} shape symbols or "
                                     "{} generics, which the runtime does not support",
                                     sig->name, kMaxParams, kMaxSymbols, kMaxGenerics));
+  }
+  for (const SignatureParam& p : sig->params) {
+    if (p.shape.size() > static_cast<size_t>(kMaxRank)) {
+      throw ArgumentError(fmt::format("kernel '{}': tensor '{}' has {} axes; the runtime supports "
+                                      "at most {} (kdsl::kMaxRank)",
+                                      sig->name, p.name, p.shape.size(), kMaxRank));
+    }
   }
   int32_t tensors = 0, scalars = 0;
   for (const SignatureParam& p : sig->params) {
@@ -225,7 +296,18 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
         aligned = false;
       }
     }
+    if (!span_bytes(t)) {
+      fail(i, fmt::format("sizes {} and strides {} address more than 2^63 bytes", shape_str(t),
+                          strides_str(t)));
+    }
     if (t.data == nullptr && t.numel() > 0) fail(i, "is a null pointer");
+    if (p.role != ir::Role::in) {
+      if (auto ax = overlapping_axis(t)) {
+        fail(i, fmt::format("its elements overlap (axis {} has size {} and stride {}); an output "
+                            "needs a separate element for each index",
+                            *ax, t.shape[*ax], t.strides[*ax]));
+      }
+    }
     if (aligned) b.aligned |= 1u << slot;
     if (contiguous) b.contiguous |= 1u << slot;
   }
@@ -234,11 +316,11 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
     const SignatureParam& p = sig.params[i];
     if (!p.is_tensor || p.role == ir::Role::in) continue;
     const TensorRef& out = *b.tensors[slot_[i]];
-    uint64_t out_lo = reinterpret_cast<uintptr_t>(out.data), out_hi = out_lo + span_bytes(out);
+    uint64_t out_lo = reinterpret_cast<uintptr_t>(out.data), out_hi = out_lo + *span_bytes(out);
     for (size_t j = 0; j < args.size(); ++j) {
       if (j == i || !sig.params[j].is_tensor) continue;
       const TensorRef& o = *b.tensors[slot_[j]];
-      uint64_t lo = reinterpret_cast<uintptr_t>(o.data), hi = lo + span_bytes(o);
+      uint64_t lo = reinterpret_cast<uintptr_t>(o.data), hi = lo + *span_bytes(o);
       if (out_lo < hi && lo < out_hi) {
         fail(i, fmt::format("overlaps argument '{}'; outputs must not alias other arguments "
                             "(an InOut parameter updates a tensor in place)",
@@ -247,7 +329,12 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
     }
   }
   b.rows = 1;
-  for (int32_t e : sig.loop_extents) b.rows *= b.symbols[e];
+  for (int32_t e : sig.loop_extents) {
+    if (__builtin_mul_overflow(b.rows, b.symbols[e], &b.rows)) {
+      throw ArgumentError(fmt::format("{}: the parallel loop has more than 2^63 iterations",
+                                      sig.name));
+    }
+  }
   if (sig.vector_symbol >= 0 && b.symbols[sig.vector_symbol] < 1) {
     throw ArgumentError(fmt::format("{}: the vector axis {} has size {}; it must be at least 1",
                                     sig.name, sig.symbols[sig.vector_symbol].name,
@@ -480,6 +567,11 @@ void KernelImpl::prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* 
   const LoadedSpec& ls = loaded(b, ctx);
   const LaunchPlan& plan = ls.plan;
   uint64_t groups = static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
+  if (!plan.persistent && groups > 0x7fffffffu) {  // one CTA per R rows: the grid's x limit
+    throw ArgumentError(fmt::format("{}: {} rows need {} CTAs of {} rows; a launch has at most "
+                                    "2^31 - 1",
+                                    sig_->name, b.rows, groups, plan.rows_per_cta));
+  }
   uint32_t grid = static_cast<uint32_t>(
       std::min<uint64_t>(groups, plan.persistent ? ls.grid_limit : 0x7fffffffu));
   // With M = 0 the grid is empty and partials is 0: the follow-up kernels still run and write

@@ -8,7 +8,8 @@ cd "$(dirname "$0")/../.."
 build="${1:-build}"
 rm -rf .device/bin .device/lib
 mkdir -p .device/bin .device/lib .device/cache
-for f in "$build"/kdsl "$build"/tests/*_gpu_test "$build"/bench/kdsl_bench* "$build"/examples/*_example; do
+for f in "$build"/kdsl "$build"/tests/*_gpu_test "$build"/tests/kdsl_sanitize_cases "$build"/bench/kdsl_bench* \
+         "$build"/examples/*_example; do
   [ -x "$f" ] || continue
   strip -o ".device/bin/$(basename "$f")" "$f"
 done

@@ -1,0 +1,39 @@
+// NaN and infinity inputs on the GPU (tests/ieee_cases.h): every checked output element has the
+// class (NaN, +inf, -inf, zero, finite) documented in docs/reliability.md, the same as on the CPU
+// reference interpreter (tests/bad_input_test.cpp), and the finite ones match it. Skips without a GPU.
+#include "gpu_test_util.h"
+#include "tests/ieee_cases.h"
+
+namespace kdsl {
+namespace {
+
+class IeeeGpu : public ::testing::TestWithParam<testing::IeeeCase> {};
+
+TEST_P(IeeeGpu, SameClassesAsTheReference) {
+  KDSL_REQUIRE_GPU();
+  const testing::IeeeCase& c = GetParam();
+  Problem p = testing::ieee_problem(c, testing::front_end(c.file));
+  std::vector<HostTensor> ref = run_reference(p);
+  GpuRun gpu(p);
+  gpu.launch();
+  std::vector<HostTensor> got = p.tensors;
+  gpu.download(got);
+  EXPECT_EQ(testing::ieee_classes(p, got, c.output), c.gpu_expected ? c.gpu_expected : c.expected)
+      << c.name;
+  if (c.gpu_expected) return;  // f32 overflow: the float64 reference is finite, see ieee_cases.h
+  for (size_t t = 0; t < got.size(); ++t) {
+    if (p.ir.tensors[t].name != c.output) continue;
+    for (int64_t i = 0; i < got[t].numel(); ++i) {
+      double g = got[t].get(i), r = ref[t].get(i);
+      if (std::isfinite(g) && std::isfinite(r)) {
+        EXPECT_NEAR(g, r, 1e-4 + 1e-4 * std::fabs(r)) << c.name << " element " << i;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, IeeeGpu, ::testing::ValuesIn(testing::ieee_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace kdsl
