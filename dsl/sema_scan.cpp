@@ -312,6 +312,18 @@ int32_t Lowerer::combine_region(const ast::FunctionDef& fn, const ast::Expr& e,
     site.args.push_back(std::move(x));
   }
   Value r = call_helper(fn, site, sides);
+  for (const ir::Node& n : region.nodes) {
+    if (const char* what = region_misuse(n)) {
+      auto& d = diags().error(op_expr.loc,
+                              fmt::format("the combine function '{}' may use only its arguments, "
+                                          "numbers and elementwise math, not {}",
+                                          fn.name, what),
+                              op_expr.span());
+      d.hint = "it combines two scalars (or tuples of scalars) at a time";
+      builder_ = saved;
+      return -1;
+    }
+  }
   std::vector<Value> outs;
   if (!r.is_error()) outs = r.kind == Kind::tuple ? r.elems : std::vector<Value>{r};
   const SourceLoc ret = fn.body.empty() ? fn.loc : fn.body.back()->loc;
@@ -350,17 +362,6 @@ int32_t Lowerer::combine_region(const ast::FunctionDef& fn, const ast::Expr& e,
   builder_ = saved;
   if (!ok) return -1;
   prune(region);
-  for (const ir::Node& n : region.nodes) {
-    if (const char* what = region_misuse(n)) {
-      auto& d = diags().error(op_expr.loc,
-                              fmt::format("the combine function '{}' may use only its arguments, "
-                                          "numbers and elementwise math, not {}",
-                                          fn.name, what),
-                              op_expr.span());
-      d.hint = "it combines two scalars (or tuples of scalars) at a time";
-      return -1;
-    }
-  }
   kernel_->regions.push_back(std::move(region));
   return static_cast<int32_t>(kernel_->regions.size() - 1);
 }
