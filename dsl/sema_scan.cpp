@@ -233,6 +233,8 @@ bool Lowerer::scan_options(const std::string& name, const ast::Expr& e, size_t k
         ok = false;
         break;
       }
+      // Like the values, a 16-bit init is widened to the accumulator dtype.
+      if (x.type.dtype != t && accumulator_dtype(x.type.dtype) == t) x = cast(x, t, &v);
       if (x.type.dtype != t) {
         auto& d = diags().error(v.loc,
                                 fmt::format("initial value {} is {}, but {}() accumulates value "

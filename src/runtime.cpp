@@ -375,16 +375,22 @@ void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
   CUcontext ctx = current_context();
   const LoadedSpec& ls = loaded(b, ctx);
   const LaunchPlan& plan = ls.plan;
-  uint64_t groups = static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
+  uint64_t groups =
+      static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta) * plan.row_splits;
   uint32_t grid = static_cast<uint32_t>(std::min<uint64_t>(groups, ls.grid_limit));
   int64_t partials = static_cast<int64_t>(grid) * plan.rows_per_cta;
   CUdeviceptr ws = 0;
   uint64_t ws_offsets[8] = {};
+  uint64_t ws_sizes[8] = {};
   if (!plan.workspaces.empty()) {
     uint64_t total = 0;
     for (size_t w = 0; w < plan.workspaces.size() && w < 8; ++w) {
       ws_offsets[w] = total;
-      total += (plan.workspaces[w].bytes_per_cta * std::max<uint32_t>(grid, 1) + 255) / 256 * 256;
+      const WorkspaceSpec& spec = plan.workspaces[w];
+      uint64_t bytes = spec.bytes_per_cta * std::max<uint32_t>(grid, 1) +
+                       spec.bytes_per_row * static_cast<uint64_t>(b.rows) + spec.bytes_fixed;
+      ws_sizes[w] = bytes;
+      total += (bytes + 255) / 256 * 256;
     }
     ws = workspace(ctx, stream, total);
   }
@@ -414,6 +420,12 @@ void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
   const Driver& d = driver();
   void* params[] = {buf};
   CUstream st = reinterpret_cast<CUstream>(stream);
+  for (size_t w = 0; w < plan.workspaces.size() && w < 8; ++w) {
+    if (plan.workspaces[w].zeroed && ws_sizes[w] > 0) {
+      check(d.cuMemsetD8Async(ws + ws_offsets[w], 0, ws_sizes[w], st),
+            "cuMemsetD8Async (workspace)");
+    }
+  }
   if (grid > 0) {
     check(d.cuLaunchKernel(ls.main, grid, 1, 1, plan.block_threads, 1, 1, plan.dynamic_smem, st,
                            params, nullptr),

@@ -1,0 +1,589 @@
+// The tile function of the scan schedule (schedule_scan.h): one tile of TD rows by CL positions,
+// processed by one CTA. Generated code, in order:
+//   rows     the loop indices, validity and access offsets of the thread's VR rows; per-row
+//            scalars (scalar loads and math on them) as arrays over the VR rows
+//   phase A  loads of what the scans need; per element, the carried states' elements; the
+//            thread's local inclusive scan over its VP positions (kept: s), the scan across the
+//            LP lanes (the prefix before each step: pr) and the thread's carry over its T steps
+//   look-back  warp aggregates through shared memory; one thread per row publishes the tile's
+//            aggregate, finds the closest inclusive prefix before it and publishes its own
+//   phase B  the element outputs z (+) s, the epilogue math, stores, column-reduction partials
+//            and the scalars of the sequence's first and last position
+#include <fmt/format.h>
+
+#include "codegen_expr.h"
+#include "codegen_scan_emit.h"
+#include "kdsl/error.h"
+
+namespace kdsl::scan_codegen {
+
+using ir::Form;
+using ir::Op;
+
+bool Emitter::uses_fast(const ir::View& view) const {
+  for (const ir::AxisIndex& a : view) {
+    if (a.kind == ir::AxisIndex::Kind::loop && a.value == s_.fast_loop) return true;
+  }
+  return false;
+}
+
+// The row part of an element's offset (loop and constant axes), from the loop indices i<l>.
+std::string Emitter::offset(int32_t tensor, const ir::View& view, const std::string& suffix) const {
+  std::string e = "0LL";
+  for (size_t ax = 0; ax < view.size(); ++ax) {
+    const ir::AxisIndex& a = view[ax];
+    if (a.kind == ir::AxisIndex::Kind::loop) {
+      e += fmt::format(" + i{}{} * p.st{}_{}", a.value, suffix, tensor, ax);
+    } else if (a.kind == ir::AxisIndex::Kind::constant && a.value != 0) {
+      e += fmt::format(" + {}LL * p.st{}_{}", a.value, tensor, ax);
+    }
+  }
+  return e;
+}
+
+// Functions of a flattened row: the row offsets of each access and store, and the partial-sum
+// index of row-partial column reductions.
+void Emitter::emit_row_functions() {
+  auto fn = [&](const std::string& name, const std::string& body) {
+    t_.line("__device__ __forceinline__ long long {}_{}(const kdsl_params_{}& p, long long r) {{",
+            name, sym_, sym_);
+    t_.in();
+    for (size_t l = 0; l < k_.loop.size(); ++l) t_.line("long long i{} = 0;", l);
+    row_index_code("r", "i", "");
+    t_.line("return {};", body);
+    t_.out();
+    t_.line("}}");
+  };
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    fn(fmt::format("kdsl_ao{}", a), offset(p_.accesses[a].tensor, p_.accesses[a].view, ""));
+  }
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    fn(fmt::format("kdsl_so{}", j), offset(k_.stores[j].tensor, k_.stores[j].view, ""));
+    if (p_.stores[j].how != StorePlan::How::row_partial) continue;
+    std::vector<int> kept, omitted;
+    split_loop(k_.stores[j].view, &kept, &omitted);
+    std::string ko = "0LL", oo = "0LL";
+    for (int l : kept) ko = fmt::format("({}) * p.sym{} + i{}", ko, k_.loop[l].extent, l);
+    for (int l : omitted) oo = fmt::format("({}) * p.sym{} + i{}", oo, k_.loop[l].extent, l);
+    fn(fmt::format("kdsl_pi{}", j),
+       fmt::format("({}) * ({}) + ({})", oo, extent_product(kept), ko));
+  }
+  t_.line("");
+}
+
+std::string Emitter::vstride(int32_t tensor, const ir::View& view) const {
+  if (s_.vector_fast) return "1LL";  // scan.rows with vector accesses: contiguous (specialized)
+  return fmt::format("p.st{}_{}", tensor, vector_axis(view));
+}
+
+std::string Emitter::scalar(ir::ValueId id) const {
+  return p_.where[id] == Where::row ? fmt::format("r{}[v]", id) : fmt::format("u{}", id);
+}
+
+std::string Emitter::init_state(size_t i) const {
+  const State& st = p_.states[i];
+  std::string e = fmt::format("{}{{", state_type(i));
+  for (size_t c = 0; c < st.inits.size(); ++c) e += (c ? ", " : "") + scalar(st.inits[c]);
+  if (st.custom()) e += ", 1";
+  return e + "}";
+}
+
+void Emitter::emit_constants() {
+  t_.line("constexpr long long L = {}LL;", len_);
+  t_.line("constexpr int VR = VRT, VP = {}, LR = {}, LP = {}, WR = {}, WP = {}, T = {};", s_.vp,
+          s_.lr, s_.lp, s_.wr, s_.wp, s_.t);
+  t_.line("constexpr int TD = WR * LR * VR;  // rows per tile");
+  t_.line("constexpr bool FAST = VR > 1;  // 16-byte accesses of VR rows (scan.columns)");
+  t_.line("constexpr long long CL = {}LL;", s_.cl());
+  t_.line("constexpr bool REV = {}, ALL_VALID = L % CL == 0;", s_.reverse ? "true" : "false");
+  t_.line("const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;");
+  t_.line("const int wp = warp % WP, wr = warp / WP, lr = lane % LR, lp = lane / LR;");
+  t_.line("const int rr0 = (wr * LR + lr) * VR;  // the thread's first row in the tile");
+  t_.line("const long long r0 = rt * TD + rr0;");
+  t_.line("const long long qt = c * CL;  // the tile's first position (processing order)");
+  t_.line("(void)qt; (void)lp; (void)wp; (void)tid;");
+  for (size_t t = 0; t < k_.tensors.size(); ++t) {
+    t_.line("{}{}* __restrict__ t{} = p.t{};", k_.tensors[t].role == ir::Role::in ? "const " : "",
+            cuda::storage_type(k_.tensors[t].dtype), t, t);
+  }
+}
+
+// Splits flattened row `r` into the loop indices <prefix><l><suffix>, the innermost fastest.
+void Emitter::row_index_code(const std::string& r, const std::string& prefix,
+                             const std::string& suffix) {
+  t_.line("{{");
+  t_.in();
+  t_.line("long long rest = {};", r);
+  for (size_t i = s_.row_order.size(); i-- > 0;) {
+    int l = s_.row_order[i];
+    if (i == 0) {
+      t_.line("{}{}{} = rest;", prefix, l, suffix);
+    } else {
+      t_.line("{}{}{} = rest % p.sym{};", prefix, l, suffix, k_.loop[l].extent);
+      t_.line("rest /= p.sym{};", k_.loop[l].extent);
+    }
+  }
+  t_.out();
+  t_.line("}}");
+}
+
+void Emitter::emit_rows() {
+  t_.line("// rows: validity, the offsets of row r0, per-row scalars");
+  t_.line("bool rv[VR];");
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VR; ++v) rv[v] = r0 < p.rows;  // VR divides the rows when VR > 1");
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    t_.line("const long long ao{0} = kdsl_ao{0}_{1}(p, r0);", a, sym_);
+  }
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    if (p_.stores[j].how == StorePlan::How::vector) {
+      t_.line("const long long so{0} = kdsl_so{0}_{1}(p, r0);", j, sym_);
+    }
+  }
+  std::vector<ir::ValueId> rows;
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    if (p_.where[i] == Where::row) {
+      rows.push_back(static_cast<ir::ValueId>(i));
+      t_.line("{} r{}[VR];", cuda::reg_type(k_.nodes[i].type.dtype), i);
+    }
+  }
+  if (rows.empty()) return;
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VR; ++v) {{");
+  t_.in();
+  for (size_t l = 0; l < k_.loop.size(); ++l) t_.line("long long i{} = 0;", l);
+  row_index_code("r0 + v", "i", "");
+  for (ir::ValueId id : rows) {
+    const ir::Node& n = k_.node(id);
+    if (n.op == Op::load) {
+      std::string v = cuda::from_storage(
+          n.type.dtype, fmt::format("t{}[{}]", n.index, offset(n.index, n.view, "")));
+      t_.line("r{}[v] = rv[v] ? {} : {};", id, v, cuda::zero(n.type.dtype));
+      continue;
+    }
+    std::vector<std::string> args;
+    std::vector<DType> dts;
+    for (ir::ValueId a : n.args) {
+      args.push_back(scalar(a));
+      dts.push_back(k_.node(a).type.dtype);
+    }
+    t_.line("r{}[v] = {};", id, cuda::op_expr(k_, n, args, dts));
+  }
+  t_.out();
+  t_.line("}}");
+}
+
+// Loads of access `a` for all T steps into R<a>[T][VR * VP] (storage format), zero where the row
+// or the position is outside the tensor.
+void Emitter::emit_load(int a) {
+  const Access& x = p_.accesses[a];
+  const DType dt = k_.tensors[x.tensor].dtype;
+  const std::string st = cuda::storage_type(dt);
+  const std::string base = fmt::format("t{}", x.tensor);
+  const std::string vs = vstride(x.tensor, x.view);
+  t_.line("{} R{}[T][VR * VP];", st, a);
+  auto q0 = [&]() {
+    t_.line("const long long q0 = qt + ((static_cast<long long>(wp) * T + j) * LP + lp) * VP;");
+  };
+  if (s_.columns) {
+    // 16-byte accesses of VR rows when the launch allows them; else one row at a time (its
+    // offset computed once for the T steps).
+    t_.line("if constexpr (FAST) {{");
+    t_.in();
+    t_.line("#pragma unroll");
+    t_.line("for (int j = 0; j < T; ++j) {{");
+    t_.in();
+    q0();
+    t_.line("const long long pp = (REV ? L - 1 - q0 : q0) - ({});", x.delta);
+    t_.line("const bool ok = (ALL_VALID || q0 < L) && pp >= 0 && pp < L && rv[0];");
+    if (uses_fast(x.view)) {
+      t_.line("if (ok) {{");
+      t_.in();
+      t_.line("kdsl_sc_vld<VR>({} + ao{} + pp * {}, &R{}[j][0]);", base, a, vs, a);
+      t_.out();
+      t_.line("}} else {{");
+      t_.in();
+      t_.line("#pragma unroll");
+      t_.line("for (int v = 0; v < VR; ++v) R{}[j][v] = {}{{}};", a, st);
+      t_.out();
+      t_.line("}}");
+    } else {
+      t_.line("const {} y = ok ? {}[ao{} + pp * {}] : {}{{}};", st, base, a, vs, st);
+      t_.line("#pragma unroll");
+      t_.line("for (int v = 0; v < VR; ++v) R{}[j][v] = y;", a);
+    }
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}} else {{  // one row per thread (VR = 1), element accesses");
+    t_.in();
+    t_.line("#pragma unroll");
+    t_.line("for (int j = 0; j < T; ++j) {{");
+    t_.in();
+    q0();
+    t_.line("const long long pp = (REV ? L - 1 - q0 : q0) - ({});", x.delta);
+    t_.line("const bool ok = (ALL_VALID || q0 < L) && pp >= 0 && pp < L && rv[0];");
+    t_.line("R{}[j][0] = ok ? {}[ao{} + pp * {}] : {}{{}};", a, base, a, vs, st);
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+    return;
+  }
+  t_.line("#pragma unroll");
+  t_.line("for (int j = 0; j < T; ++j) {{");
+  t_.in();
+  q0();
+  if (s_.vector_fast && x.delta % s_.vp == 0) {
+    t_.line("const long long pl = (REV ? L - q0 - VP : q0) - ({});", x.delta);
+    t_.line("if ((ALL_VALID || q0 < L) && pl >= 0 && pl + VP <= L && rv[0]) {{");
+    t_.in();
+    t_.line("{} tmp[VP];", st);
+    t_.line("kdsl_sc_vld<VP>({} + ao{} + pl, tmp);", base, a);
+    t_.line("#pragma unroll");
+    t_.line("for (int vp = 0; vp < VP; ++vp) R{}[j][vp] = tmp[REV ? VP - 1 - vp : vp];", a);
+    t_.out();
+    t_.line("}} else {{");
+    t_.in();
+    t_.line("#pragma unroll");
+    t_.line("for (int vp = 0; vp < VP; ++vp) R{}[j][vp] = {}{{}};", a, st);
+    t_.out();
+    t_.line("}}");
+  } else {
+    t_.line("#pragma unroll");
+    t_.line("for (int vp = 0; vp < VP; ++vp) {{");
+    t_.in();
+    t_.line("const long long q = q0 + vp;");
+    t_.line("const long long pp = (REV ? L - 1 - q : q) - ({});", x.delta);
+    t_.line("const bool ok = (ALL_VALID || q < L) && pp >= 0 && pp < L && rv[0];");
+    t_.line("R{}[j][vp] = ok ? {}[ao{} + pp * {}] : {}{{}};", a, base, a, vs, st);
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+}
+
+void Emitter::emit_loads(bool phase_a) {
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    const Access& x = p_.accesses[a];
+    if (phase_a ? x.phase_a : (x.phase_b && !x.phase_a)) emit_load(static_cast<int>(a));
+  }
+}
+
+// The value of vector node `id` at physical position tp - delta of the current element, as a
+// variable name; its statements are emitted on first use (memo holds what is in scope).
+std::string Emitter::elem(ir::ValueId id, int delta, std::map<At, std::string>& memo) {
+  if (p_.where[id] != Where::vec) return scalar(id);
+  auto it = memo.find({id, delta});
+  if (it != memo.end()) return it->second;
+  const ir::Node& n = k_.node(id);
+  std::string name = delta == 0
+                         ? fmt::format("x{}", id)
+                         : fmt::format("x{}{}{}", id, delta > 0 ? "_p" : "_m", std::abs(delta));
+  const char* rt = cuda::reg_type(n.type.dtype);
+  switch (n.op) {
+    case Op::load: {
+      int a = p_.access_of.at({id, delta});
+      t_.line("const {} {} = {};", rt, name,
+              cuda::from_storage(n.type.dtype, fmt::format("R{}[j][v * VP + vp]", a)));
+      break;
+    }
+    case Op::position:
+      t_.line("const long long {} = tp - ({});", name, delta);
+      break;
+    case Op::shift: {
+      std::string inner = elem(n.args[0], delta + n.index, memo);
+      int d = delta + n.index;
+      t_.line("const {} {} = tp - ({}) >= 0 && tp - ({}) < L ? {} : {};", rt, name, d, d, inner,
+              scalar(n.args[1]));
+      break;
+    }
+    case Op::extract: {
+      int si = p_.state_of.at(n.args[0]);
+      t_.line("const {} {} = o{}.c{};", rt, name, si, n.index);
+      break;
+    }
+    default: {
+      std::vector<std::string> args;
+      std::vector<DType> dts;
+      for (ir::ValueId a : n.args) {
+        args.push_back(elem(a, delta, memo));
+        dts.push_back(k_.node(a).type.dtype);
+      }
+      t_.line("const {} {} = {};", rt, name, cuda::op_expr(k_, n, args, dts));
+      break;
+    }
+  }
+  memo[{id, delta}] = name;
+  return name;
+}
+
+void Emitter::emit_phase_a() {
+  t_.line(
+      "// phase A: the carried states' elements, scanned in the thread, across lanes, over steps;");
+  t_.line(
+      "// s holds each element's prefix within the warp (inclusive, or exclusive for exclusive "
+      "scans)");
+  emit_loads(true);
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    const std::string ty = state_type(i);
+    t_.line("{} s{}[T][VR * VP];", ty, i);
+    t_.line("{} cy{}[VR];", ty, i);
+    t_.line("#pragma unroll");
+    t_.line("for (int v = 0; v < VR; ++v) cy{}[v] = {}_empty();", i, ty);
+  }
+  if (p_.states.empty()) return;
+  t_.line("#pragma unroll");
+  t_.line("for (int j = 0; j < T; ++j) {{");
+  t_.in();
+  t_.line("const long long q0 = qt + ((static_cast<long long>(wp) * T + j) * LP + lp) * VP;");
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VR; ++v) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("{} a{};", state_type(i), i);
+  t_.line("#pragma unroll");
+  t_.line("for (int vp = 0; vp < VP; ++vp) {{");
+  t_.in();
+  t_.line("const long long q = q0 + vp;");
+  t_.line("const bool qv = ALL_VALID || q < L;");
+  t_.line("const long long tp = REV ? L - 1 - q : q;");
+  t_.line("(void)tp;");
+  std::map<At, std::string> memo;
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    const State& st = p_.states[i];
+    const std::string ty = state_type(i);
+    std::vector<std::string> vals;
+    for (ir::ValueId a : st.args) vals.push_back(elem(a, 0, memo));
+    std::string e = fmt::format("{}{{", ty);
+    for (size_t c = 0; c < vals.size(); ++c) e += (c ? ", " : "") + vals[c];
+    if (st.custom()) e += ", 1";
+    t_.line("const {} e{} = {}}};", ty, i, e);
+    t_.line("if (vp == 0) {{");
+    t_.in();
+    t_.line("a{0} = qv ? e{0} : {1}_empty();", i, ty);
+    t_.out();
+    t_.line("}} else if (qv) {{");
+    t_.in();
+    t_.line("a{0} = {1}_op(a{0}, e{0});", i, ty);
+    t_.out();
+    t_.line("}}");
+    t_.line("s{0}[j][v * VP + vp] = a{0};", i);
+  }
+  t_.out();
+  t_.line("}}");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    const std::string ty = state_type(i);
+    t_.line("{{");
+    t_.in();
+    if (s_.lp > 1) {
+      t_.line(
+          "// inclusive scan of the blocks across the LP lanes of the row group (Hillis-Steele)");
+      t_.line("{} x = a{};", ty, i);
+      t_.line("#pragma unroll");
+      t_.line("for (int d = 1; d < LP; d *= 2) {{");
+      t_.in();
+      t_.line("const {} y = kdsl_sc_shfl_up(x, d * LR);", ty);
+      t_.line("if (lp >= d) x = {}_op(y, x);", ty);
+      t_.out();
+      t_.line("}}");
+      t_.line("const {} ex = kdsl_sc_shfl_up(x, LR);", ty);
+      t_.line("const {} tot = kdsl_sc_shfl_idx(x, (LP - 1) * LR + lr);", ty);
+      t_.line("const {0} before = lp > 0 ? {0}_op(cy{1}[v], ex) : cy{1}[v];", ty, i);
+      t_.line("cy{0}[v] = {1}_op(cy{0}[v], tot);", i, ty);
+    } else {
+      t_.line("const {} before = cy{}[v];", ty, i);
+      t_.line("cy{0}[v] = {1}_op(cy{0}[v], a{0});", i, ty);
+    }
+    if (p_.states[i].exclusive) {
+      t_.line("#pragma unroll");
+      t_.line(
+          "for (int vp = VP - 1; vp > 0; --vp) s{0}[j][v * VP + vp] = {1}_op(before, s{0}[j][v * "
+          "VP + vp - 1]);",
+          i, ty);
+      t_.line("s{}[j][v * VP] = before;", i);
+    } else {
+      t_.line("#pragma unroll");
+      t_.line(
+          "for (int vp = 0; vp < VP; ++vp) s{0}[j][v * VP + vp] = {1}_op(before, s{0}[j][v * VP + "
+          "vp]);",
+          i, ty);
+    }
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+}
+
+// Warp aggregates to shared memory, then (with several chunks) the decoupled look-back: thread
+// rr < TD works on row rr of the tile.
+void Emitter::emit_lookback() {
+  if (p_.states.empty() || !warp_smem()) return;
+  t_.line("// warp aggregates, tile look-back");
+  t_.line("if (lp == 0) {{");
+  t_.in();
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VR; ++v) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("sm.w{0}[wp][rr0 + v] = cy{0}[v];", i);
+  if (p_.lookback) {
+    for (size_t i = 0; i < p_.states.size(); ++i) {
+      if (!p_.states[i].inits.empty()) {
+        t_.line("if (c == 0 && wp == 0) sm.in{}[rr0 + v] = {};", i, init_state(i));
+      }
+    }
+  }
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line("__syncthreads();");
+  if (!p_.lookback) return;
+  const int nlb = (s_.td() + 31) / 32 * 32;
+  t_.line("if (tid < {}) {{", nlb);
+  t_.in();
+  t_.line("const int rr = tid;");
+  t_.line("const bool act = rr < TD;");
+  t_.line("unsigned* flags = reinterpret_cast<unsigned*>(p.ws0 + 16);");
+  t_.line("const long long RT = (p.rows + TD - 1) / TD;");
+  t_.line("const long long tile = c * RT + rt, ntiles = RT * {}LL;", s_.chunks);
+  t_.line("unsigned char* sbase = p.ws1;");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    const std::string ty = state_type(i);
+    t_.line("{0}* agg{1} = reinterpret_cast<{0}*>(sbase);", ty, i);
+    t_.line("{0}* inc{1} = agg{1} + ntiles * TD;", ty, i);
+    t_.line("sbase = reinterpret_cast<unsigned char*>(inc{} + ntiles * TD);", i);
+    t_.line("{} ag{} = {}_empty(), ex{} = {}_empty();", ty, i, ty, i, ty);
+    t_.line("if (act) {{");
+    t_.in();
+    t_.line("ag{0} = sm.w{0}[0][rr];", i);
+    t_.line("#pragma unroll");
+    t_.line("for (int w = 1; w < WP; ++w) ag{0} = {1}_op(ag{0}, sm.w{0}[w][rr]);", i, ty);
+    if (!p_.states[i].inits.empty()) t_.line("if (c == 0) ex{0} = sm.in{0}[rr];", i);
+    t_.out();
+    t_.line("}}");
+  }
+  t_.line("if (c == 0) {{");
+  t_.in();
+  t_.line("if (act) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("inc{0}[tile * TD + rr] = {1}_op(ex{0}, ag{0});", i, state_type(i));
+  }
+  t_.line("__threadfence();");
+  t_.out();
+  t_.line("}}");
+  t_.line("kdsl_sc_bar({});", nlb);
+  t_.line("if (tid == 0) kdsl_sc_st_release(flags + tile, 2u);");
+  t_.out();
+  t_.line("}} else {{");
+  t_.in();
+  t_.line("if (act) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("agg{0}[tile * TD + rr] = ag{0};", i);
+  t_.line("__threadfence();");
+  t_.out();
+  t_.line("}}");
+  t_.line("kdsl_sc_bar({});", nlb);
+  t_.line("if (tid == 0) kdsl_sc_st_release(flags + tile, 1u);");
+  t_.line("if (act) {{");
+  t_.in();
+  t_.line(
+      "// The closest tile before with an inclusive prefix, then the aggregates after it, "
+      "combined");
+  t_.line(
+      "// left to right: exactly incl[c - 1] of the chained definition, whichever tile is found.");
+  t_.line("long long pc = c - 1;");
+  t_.line("while (kdsl_sc_wait(flags + pc * RT + rt) != 2u) --pc;");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("ex{0} = kdsl_sc_ldcg(inc{0} + (pc * RT + rt) * TD + rr);", i);
+  }
+  t_.line("for (long long qc = pc + 1; qc < c; ++qc) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("ex{0} = {1}_op(ex{0}, kdsl_sc_ldcg(agg{0} + (qc * RT + rt) * TD + rr));", i,
+            state_type(i));
+  }
+  t_.out();
+  t_.line("}}");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("inc{0}[tile * TD + rr] = {1}_op(ex{0}, ag{0});", i, state_type(i));
+  }
+  t_.line("__threadfence();");
+  t_.out();
+  t_.line("}}");
+  t_.line("kdsl_sc_bar({});", nlb);
+  t_.line("if (tid == 0) kdsl_sc_st_release(flags + tile, 2u);");
+  t_.out();
+  t_.line("}}");
+  t_.line("if (act) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("sm.x{0}[rr] = ex{0};", i);
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line("__syncthreads();");
+}
+
+void Emitter::emit_tile() {
+  emit_row_functions();
+  t_.line("template <int VRT>");
+  t_.line(
+      "__device__ __forceinline__ void kdsl_tile_{0}(const kdsl_params_{0}& p, kdsl_smem_{0}& sm,",
+      sym_);
+  t_.line(
+      "                                              const long long rt, const long long c) {{");
+  t_.in();
+  emit_constants();
+  // Uniform scalars.
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    if (p_.where[i] != Where::uniform) continue;
+    const ir::Node& n = k_.nodes[i];
+    const char* rt = cuda::reg_type(n.type.dtype);
+    std::string v;
+    switch (n.op) {
+      case Op::param:
+        v = n.type.dtype == DType::b8 ? fmt::format("(p.sc{} != 0)", n.index)
+                                      : fmt::format("p.sc{}", n.index);
+        break;
+      case Op::shape:
+        v = n.index == k_.vector_symbol ? fmt::format("{}LL", len_)
+                                        : fmt::format("p.sym{}", n.index);
+        break;
+      case Op::load: {
+        std::string off = "0LL";
+        for (size_t ax = 0; ax < n.view.size(); ++ax) {
+          if (n.view[ax].value != 0)
+            off += fmt::format(" + {}LL * p.st{}_{}", n.view[ax].value, n.index, ax);
+        }
+        v = cuda::from_storage(n.type.dtype, fmt::format("t{}[{}]", n.index, off));
+        break;
+      }
+      default: {
+        std::vector<std::string> args;
+        std::vector<DType> dts;
+        for (ir::ValueId a : n.args) {
+          args.push_back(fmt::format("u{}", a));
+          dts.push_back(k_.node(a).type.dtype);
+        }
+        v = cuda::op_expr(k_, n, args, dts);
+      }
+    }
+    t_.line("const {} u{} = {};", rt, i, v);
+    t_.line("(void)u{};", i);
+  }
+  emit_rows();
+  emit_phase_a();
+  emit_lookback();
+  emit_phase_b();
+  emit_tile_partials();
+  t_.out();
+  t_.line("}}");
+  t_.line("");
+}
+
+}  // namespace kdsl::scan_codegen
