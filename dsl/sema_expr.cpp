@@ -498,6 +498,8 @@ Value Lowerer::unary_math(ir::UnaryFn fn, const Value& a0, const ast::Expr& at) 
     return Value::weak(ref_unary(fn, a.num), false);
   }
   DType t = a.type.dtype;
+  // conj of a real number is the number (so one generic kernel serves real and complex dtypes).
+  if (fn == ir::UnaryFn::conj && (is_float(t) || is_int(t))) return a;
   DType result = is_bool_result(fn) ? DType::b8 : t;
   bool ok = is_float(t);
   if (fn == ir::UnaryFn::abs) {

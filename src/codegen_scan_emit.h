@@ -62,6 +62,9 @@ class Emitter {
 
   // The tile (codegen_scan_tile.cpp).
   void emit_tile();
+  std::string q0_expr() const;
+  void emit_lane_scan(size_t i, const std::string& x);
+  void emit_prefix_steps(size_t i, bool blocked);
   void emit_constants();
   void emit_rows();
   void emit_loads(bool phase_a);

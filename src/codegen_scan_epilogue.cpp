@@ -14,45 +14,40 @@ using ir::Op;
 void Emitter::emit_phase_b() {
   t_.line("// phase B: outputs, epilogue, stores");
   emit_loads(false);
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    if (p_.stores[j].how == StorePlan::How::vector) {
+      t_.line("{} O{}[T][VR * VP];", cuda::storage_type(k_.tensors[k_.stores[j].tensor].dtype), j);
+    }
+    if (p_.stores[j].how == StorePlan::How::tile_partial) {
+      t_.line("{} pa{}[VR];", cuda::reg_type(k_.node(k_.stores[j].value).type.dtype), j);
+    }
+  }
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VR; ++v) {{");
+  t_.in();
   for (size_t i = 0; i < p_.states.size(); ++i) {
     const std::string ty = state_type(i);
     std::string base = p_.lookback                   ? fmt::format("sm.x{}[rr0 + v]", i)
                        : !p_.states[i].inits.empty() ? init_state(i)
                                                      : ty + "_empty()";
-    t_.line("{} Y{}[VR];", ty, i);
-    t_.line("#pragma unroll");
-    t_.line("for (int v = 0; v < VR; ++v) {{");
-    t_.in();
-    t_.line("Y{}[v] = {};", i, base);
+    t_.line("{} Y{} = {};  // the prefix before the warp's first position", ty, i, base);
     if (warp_smem()) {
       t_.line("#pragma unroll");
       t_.line("for (int w = 0; w < WP - 1; ++w) {{");
       t_.in();
-      t_.line("if (w < wp) Y{0}[v] = {1}_op(Y{0}[v], sm.w{0}[w][rr0 + v]);", i, ty);
+      t_.line("if (w < wp) Y{0} = {1}_op(Y{0}, sm.w{0}[w][rr0 + v]);", i, ty);
       t_.out();
       t_.line("}}");
     }
-    t_.out();
-    t_.line("}}");
   }
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     if (p_.stores[j].how != StorePlan::How::tile_partial) continue;
-    DType acc = k_.node(k_.stores[j].value).type.dtype;
-    t_.line("{} pa{}[VR];", cuda::reg_type(acc), j);
-    t_.line("#pragma unroll");
-    t_.line("for (int v = 0; v < VR; ++v) pa{}[v] = {};", j, cuda::zero(acc));
+    t_.line("pa{}[v] = {};", j, cuda::zero(k_.node(k_.stores[j].value).type.dtype));
   }
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
-  t_.line("const long long q0 = qt + ((static_cast<long long>(wp) * T + j) * LP + lp) * VP;");
-  for (size_t j = 0; j < k_.stores.size(); ++j) {
-    if (p_.stores[j].how != StorePlan::How::vector) continue;
-    t_.line("{} O{}[VR * VP];", cuda::storage_type(k_.tensors[k_.stores[j].tensor].dtype), j);
-  }
-  t_.line("#pragma unroll");
-  t_.line("for (int v = 0; v < VR; ++v) {{");
-  t_.in();
+  t_.line("const long long q0 = {};", q0_expr());
   t_.line("#pragma unroll");
   t_.line("for (int vp = 0; vp < VP; ++vp) {{");
   t_.in();
@@ -61,7 +56,7 @@ void Emitter::emit_phase_b() {
   t_.line("const long long tp = REV ? L - 1 - q : q;");
   t_.line("(void)qv; (void)tp;");
   for (size_t i = 0; i < p_.states.size(); ++i) {
-    t_.line("const {0} o{1} = {0}_op(Y{1}[v], s{1}[j][v * VP + vp]);", state_type(i), i);
+    t_.line("const {0} o{1} = {0}_op(Y{1}, s{1}[j][v * VP + vp]);", state_type(i), i);
     t_.line("(void)o{};", i);
   }
   std::map<At, std::string> memo;
@@ -70,7 +65,7 @@ void Emitter::emit_phase_b() {
     const ir::Store& st = k_.stores[j];
     if (sp.how == StorePlan::How::vector) {
       std::string v = elem(st.value, 0, memo);
-      t_.line("O{}[v * VP + vp] = {};", j, cuda::to_storage(k_.tensors[st.tensor].dtype, v));
+      t_.line("O{}[j][v * VP + vp] = {};", j, cuda::to_storage(k_.tensors[st.tensor].dtype, v));
     } else if (sp.how == StorePlan::How::tile_partial) {
       std::string v = elem(sp.sum, 0, memo);
       t_.line("if (qv) pa{0}[v] = pa{0}[v] + {1};", j, v);
@@ -82,6 +77,12 @@ void Emitter::emit_phase_b() {
   t_.line("}}");
   t_.out();
   t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line("#pragma unroll");
+  t_.line("for (int j = 0; j < T; ++j) {{");
+  t_.in();
+  t_.line("const long long q0 = {};", q0_expr());
   emit_step_stores();
   t_.out();
   t_.line("}}");
@@ -102,7 +103,7 @@ void Emitter::emit_step_stores() {
       if (uses_fast(st.view)) {
         t_.line("if constexpr (FAST) {{");
         t_.in();
-        t_.line("if (ok && rv[0]) kdsl_sc_vst<VR>(t{} + so{} + pp * {}, &O{}[0]);", st.tensor, j,
+        t_.line("if (ok && rv[0]) kdsl_sc_vst<VR>(t{} + so{} + pp * {}, &O{}[j][0]);", st.tensor, j,
                 vs, j);
         t_.out();
         t_.line("}} else {{");
@@ -111,7 +112,7 @@ void Emitter::emit_step_stores() {
         t_.line("{{");
         t_.in();
       }
-      t_.line("if (ok && rv[0]) t{}[so{} + pp * {}] = O{}[0];  // VR = 1", st.tensor, j, vs, j);
+      t_.line("if (ok && rv[0]) t{}[so{} + pp * {}] = O{}[j][0];  // VR = 1", st.tensor, j, vs, j);
       t_.out();
       t_.line("}}");
     } else if (s_.vector_fast) {
@@ -120,7 +121,7 @@ void Emitter::emit_step_stores() {
       t_.in();
       t_.line("{} tmp[VP];", sty);
       t_.line("#pragma unroll");
-      t_.line("for (int vp = 0; vp < VP; ++vp) tmp[REV ? VP - 1 - vp : vp] = O{}[vp];", j);
+      t_.line("for (int vp = 0; vp < VP; ++vp) tmp[REV ? VP - 1 - vp : vp] = O{}[j][vp];", j);
       t_.line("kdsl_sc_vst<VP>(t{} + so{} + pl, tmp);", st.tensor, j);
       t_.out();
       t_.line("}}");
@@ -133,7 +134,7 @@ void Emitter::emit_step_stores() {
       t_.line("#pragma unroll");
       t_.line("for (int v = 0; v < VR; ++v) {{");
       t_.in();
-      t_.line("if ((ALL_VALID || q < L) && rv[v]) t{}[so{} + pp * {}] = O{}[v * VP + vp];",
+      t_.line("if ((ALL_VALID || q < L) && rv[v]) t{}[so{} + pp * {}] = O{}[j][v * VP + vp];",
               st.tensor, j, vs, j);
       t_.out();
       t_.line("}}");
@@ -153,7 +154,7 @@ std::string Emitter::end_scalar(ir::ValueId id, std::map<At, std::string>& memo,
   auto it = scalars.find(id);
   if (it != scalars.end()) return it->second;
   const ir::Node& n = k_.node(id);
-  std::string name = fmt::format("e{}", id);
+  std::string name = fmt::format("es{}", id);
   std::string value;
   if (n.op == Op::reduce) {
     auto kind = static_cast<ir::ReduceKind>(n.fn);
@@ -190,7 +191,12 @@ void Emitter::emit_end(bool begin, std::map<At, std::string> memo) {
   const int64_t o = q % cl;
   const int64_t per_warp = static_cast<int64_t>(s_.t) * s_.lp * s_.vp;
   const int64_t wpe = o / per_warp, rem = o % per_warp;
-  const int64_t je = rem / (s_.lp * s_.vp), lpe = (rem / s_.vp) % s_.lp, vpe = rem % s_.vp;
+  int64_t je = rem / (s_.lp * s_.vp), lpe = (rem / s_.vp) % s_.lp;
+  if (s_.blocked) {
+    lpe = rem / (s_.t * s_.vp);
+    je = (rem / s_.vp) % s_.t;
+  }
+  const int64_t vpe = rem % s_.vp;
   t_.line("if (j == {} && vp == {} && c == {}LL && wp == {} && lp == {}) {{  // the {} position",
           je, vpe, q / cl, wpe, lpe, begin ? "first" : "last");
   t_.in();

@@ -77,7 +77,7 @@ std::string Emitter::vstride(int32_t tensor, const ir::View& view) const {
 }
 
 std::string Emitter::scalar(ir::ValueId id) const {
-  return p_.where[id] == Where::row ? fmt::format("r{}[v]", id) : fmt::format("u{}", id);
+  return p_.where[id] == Where::row ? fmt::format("rs{}[v]", id) : fmt::format("u{}", id);
 }
 
 std::string Emitter::init_state(size_t i) const {
@@ -86,6 +86,14 @@ std::string Emitter::init_state(size_t i) const {
   for (size_t c = 0; c < st.inits.size(); ++c) e += (c ? ", " : "") + scalar(st.inits[c]);
   if (st.custom()) e += ", 1";
   return e + "}";
+}
+
+// The first position (processing order) of step j of the thread: the steps are interleaved with
+// the lanes (scan.rows: each step of a warp covers LP * VP consecutive positions) or blocked (scan.
+// columns: a thread's T steps are consecutive positions).
+std::string Emitter::q0_expr() const {
+  if (s_.blocked) return "qt + ((static_cast<long long>(wp) * LP + lp) * T + j) * VP";
+  return "qt + ((static_cast<long long>(wp) * T + j) * LP + lp) * VP";
 }
 
 void Emitter::emit_constants() {
@@ -144,7 +152,7 @@ void Emitter::emit_rows() {
   for (size_t i = 0; i < k_.nodes.size(); ++i) {
     if (p_.where[i] == Where::row) {
       rows.push_back(static_cast<ir::ValueId>(i));
-      t_.line("{} r{}[VR];", cuda::reg_type(k_.nodes[i].type.dtype), i);
+      t_.line("{} rs{}[VR];", cuda::reg_type(k_.nodes[i].type.dtype), i);
     }
   }
   if (rows.empty()) return;
@@ -158,7 +166,7 @@ void Emitter::emit_rows() {
     if (n.op == Op::load) {
       std::string v = cuda::from_storage(
           n.type.dtype, fmt::format("t{}[{}]", n.index, offset(n.index, n.view, "")));
-      t_.line("r{}[v] = rv[v] ? {} : {};", id, v, cuda::zero(n.type.dtype));
+      t_.line("rs{}[v] = rv[v] ? {} : {};", id, v, cuda::zero(n.type.dtype));
       continue;
     }
     std::vector<std::string> args;
@@ -167,7 +175,7 @@ void Emitter::emit_rows() {
       args.push_back(scalar(a));
       dts.push_back(k_.node(a).type.dtype);
     }
-    t_.line("r{}[v] = {};", id, cuda::op_expr(k_, n, args, dts));
+    t_.line("rs{}[v] = {};", id, cuda::op_expr(k_, n, args, dts));
   }
   t_.out();
   t_.line("}}");
@@ -182,9 +190,7 @@ void Emitter::emit_load(int a) {
   const std::string base = fmt::format("t{}", x.tensor);
   const std::string vs = vstride(x.tensor, x.view);
   t_.line("{} R{}[T][VR * VP];", st, a);
-  auto q0 = [&]() {
-    t_.line("const long long q0 = qt + ((static_cast<long long>(wp) * T + j) * LP + lp) * VP;");
-  };
+  auto q0 = [&]() { t_.line("const long long q0 = {};", q0_expr()); };
   if (s_.columns) {
     // 16-byte accesses of VR rows when the launch allows them; else one row at a time (its
     // offset computed once for the T steps).
@@ -319,28 +325,39 @@ std::string Emitter::elem(ir::ValueId id, int delta, std::map<At, std::string>& 
   return name;
 }
 
-void Emitter::emit_phase_a() {
-  t_.line(
-      "// phase A: the carried states' elements, scanned in the thread, across lanes, over steps;");
-  t_.line(
-      "// s holds each element's prefix within the warp (inclusive, or exclusive for exclusive "
-      "scans)");
-  emit_loads(true);
-  for (size_t i = 0; i < p_.states.size(); ++i) {
-    const std::string ty = state_type(i);
-    t_.line("{} s{}[T][VR * VP];", ty, i);
-    t_.line("{} cy{}[VR];", ty, i);
-    t_.line("#pragma unroll");
-    t_.line("for (int v = 0; v < VR; ++v) cy{}[v] = {}_empty();", i, ty);
-  }
-  if (p_.states.empty()) return;
+// Inclusive scan of state i's value `x` across the LP lanes of the row group (Hillis-Steele);
+// leaves `before` (the exclusive prefix: empty in lane 0) and `tot` (the group's total).
+void Emitter::emit_lane_scan(size_t i, const std::string& x) {
+  const std::string ty = state_type(i);
+  t_.line("{} x = {};", ty, x);
   t_.line("#pragma unroll");
-  t_.line("for (int j = 0; j < T; ++j) {{");
+  t_.line("for (int d = 1; d < LP; d *= 2) {{");
   t_.in();
-  t_.line("const long long q0 = qt + ((static_cast<long long>(wp) * T + j) * LP + lp) * VP;");
+  t_.line("const {} y = kdsl_sc_shfl_up(x, d * LR);", ty);
+  t_.line("if (lp >= d) x = {}_op(y, x);", ty);
+  t_.out();
+  t_.line("}}");
+  t_.line("const {0} ex = kdsl_sc_shfl_up(x, LR);", ty);
+  t_.line("const {0} before = lp > 0 ? ex : {0}_empty();", ty);
+  t_.line("const {} tot = kdsl_sc_shfl_idx(x, (LP - 1) * LR + lr);", ty);
+}
+
+void Emitter::emit_phase_a() {
+  t_.line("// phase A: the carried states' elements, scanned in the thread, across lanes, over");
+  t_.line("// steps; s: each element's prefix within the warp (exclusive for exclusive scans)");
+  emit_loads(true);
+  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("{} s{}[T][VR * VP];", state_type(i), i);
+  if (p_.states.empty()) return;
   t_.line("#pragma unroll");
   t_.line("for (int v = 0; v < VR; ++v) {{");
   t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("{0} cy{1} = {0}_empty();  // the carry over the steps", state_type(i), i);
+  }
+  t_.line("#pragma unroll");
+  t_.line("for (int j = 0; j < T; ++j) {{");
+  t_.in();
+  t_.line("const long long q0 = {};", q0_expr());
   for (size_t i = 0; i < p_.states.size(); ++i) t_.line("{} a{};", state_type(i), i);
   t_.line("#pragma unroll");
   t_.line("for (int vp = 0; vp < VP; ++vp) {{");
@@ -374,72 +391,112 @@ void Emitter::emit_phase_a() {
   t_.line("}}");
   for (size_t i = 0; i < p_.states.size(); ++i) {
     const std::string ty = state_type(i);
+    if (s_.blocked) {
+      // The thread's own positions are consecutive: a sequential scan over its steps now, the
+      // lane scan once after them.
+      t_.line("if (j > 0) {{");
+      t_.in();
+      t_.line("#pragma unroll");
+      t_.line(
+          "for (int vp = 0; vp < VP; ++vp) s{0}[j][v * VP + vp] = {1}_op(cy{0}, s{0}[j][v * VP + "
+          "vp]);",
+          i, ty);
+      t_.out();
+      t_.line("}}");
+      t_.line("cy{0} = s{0}[j][v * VP + VP - 1];", i);
+      continue;
+    }
     t_.line("{{");
     t_.in();
     if (s_.lp > 1) {
-      t_.line(
-          "// inclusive scan of the blocks across the LP lanes of the row group (Hillis-Steele)");
-      t_.line("{} x = a{};", ty, i);
-      t_.line("#pragma unroll");
-      t_.line("for (int d = 1; d < LP; d *= 2) {{");
+      emit_lane_scan(i, fmt::format("a{}", i));
+      t_.line("const {0} pre = lp > 0 ? {0}_op(cy{1}, before) : cy{1};", ty, i);
+      t_.line("cy{0} = {1}_op(cy{0}, tot);", i, ty);
+    } else {
+      t_.line("const {} pre = cy{};", ty, i);
+      t_.line("cy{0} = {1}_op(cy{0}, a{0});", i, ty);
+    }
+    emit_prefix_steps(i, false);
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  if (s_.blocked) {
+    // s holds the thread's local inclusive prefixes and cy its total: scan the totals across the
+    // lanes, then prefix every element with what comes before the thread.
+    for (size_t i = 0; i < p_.states.size(); ++i) {
+      t_.line("{{");
       t_.in();
-      t_.line("const {} y = kdsl_sc_shfl_up(x, d * LR);", ty);
-      t_.line("if (lp >= d) x = {}_op(y, x);", ty);
+      if (s_.lp > 1) {
+        emit_lane_scan(i, fmt::format("cy{}", i));
+        t_.line("const {} pre = before;", state_type(i));
+        t_.line("cy{} = tot;", i);
+      } else {
+        t_.line("const {0} pre = {0}_empty();", state_type(i));
+      }
+      t_.line("#pragma unroll");
+      if (p_.states[i].exclusive) {
+        t_.line("for (int j = T - 1; j >= 0; --j) {{  // backwards: step j reads step j - 1");
+      } else {
+        t_.line("for (int j = 0; j < T; ++j) {{");
+      }
+      t_.in();
+      emit_prefix_steps(i, true);
       t_.out();
       t_.line("}}");
-      t_.line("const {} ex = kdsl_sc_shfl_up(x, LR);", ty);
-      t_.line("const {} tot = kdsl_sc_shfl_idx(x, (LP - 1) * LR + lr);", ty);
-      t_.line("const {0} before = lp > 0 ? {0}_op(cy{1}[v], ex) : cy{1}[v];", ty, i);
-      t_.line("cy{0}[v] = {1}_op(cy{0}[v], tot);", i, ty);
-    } else {
-      t_.line("const {} before = cy{}[v];", ty, i);
-      t_.line("cy{0}[v] = {1}_op(cy{0}[v], a{0});", i, ty);
+      t_.out();
+      t_.line("}}");
     }
-    if (p_.states[i].exclusive) {
-      t_.line("#pragma unroll");
-      t_.line(
-          "for (int vp = VP - 1; vp > 0; --vp) s{0}[j][v * VP + vp] = {1}_op(before, s{0}[j][v * "
-          "VP + vp - 1]);",
-          i, ty);
-      t_.line("s{}[j][v * VP] = before;", i);
-    } else {
-      t_.line("#pragma unroll");
-      t_.line(
-          "for (int vp = 0; vp < VP; ++vp) s{0}[j][v * VP + vp] = {1}_op(before, s{0}[j][v * VP + "
-          "vp]);",
-          i, ty);
+  }
+  if (warp_smem()) {
+    t_.line("if (lp == 0) {{");
+    t_.in();
+    for (size_t i = 0; i < p_.states.size(); ++i) t_.line("sm.w{0}[wp][rr0 + v] = cy{0};", i);
+    if (p_.lookback) {
+      for (size_t i = 0; i < p_.states.size(); ++i) {
+        if (!p_.states[i].inits.empty()) {
+          t_.line("if (c == 0 && wp == 0) sm.in{}[rr0 + v] = {};", i, init_state(i));
+        }
+      }
     }
     t_.out();
     t_.line("}}");
   }
   t_.out();
   t_.line("}}");
-  t_.out();
-  t_.line("}}");
+}
+
+// s[j][...] = pre (+) s[j][...] for the VP elements of step j (exclusive scans: shifted by one
+// element; in the blocked order only the thread's first element has no local predecessor).
+void Emitter::emit_prefix_steps(size_t i, bool blocked) {
+  const std::string ty = state_type(i);
+  t_.line("#pragma unroll");
+  if (p_.states[i].exclusive) {
+    t_.line("for (int vp = VP - 1; vp > 0; --vp) {{");
+    t_.in();
+    t_.line("s{0}[j][v * VP + vp] = {1}_op(pre, s{0}[j][v * VP + vp - 1]);", i, ty);
+    t_.out();
+    t_.line("}}");
+    if (blocked) {
+      t_.line(
+          "s{0}[j][v * VP] = j > 0 ? {1}_op(pre, s{0}[j > 0 ? j - 1 : 0][v * VP + VP - 1]) : pre;",
+          i, ty);
+    } else {
+      t_.line("s{}[j][v * VP] = pre;", i);
+    }
+  } else {
+    t_.line(
+        "for (int vp = 0; vp < VP; ++vp) s{0}[j][v * VP + vp] = {1}_op(pre, s{0}[j][v * VP + vp]);",
+        i, ty);
+  }
 }
 
 // Warp aggregates to shared memory, then (with several chunks) the decoupled look-back: thread
 // rr < TD works on row rr of the tile.
 void Emitter::emit_lookback() {
   if (p_.states.empty() || !warp_smem()) return;
-  t_.line("// warp aggregates, tile look-back");
-  t_.line("if (lp == 0) {{");
-  t_.in();
-  t_.line("#pragma unroll");
-  t_.line("for (int v = 0; v < VR; ++v) {{");
-  t_.in();
-  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("sm.w{0}[wp][rr0 + v] = cy{0}[v];", i);
-  if (p_.lookback) {
-    for (size_t i = 0; i < p_.states.size(); ++i) {
-      if (!p_.states[i].inits.empty()) {
-        t_.line("if (c == 0 && wp == 0) sm.in{}[rr0 + v] = {};", i, init_state(i));
-      }
-    }
-  }
-  t_.out();
-  t_.line("}}");
-  t_.out();
-  t_.line("}}");
+  t_.line("// tile look-back");
   t_.line("__syncthreads();");
   if (!p_.lookback) return;
   const int nlb = (s_.td() + 31) / 32 * 32;

@@ -22,13 +22,17 @@ bool has_kind(const ir::View& v, ir::AxisIndex::Kind kind) {
   throw SourceError(n.loc.valid() ? render_diagnostic(d) : msg + " (" + hint + ")");
 }
 
-// 32-bit registers one element of a carried state takes.
-int state_words(const ir::Kernel& k) {
+// 32-bit registers one element takes: of the carried states (with the emptiness flag of user
+// combine functions) and of the loads (16-bit values take a whole register; a shift adds a load).
+int element_words(const ir::Kernel& k) {
   int words = 0;
   for (const ir::Node& n : k.nodes) {
-    if (n.op != ir::Op::scan) continue;
-    for (const ir::Type& t : n.results) words += dtype_size(t.dtype) == 8 ? 2 : 1;
-    if (static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::custom && !n.has_init) words += 1;
+    if (n.op == ir::Op::scan) {
+      for (const ir::Type& t : n.results) words += dtype_size(t.dtype) == 8 ? 2 : 1;
+      if (static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::custom) words += 1;
+    } else if ((n.op == ir::Op::load || n.op == ir::Op::shift) && n.type.form == ir::Form::vector) {
+      words += dtype_size(n.type.dtype) == 8 ? 2 : 1;
+    }
   }
   return std::max(words, 1);
 }
@@ -103,15 +107,22 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   if (s.columns && ref.back().kind == ir::AxisIndex::Kind::loop)
     s.fast_loop = static_cast<int>(ref.back().value);
 
-  const int words = state_words(k);
+  // About 40 registers of elements per thread (the loads, then the local prefixes held between the
+  // look-back and the epilogue).
+  const int words = element_words(k);
   const int vec = static_cast<int>(std::clamp<size_t>(16 / vmin, 1, 8));
   if (s.columns) {
+    // One row per lane, LR lanes covering 32 bytes of a position (a sector), the others and the
+    // warps along the positions; a thread's T positions are consecutive (scanned sequentially,
+    // then one lane scan per tile, so shuffles stay well below the memory time).
     s.name = "scan.columns";
-    s.vr = vec;
-    s.lr = 8;
-    s.lp = 4;
+    s.blocked = true;
+    s.lr = static_cast<int>(std::clamp<size_t>(32 / vmin, 1, 32));
+    s.lp = 32 / s.lr;
     s.wp = 8;
   } else {
+    // Lanes along the positions, VP consecutive positions per access: each step of a warp reads
+    // 32 * VP consecutive elements.
     s.name = "scan.rows";
     bool fast = (spec.aligned_mask & spec.contiguous_mask & vector_tensors) == vector_tensors;
     s.vp = 1;
@@ -128,11 +139,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     s.lp = 32;
     s.wp = 8;
   }
-  // Steps per thread: about 32 registers of carried state per thread (the local prefixes are
-  // held between the look-back and the epilogue).
   s.t = 1;
-  for (int t : {8, 4, 2}) {
-    if (t * s.vr * s.vp * words <= 32) {
+  for (int t : {16, 8, 4, 2}) {
+    if (t * s.vp * words <= 40) {
       s.t = t;
       break;
     }
@@ -150,6 +159,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
       s.wr *= 2;
     }
   }
+  // A single position: nothing to scan across threads; 16-byte accesses of VR rows (when the
+  // launch allows them).
+  if (s.columns && len == 1) s.vr = vec;
   s.chunks = (len + s.cl() - 1) / s.cl();
   if (s.chunks > 1 && s.td() > s.threads()) {
     throw InternalError(

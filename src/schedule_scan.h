@@ -50,6 +50,7 @@ struct ScanSchedule {
   int lr = 32, lp = 1;         // lanes along the rows and along the positions (lr * lp = 32)
   int wr = 1, wp = 1;          // warps along the rows and along the positions
   int t = 1;                   // steps of VP positions per thread
+  bool blocked = false;        // a thread's steps are consecutive positions (else interleaved)
   int64_t chunks = 1;          // NCH = ceil(L / CL)
   bool vector_fast = false;    // scan.rows: 16-byte accesses along the positions (spec-aligned)
   std::vector<int> row_order;  // loop variables, slowest first (the flattening of rows)

@@ -5,7 +5,9 @@
 // C++ compiler.
 #include <fmt/format.h>
 
+#include "gpu_test_util.h"
 #include "scan_emu_util.h"
+#include "scan_test_inputs.h"
 
 namespace kdsl {
 namespace {
@@ -178,6 +180,34 @@ TEST_F(ScanEmu, UserCombineFunctionWithoutInitReverseAndExclusive) {
     if (HasFailure()) return;
   }
 }
+
+// Every stdlib scan kernel, f32, at a shape with several chunks and odd sizes and at a short one;
+// the recurrences in bf16 too.
+class StdlibScanEmu : public ::testing::TestWithParam<testing::ScanKernel> {};
+
+TEST_P(StdlibScanEmu, MatchesTheInterpreter) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  const testing::ScanKernel& k = GetParam();
+  auto fe = testing::front_end(k.file);
+  std::vector<DType> dtypes = {DType::f32};
+  if (k.file != "stdlib/scan.kdsl" && !k.complex) dtypes.push_back(DType::bf16);
+  uint64_t seed = 1;
+  for (DType t : dtypes) {
+    for (auto [b, l, d] :
+         {std::tuple<int64_t, int64_t, int64_t>{2, k.middle ? 333 : 9000, 5}, {3, 7, 4}}) {
+      Problem p = testing::scan_problem(fe, k, t, b, l, d, seed++);
+      emu::expect_emulated_matches_reference(
+          p, fmt::format("{} {} ({}, {}, {})", k.kernel, dtype_name(k.complex ? DType::c64 : t), b,
+                         l, d));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stdlib, StdlibScanEmu, ::testing::ValuesIn(testing::stdlib_scan_kernels()),
+                         [](const auto& info) {
+                           return info.param.kernel + (info.param.complex ? "_c64" : "");
+                         });
 
 }  // namespace
 }  // namespace kdsl
