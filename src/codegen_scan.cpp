@@ -241,9 +241,14 @@ void Emitter::emit_smem() {
   t_.line("struct kdsl_smem_{} {{", sym_);
   t_.in();
   t_.line("long long ticket;");
+  if (p_.lookback)
+    t_.line("unsigned lbs[{}];  // look-back: the predecessors' flags", lookback_window());
   for (size_t i = 0; i < p_.states.size(); ++i) {
     if (warp_smem()) t_.line("{} w{}[{}][{}];", state_type(i), i, s_.wp, s_.td());
-    if (p_.lookback) t_.line("{} x{}[{}];", state_type(i), i, s_.td());
+    if (p_.lookback) {
+      t_.line("{} x{}[{}];", state_type(i), i, s_.td());
+      t_.line("{} lbv{}[{}][{}];", state_type(i), i, lookback_window(), s_.td());
+    }
     if (p_.lookback && !p_.states[i].inits.empty()) {
       t_.line("{} in{}[{}];", state_type(i), i, s_.td());
     }
@@ -284,24 +289,62 @@ void Emitter::emit_run() {
       "{{",
       sym_);
   t_.in();
-  t_.line("constexpr int TD = {} * VRT;", s_.wr * s_.lr);
+  if (!pipelined()) {
+    t_.line("constexpr int TD = {} * VRT;", s_.wr * s_.lr);
+    t_.line("const long long tiles = (p.rows + TD - 1) / TD * {}LL;", s_.chunks);
+    if (p_.lookback) {
+      // Tiles in ticket order (chunk-major), so a tile only waits for tiles that started before.
+      t_.line("unsigned long long* counter = reinterpret_cast<unsigned long long*>(p.ws0);");
+      t_.line("for (;;) {{");
+      t_.in();
+      t_.line(
+          "if (threadIdx.x == 0) sm.ticket = static_cast<long long>(atomicAdd(counter, 1ULL));");
+      t_.line("__syncthreads();  // also: the previous tile is done with shared memory");
+      t_.line("const long long tile = sm.ticket;");
+      t_.line("if (tile >= tiles) return;");
+    } else {
+      t_.line("for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {{");
+      t_.in();
+      t_.line("__syncthreads();  // the previous tile is done with shared memory");
+    }
+    t_.line("kdsl_tile_{}<VRT>(p, sm, tile);", sym_);
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+    t_.line("");
+    return;
+  }
+  // Tiles in ticket order; while tile n looks back and writes its outputs, the loads of tile
+  // n + 1 (its ticket taken at the start of tile n) are in flight.
+  emit_constants();
+  emit_uniforms();
   t_.line("const long long RT = (p.rows + TD - 1) / TD;");
   t_.line("const long long tiles = RT * {}LL;", s_.chunks);
-  if (p_.lookback) {
-    t_.line("unsigned long long* counter = reinterpret_cast<unsigned long long*>(p.ws0);");
-    t_.line("for (;;) {{");
+  t_.line("unsigned long long* counter = reinterpret_cast<unsigned long long*>(p.ws0);");
+  t_.line("if (tid == 0) sm.ticket = static_cast<long long>(atomicAdd(counter, 1ULL));");
+  t_.line("__syncthreads();");
+  t_.line("const long long tk = sm.ticket;");
+  t_.line("if (tk >= tiles) return;");
+  emit_row_decls("");
+  emit_row_decls("_n");
+  emit_row_assign("", "tk");
+  emit_loads(true, "", true);
+  t_.line("for (;;) {{");
+  t_.in();
+  t_.line("__syncthreads();  // the previous tile is done with shared memory and the ticket");
+  t_.line("if (tid == 0) sm.ticket = static_cast<long long>(atomicAdd(counter, 1ULL));");
+  emit_tile_body([&] {
+    t_.line("const long long nt = sm.ticket;  // the next tile: its loads overlap this look-back");
+    t_.line("if (nt < tiles) {{");
     t_.in();
-    t_.line("if (threadIdx.x == 0) sm.ticket = static_cast<long long>(atomicAdd(counter, 1ULL));");
-    t_.line("__syncthreads();");
-    t_.line("const long long tile = sm.ticket;");
-    t_.line("if (tile >= tiles) return;");
-  } else {
-    t_.line("for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {{");
-    t_.in();
-    t_.line("__syncthreads();  // the previous tile is done with shared memory");
-  }
-  t_.line("const long long c = tile / RT, rt = tile - c * RT;  // chunk-major: predecessors first");
-  t_.line("kdsl_tile_{}<VRT>(p, sm, rt, c);", sym_);
+    emit_row_assign("_n", "nt");
+    emit_loads(true, "_n", false);
+    t_.out();
+    t_.line("}}");
+  });
+  t_.line("if (nt >= tiles) return;");
+  emit_row_copy();
   t_.out();
   t_.line("}}");
   t_.out();

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -59,18 +60,29 @@ class Emitter {
   void split_loop(const ir::View& view, std::vector<int>* kept, std::vector<int>* omitted) const;
   std::string extent_product(const std::vector<int>& loops) const;
   bool warp_smem() const { return s_.wp > 1 || p_.lookback; }
+  /// Look-back mode: the next tile's phase-A loads are issued during this tile's look-back.
+  bool pipelined() const { return p_.lookback && s_.pipeline; }
 
   // The tile (codegen_scan_tile.cpp).
   void emit_tile();
-  std::string q0_expr() const;
+  std::string q0_expr(const std::string& sfx) const;
   void emit_lane_scan(size_t i, const std::string& x);
   void emit_prefix_steps(size_t i, bool blocked);
   void emit_constants();
-  void emit_rows();
-  void emit_loads(bool phase_a);
-  void emit_load(int a);
+  std::vector<ir::ValueId> row_nodes() const;
+  void emit_row_decls(const std::string& sfx);
+  void emit_row_assign(const std::string& sfx, const std::string& tile);
+  void emit_row_copy();
+  void emit_uniforms();
+  void emit_tile_body(const std::function<void()>& between);
+  void emit_loads(bool phase_a, const std::string& sfx, bool declare);
+  void emit_load(int a, const std::string& sfx, const std::string& array, bool declare);
+  bool loaded_in_b(int a) const;
   void emit_phase_a();
-  void emit_lookback();
+  void emit_lookback_setup();
+  void emit_state_loads(const std::string& w0);
+  int lookback_window() const;
+  void emit_lookback(const std::function<void()>& between);
   void emit_phase_b();
   void emit_step_stores();
   void emit_end(bool begin, std::map<At, std::string> memo);
@@ -94,6 +106,7 @@ class Emitter {
   std::string sym_;
   LaunchPlan plan_;
   Text t_;
+  bool in_phase_b_ = false;
 };
 
 }  // namespace kdsl::scan_codegen

@@ -13,7 +13,6 @@ using ir::Op;
 
 void Emitter::emit_phase_b() {
   t_.line("// phase B: outputs, epilogue, stores");
-  emit_loads(false);
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     if (p_.stores[j].how == StorePlan::How::vector) {
       t_.line("{} O{}[T][VR * VP];", cuda::storage_type(k_.tensors[k_.stores[j].tensor].dtype), j);
@@ -47,7 +46,7 @@ void Emitter::emit_phase_b() {
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
-  t_.line("const long long q0 = {};", q0_expr());
+  t_.line("const long long q0 = {};", q0_expr(""));
   t_.line("#pragma unroll");
   t_.line("for (int vp = 0; vp < VP; ++vp) {{");
   t_.in();
@@ -82,7 +81,7 @@ void Emitter::emit_phase_b() {
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
-  t_.line("const long long q0 = {};", q0_expr());
+  t_.line("const long long q0 = {};", q0_expr(""));
   emit_step_stores();
   t_.out();
   t_.line("}}");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "dsl/diagnostics.h"
 #include "kdsl/error.h"
@@ -35,6 +36,54 @@ int element_words(const ir::Kernel& k) {
     }
   }
   return std::max(words, 1);
+}
+
+// KDSL_SCAN_SCHEDULE overrides ("key=value,..."); see choose_scan_schedule.
+void apply_hints(ScanSchedule& s) {
+  const char* env = std::getenv("KDSL_SCAN_SCHEDULE");
+  if (!env || !*env) return;
+  std::string text = env;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(at, end - at);
+    at = end + 1;
+    size_t eq = item.find('=');
+    int v = 0;
+    try {
+      v = std::stoi(item.substr(eq == std::string::npos ? item.size() : eq + 1));
+    } catch (const std::exception&) {
+      throw ArgumentError(fmt::format("KDSL_SCAN_SCHEDULE: '{}' is not key=integer", item));
+    }
+    std::string key = item.substr(0, eq);
+    auto pow2 = [&](int lo, int hi) {
+      if (v < lo || v > hi || (v & (v - 1)) != 0) {
+        throw ArgumentError(fmt::format(
+            "KDSL_SCAN_SCHEDULE: {} must be a power of two from {} to {}", key, lo, hi));
+      }
+    };
+    if (key == "t") {
+      pow2(1, 64);
+      s.t = v;
+    } else if (key == "lp") {
+      pow2(1, 32);
+      s.lp = v;
+      s.lr = 32 / v;
+    } else if (key == "wp") {
+      pow2(1, 32);
+      s.wp = v;
+    } else if (key == "window") {
+      pow2(1, 32);
+      s.window = v;
+    } else if (key == "pipeline") {
+      s.pipeline = v != 0;
+    } else {
+      throw ArgumentError(
+          fmt::format("KDSL_SCAN_SCHEDULE: unknown key '{}' (t, lp, wp, pipeline, window)", key));
+    }
+  }
+  s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE={}", text));
 }
 
 }  // namespace
@@ -146,6 +195,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
       break;
     }
   }
+  apply_hints(s);
   // Short sequences: halve the tile's length (steps, then lanes, then warps along the positions
   // move to the rows) while it is at least twice the sequence.
   while (s.cl() / 2 >= len && (s.t > 1 || s.lp > 1 || s.wp > 1)) {

@@ -43,15 +43,17 @@
 namespace kdsl {
 
 struct ScanSchedule {
-  std::string name;            // scan.columns or scan.rows
-  bool columns = true;         // the rows are the contiguous dimension (else the positions are)
-  bool reverse = false;        // processing order from the last position to the first
-  int vr = 1, vp = 1;          // rows and positions per access of a thread
-  int lr = 32, lp = 1;         // lanes along the rows and along the positions (lr * lp = 32)
-  int wr = 1, wp = 1;          // warps along the rows and along the positions
-  int t = 1;                   // steps of VP positions per thread
-  bool blocked = false;        // a thread's steps are consecutive positions (else interleaved)
-  int64_t chunks = 1;          // NCH = ceil(L / CL)
+  std::string name;       // scan.columns or scan.rows
+  bool columns = true;    // the rows are the contiguous dimension (else the positions are)
+  bool reverse = false;   // processing order from the last position to the first
+  int vr = 1, vp = 1;     // rows and positions per access of a thread
+  int lr = 32, lp = 1;    // lanes along the rows and along the positions (lr * lp = 32)
+  int wr = 1, wp = 1;     // warps along the rows and along the positions
+  int t = 1;              // steps of VP positions per thread
+  bool blocked = false;   // a thread's steps are consecutive positions (else interleaved)
+  bool pipeline = false;  // look-back mode: the next tile's loads are issued during the look-back
+  int window = 0;         // look-back: predecessors examined at once (0: threads / rows per tile)
+  int64_t chunks = 1;     // NCH = ceil(L / CL)
   bool vector_fast = false;    // scan.rows: 16-byte accesses along the positions (spec-aligned)
   std::vector<int> row_order;  // loop variables, slowest first (the flattening of rows)
   int fast_loop = -1;          // scan.columns: the loop variable whose axis is contiguous
@@ -67,8 +69,12 @@ struct ScanSchedule {
 /// some but not all of its loop variables.
 bool needs_scan_schedule(const ir::Kernel& k);
 
-/// Chooses the scan schedule for `k` (specialized). Deterministic. Throws kdsl::Error when the
-/// kernel's scans cannot run in one pass (e.g. scans in opposite directions).
+/// Chooses the scan schedule for `k` (specialized). Deterministic for a given environment: the
+/// variable KDSL_SCAN_SCHEDULE ("t=4,lp=2,wp=8,pipeline=1,window=8") overrides the steps per
+/// thread, the lanes and warps along the positions and the pipelining, for experiments and tuning
+/// (the source, hence the cache key, changes with them). Throws kdsl::SourceError when the kernel's
+/// scans cannot run in one pass (e.g. scans in opposite directions) and kdsl::ArgumentError for a
+/// malformed KDSL_SCAN_SCHEDULE.
 ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spec,
                                   const DeviceTarget& target);
 

@@ -61,12 +61,23 @@ struct KdslEmuCta {
   std::once_flag named_once;
   std::unique_ptr<std::barrier<>> named;
   std::vector<unsigned long long> smem;
+  std::atomic<int> vote_fail{0};
 };
 inline thread_local kdsl_dim3 threadIdx, blockIdx;
 inline kdsl_dim3 gridDim, blockDim;
 inline thread_local KdslEmuCta* kdsl_emu_cta = nullptr;
 template <class T> T* kdsl_emu_smem() { return reinterpret_cast<T*>(kdsl_emu_cta->smem.data()); }
 inline void __syncthreads() { kdsl_emu_cta->all.arrive_and_wait(); }
+inline int __syncthreads_and(int pred) {
+  KdslEmuCta* c = kdsl_emu_cta;
+  if (!pred) c->vote_fail.fetch_add(1);
+  c->all.arrive_and_wait();
+  int r = c->vote_fail.load() == 0;
+  c->all.arrive_and_wait();
+  if (threadIdx.x == 0) c->vote_fail.store(0);
+  c->all.arrive_and_wait();
+  return r;
+}
 inline void kdsl_emu_named_bar(int n) {
   std::call_once(kdsl_emu_cta->named_once, [&] { kdsl_emu_cta->named = std::make_unique<std::barrier<>>(n); });
   kdsl_emu_cta->named->arrive_and_wait();

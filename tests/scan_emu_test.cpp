@@ -181,6 +181,29 @@ TEST_F(ScanEmu, UserCombineFunctionWithoutInitReverseAndExclusive) {
   }
 }
 
+// The schedule's knobs (KDSL_SCAN_SCHEDULE): a look-back window of 1 and 2 tiles (several windows
+// per look-back), the pipelined loop, other tile shapes.
+TEST_F(ScanEmu, ScheduleVariants) {
+  struct Unset {
+    ~Unset() { unsetenv("KDSL_SCAN_SCHEDULE"); }
+  } unset;
+  uint64_t seed = 400;
+  for (const char* hint : {"window=1", "window=2,pipeline=1", "pipeline=1", "t=2,lp=4,wp=4"}) {
+    setenv("KDSL_SCAN_SCHEDULE", hint, 1);
+    for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
+      ProblemSpec ps;
+      ps.kernel = kernel;
+      ps.binding = {DType::f32};
+      ps.shapes = {{"B", 2}, {"L", 700}, {"D", 24}};
+      ps.inputs["a"] = decays(DType::f32, {2, 700, 24}, seed++);
+      ps.seed = seed++;
+      Problem p = make_problem(module(), ps);
+      emu::expect_emulated_matches_reference(p, fmt::format("{} with {}", kernel, hint));
+      if (HasFailure()) return;
+    }
+  }
+}
+
 // Every stdlib scan kernel, f32, at a shape with several chunks and odd sizes and at a short one;
 // the recurrences in bf16 too.
 class StdlibScanEmu : public ::testing::TestWithParam<testing::ScanKernel> {};
