@@ -120,6 +120,7 @@ void expect_gpu_matches_sample(const std::shared_ptr<const FrontEnd>& fe, const 
 
 std::vector<DType> dtypes_of(const ScanKernel& k) {
   if (k.complex) return {DType::c64};
+  if (k.file == "stdlib/linear_recurrence.kdsl") return {DType::f32, DType::bf16, DType::f16};
   return {DType::f32, DType::bf16};
 }
 

@@ -24,10 +24,12 @@ for op in cumsum cumprod logcumsumexp; do
     done
   done
 done
-for t in f32 bf16; do
+for t in f32 bf16 f16; do
   for k in linear_recurrence linear_recurrence_h0 linear_recurrence_bwd linear_recurrence_h0_bwd; do
     add linear_recurrence $k $t $small
   done
+done
+for t in f32 bf16; do
   add rg_lru rg_lru $t $small $big 16384
   add rg_lru rg_lru_bwd $t $small $big 16384
   add linear_recurrence linear_recurrence $t $big 16384
