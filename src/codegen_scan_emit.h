@@ -67,7 +67,7 @@ class Emitter {
   void emit_tile();
   std::string q0_expr(const std::string& sfx) const;
   void emit_lane_scan(size_t i, const std::string& x);
-  void emit_prefix_steps(size_t i, bool blocked);
+  void emit_prefix_steps(size_t i);
   void emit_constants();
   std::vector<ir::ValueId> row_nodes() const;
   void emit_row_decls(const std::string& sfx);

@@ -39,6 +39,12 @@ void Emitter::emit_phase_b() {
       t_.line("}}");
     }
   }
+  if (s_.blocked) {
+    for (size_t i = 0; i < p_.states.size(); ++i) {
+      t_.line("const {0} Z{1} = {0}_op(Y{1}, pr{1}[v]);  // ... and before the thread",
+              state_type(i), i);
+    }
+  }
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     if (p_.stores[j].how != StorePlan::How::tile_partial) continue;
     t_.line("pa{}[v] = {};", j, cuda::zero(k_.node(k_.stores[j].value).type.dtype));
@@ -54,8 +60,24 @@ void Emitter::emit_phase_b() {
   t_.line("const bool qv = ALL_VALID || q < L;");
   t_.line("const long long tp = REV ? L - 1 - q : q;");
   t_.line("(void)qv; (void)tp;");
+  bool any_exclusive = false;
+  for (const State& st : p_.states) any_exclusive |= st.exclusive;
+  if (s_.blocked && any_exclusive) {
+    // The element before (j, vp) in the thread: (j, vp - 1), or (j - 1, VP - 1).
+    t_.line("const int pj = vp > 0 ? j : j - 1, pvp = vp > 0 ? vp - 1 : VP - 1;");
+  }
   for (size_t i = 0; i < p_.states.size(); ++i) {
-    t_.line("const {0} o{1} = {0}_op(Y{1}, s{1}[j][v * VP + vp]);", state_type(i), i);
+    const std::string ty = state_type(i);
+    if (!s_.blocked) {
+      t_.line("const {0} o{1} = {0}_op(Y{1}, s{1}[j][v * VP + vp]);", ty, i);
+    } else if (p_.states[i].exclusive) {
+      t_.line(
+          "const {0} o{1} = j == 0 && vp == 0 ? Z{1} : {0}_op(Z{1}, s{1}[pj < 0 ? 0 : pj][v * VP + "
+          "pvp]);",
+          ty, i);
+    } else {
+      t_.line("const {0} o{1} = {0}_op(Z{1}, s{1}[j][v * VP + vp]);", ty, i);
+    }
     t_.line("(void)o{};", i);
   }
   std::map<At, std::string> memo;
@@ -63,7 +85,15 @@ void Emitter::emit_phase_b() {
     const StorePlan& sp = p_.stores[j];
     const ir::Store& st = k_.stores[j];
     if (sp.how == StorePlan::How::vector) {
-      std::string v = elem(st.value, 0, memo);
+      // A cast to the tensor's 16-bit dtype is rounded by the store itself.
+      ir::ValueId val = st.value;
+      const ir::Node& vn = k_.node(val);
+      DType td = k_.tensors[st.tensor].dtype;
+      if (vn.op == Op::cast && vn.type.dtype == td && (td == DType::bf16 || td == DType::f16) &&
+          k_.node(vn.args[0]).type.dtype == DType::f32 && p_.where[vn.args[0]] == Where::vec) {
+        val = vn.args[0];
+      }
+      std::string v = elem(val, 0, memo);
       t_.line("O{}[j][v * VP + vp] = {};", j, cuda::to_storage(k_.tensors[st.tensor].dtype, v));
     } else if (sp.how == StorePlan::How::tile_partial) {
       std::string v = elem(sp.sum, 0, memo);

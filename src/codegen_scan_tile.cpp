@@ -391,7 +391,11 @@ void Emitter::emit_lane_scan(size_t i, const std::string& x) {
 void Emitter::emit_phase_a() {
   t_.line("// phase A: the carried states' elements, scanned in the thread, across lanes, over");
   t_.line("// steps; s: each element's prefix within the warp (exclusive for exclusive scans)");
-  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("{} s{}[T][VR * VP];", state_type(i), i);
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("{} s{}[T][VR * VP];", state_type(i), i);
+    if (s_.blocked)
+      t_.line("{} pr{}[VR];  // the prefix before the thread within the warp", state_type(i), i);
+  }
   if (p_.states.empty()) return;
   t_.line("#pragma unroll");
   t_.line("for (int v = 0; v < VR; ++v) {{");
@@ -461,7 +465,7 @@ void Emitter::emit_phase_a() {
       t_.line("const {} pre = cy{};", ty, i);
       t_.line("cy{0} = {1}_op(cy{0}, a{0});", i, ty);
     }
-    emit_prefix_steps(i, false);
+    emit_prefix_steps(i);
     t_.out();
     t_.line("}}");
   }
@@ -469,29 +473,19 @@ void Emitter::emit_phase_a() {
   t_.line("}}");
   if (s_.blocked) {
     // s holds the thread's local inclusive prefixes and cy its total: scan the totals across the
-    // lanes, then prefix every element with what comes before the thread.
+    // lanes; what comes before the thread (pr) joins the warp's prefix in phase B, once per row.
     for (size_t i = 0; i < p_.states.size(); ++i) {
-      t_.line("{{");
-      t_.in();
       if (s_.lp > 1) {
+        t_.line("{{");
+        t_.in();
         emit_lane_scan(i, fmt::format("cy{}", i));
-        t_.line("const {} pre = before;", state_type(i));
+        t_.line("pr{}[v] = before;", i);
         t_.line("cy{} = tot;", i);
+        t_.out();
+        t_.line("}}");
       } else {
-        t_.line("const {0} pre = {0}_empty();", state_type(i));
+        t_.line("pr{0}[v] = {1}_empty();", i, state_type(i));
       }
-      t_.line("#pragma unroll");
-      if (p_.states[i].exclusive) {
-        t_.line("for (int j = T - 1; j >= 0; --j) {{  // backwards: step j reads step j - 1");
-      } else {
-        t_.line("for (int j = 0; j < T; ++j) {{");
-      }
-      t_.in();
-      emit_prefix_steps(i, true);
-      t_.out();
-      t_.line("}}");
-      t_.out();
-      t_.line("}}");
     }
   }
   if (warp_smem()) {
@@ -513,8 +507,8 @@ void Emitter::emit_phase_a() {
 }
 
 // s[j][...] = pre (+) s[j][...] for the VP elements of step j (exclusive scans: shifted by one
-// element; in the blocked order only the thread's first element has no local predecessor).
-void Emitter::emit_prefix_steps(size_t i, bool blocked) {
+// element).
+void Emitter::emit_prefix_steps(size_t i) {
   const std::string ty = state_type(i);
   t_.line("#pragma unroll");
   if (p_.states[i].exclusive) {
@@ -523,13 +517,7 @@ void Emitter::emit_prefix_steps(size_t i, bool blocked) {
     t_.line("s{0}[j][v * VP + vp] = {1}_op(pre, s{0}[j][v * VP + vp - 1]);", i, ty);
     t_.out();
     t_.line("}}");
-    if (blocked) {
-      t_.line(
-          "s{0}[j][v * VP] = j > 0 ? {1}_op(pre, s{0}[j > 0 ? j - 1 : 0][v * VP + VP - 1]) : pre;",
-          i, ty);
-    } else {
-      t_.line("s{}[j][v * VP] = pre;", i);
-    }
+    t_.line("s{}[j][v * VP] = pre;", i);
   } else {
     t_.line(
         "for (int vp = 0; vp < VP; ++vp) s{0}[j][v * VP + vp] = {1}_op(pre, s{0}[j][v * VP + vp]);",
