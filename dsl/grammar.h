@@ -3,7 +3,7 @@
 // The layout pass (layout.h) has already joined the physical lines, removed comments and
 // indentation and worked out the block structure, so these rules see one statement or one block
 // header at a time. The rules are types only, with no state; the actions that build the AST live
-// in line_parser.cpp. Conventions:
+// in line_parser.cpp and line_builder.cpp. Conventions:
 //  - A rule never consumes the whitespace after itself: sequences put `ws` between tokens, so the
 //    text an action sees ends exactly at its last token.
 //  - Every must<> target (and every raise<> tag) is a named rule with its own message<>; the
@@ -14,10 +14,14 @@
 //  - Expressions recurse only through nested<>, which limits the nesting to max_nesting levels,
 //    so that parsing never overflows the stack.
 //  - The grammar never backtracks over a rule with an action: a rule either fails on its first
-//    token, or commits to it through must<>.
+//    token, or commits to it through must<>. The one exception is the trailing comma of an
+//    exprlist, matched once more right after being given back; its action is idempotent.
 #pragma once
 
 #include <cstddef>
+#include <iterator>
+#include <string_view>
+#include <utility>
 
 #include <tao/pegtl.hpp>
 
@@ -54,7 +58,7 @@ inline constexpr const char* message = nullptr;
 inline constexpr std::size_t max_nesting = 200;
 
 struct too_deep : failure {};
-template <>
+template <>  // the limit is max_nesting
 inline constexpr const char* message<too_deep> = "expression nested too deeply (limit 200)";
 
 /// Head, then Body... one nesting level deeper (counted in the input's private_depth, which
@@ -104,61 +108,128 @@ struct kw_or : TAO_PEGTL_KEYWORD("or") {};
 struct kw_pass : TAO_PEGTL_KEYWORD("pass") {};
 struct kw_return : TAO_PEGTL_KEYWORD("return") {};
 struct kw_true : TAO_PEGTL_KEYWORD("True") {};
-struct keyword : sor<kw_and, kw_def, kw_elif, kw_else, kw_false, kw_for, kw_if, kw_in, kw_not,
-                     kw_or, kw_pass, kw_return, kw_true> {};
 
 // Reserved words (SPEC section 2): Python words that are not kdsl. Each raises its own message
 // wherever it appears in place of an expression or of a required token.
-struct rw_while : TAO_PEGTL_KEYWORD("while") {};
-struct rw_import : TAO_PEGTL_KEYWORD("import") {};
-struct rw_from : TAO_PEGTL_KEYWORD("from") {};
-struct rw_class : TAO_PEGTL_KEYWORD("class") {};
-struct rw_lambda : TAO_PEGTL_KEYWORD("lambda") {};
-struct rw_break : TAO_PEGTL_KEYWORD("break") {};
-struct rw_continue : TAO_PEGTL_KEYWORD("continue") {};
-struct rw_with : TAO_PEGTL_KEYWORD("with") {};
-struct rw_try : TAO_PEGTL_KEYWORD("try") {};
-struct rw_except : TAO_PEGTL_KEYWORD("except") {};
-struct rw_finally : TAO_PEGTL_KEYWORD("finally") {};
-struct rw_raise : TAO_PEGTL_KEYWORD("raise") {};
-struct rw_global : TAO_PEGTL_KEYWORD("global") {};
-struct rw_nonlocal : TAO_PEGTL_KEYWORD("nonlocal") {};
-struct rw_yield : TAO_PEGTL_KEYWORD("yield") {};
-struct rw_async : TAO_PEGTL_KEYWORD("async") {};
-struct rw_await : TAO_PEGTL_KEYWORD("await") {};
-struct rw_del : TAO_PEGTL_KEYWORD("del") {};
-struct rw_assert : TAO_PEGTL_KEYWORD("assert") {};
-struct rw_is : TAO_PEGTL_KEYWORD("is") {};
-struct rw_none : TAO_PEGTL_KEYWORD("None") {};
+struct reserved_entry {
+  std::string_view word;
+  const char* message;
+};
+inline constexpr reserved_entry reserved_words[] = {
+    {"while", "while loops are not part of kdsl; use a scan (SPEC section 10)"},
+    {"import", "import is not part of kdsl; a .kdsl module is self-contained"},
+    {"from", "from-import is not part of kdsl; a .kdsl module is self-contained"},
+    {"class", "classes are not part of kdsl; write helper functions and kernels"},
+    {"lambda", "lambda is not part of kdsl; define a helper function with def"},
+    {"break", "break is not part of kdsl; a loop always runs to completion"},
+    {"continue", "continue is not part of kdsl; use if/else or where()"},
+    {"with", "with is not part of kdsl"},
+    {"try", "try is not part of kdsl; kernels do not raise exceptions"},
+    {"except", "except is not part of kdsl; kernels do not raise exceptions"},
+    {"finally", "finally is not part of kdsl; kernels do not raise exceptions"},
+    {"raise", "raise is not part of kdsl; kernels do not raise exceptions"},
+    {"global", "global is not part of kdsl; module-level names are constants"},
+    {"nonlocal", "nonlocal is not part of kdsl; functions do not nest"},
+    {"yield", "yield is not part of kdsl; a helper returns its results with return"},
+    {"async", "async is not part of kdsl; kernels are launched by the runtime"},
+    {"await", "await is not part of kdsl; kernels are launched by the runtime"},
+    {"del", "del is not part of kdsl"},
+    {"assert", "assert is not part of kdsl; kernels do not raise exceptions"},
+    {"is", "'is' is not part of kdsl; compare values with == or !="},
+    {"None", "None is not part of kdsl; every value is a number, a bool or a tuple"},
+};
+/// The keywords of SPEC section 2 (each also has its kw_ rule above).
+inline constexpr std::string_view keywords[] = {"and", "def", "elif", "else", "False",  "for", "if",
+                                                "in",  "not", "or",   "pass", "return", "True"};
+
+/// The identifier at the start of [p, end) (empty if there is none).
+inline std::string_view identifier_at(const char* p, const char* end) {
+  const char* q = p;
+  auto word_char = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  if (q < end && word_char(*q) && !(*q >= '0' && *q <= '9')) {
+    while (q < end && word_char(*q)) ++q;
+  }
+  return {p, static_cast<std::size_t>(q - p)};
+}
+
+/// The index of `word` in reserved_words, or -1.
+constexpr int reserved_index(std::string_view word) {
+  for (std::size_t i = 0; i < std::size(reserved_words); ++i) {
+    if (reserved_words[i].word == word) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+constexpr bool is_keyword(std::string_view word) {
+  for (std::string_view k : keywords) {
+    if (k == word) return true;
+  }
+  return false;
+}
+
+/// Matches an identifier that is a keyword or a reserved word (one table lookup, where a sor<>
+/// of keyword rules would compare every word in turn). Analysed as an identifier.
+struct keyword_or_reserved : identifier {
+  template <tao::pegtl::apply_mode A, tao::pegtl::rewind_mode M,
+            template <typename...> class Action, template <typename...> class Control,
+            typename ParseInput, typename... States>
+  [[nodiscard]] static bool match(ParseInput& in, States&&...) {
+    const std::string_view word = identifier_at(in.current(), in.end());
+    if (word.empty() || (!is_keyword(word) && reserved_index(word) < 0)) return false;
+    in.bump(word.size());
+    return true;
+  }
+};
+
+/// The error tag of reserved_words[I].
+template <std::size_t I>
+struct reserved_word : failure {};
+template <std::size_t I>
+inline constexpr const char* message<reserved_word<I>> = reserved_words[I].message;
+
+/// Raises reserved_word<I> for I == index.
+template <template <typename...> class Control, typename ParseInput, typename... States,
+          std::size_t... I>
+void raise_reserved(std::size_t index, std::index_sequence<I...>, const ParseInput& in,
+                    States&&... st) {
+  ((index == I ? Control<reserved_word<I>>::raise(in, st...) : void()), ...);
+}
+
+/// At a reserved word, raises its message; otherwise fails. Analysed as failure.
+struct reserved_use : failure {
+  template <tao::pegtl::apply_mode A, tao::pegtl::rewind_mode M,
+            template <typename...> class Action, template <typename...> class Control,
+            typename ParseInput, typename... States>
+  [[nodiscard]] static bool match(ParseInput& in, States&&... st) {
+    const int index = reserved_index(identifier_at(in.current(), in.end()));
+    if (index >= 0) {
+      raise_reserved<Control>(static_cast<std::size_t>(index),
+                              std::make_index_sequence<std::size(reserved_words)>(),
+                              static_cast<const ParseInput&>(in), st...);
+    }
+    return false;
+  }
+};
 
 // Operators of other languages, rejected with a hint.
 struct op_and_and : string<'&', '&'> {};
 struct op_or_or : string<'|', '|'> {};
 struct op_bang : seq<one<'!'>, not_at<one<'='>>> {};
 struct op_bitwise : sor<one<'&', '|', '^', '~'>, string<'<', '<'>, string<'>', '>'>> {};
-
-/// Matches any of Words (`any`), or raises the message of the one found (`reject`).
-template <typename... Words>
-struct word_set {
-  using any = sor<Words...>;
-  using reject = sor<seq<at<Words>, raise<Words>>...>;
-};
-using reserved_words =
-    word_set<rw_while, rw_import, rw_from, rw_class, rw_lambda, rw_break, rw_continue, rw_with,
-             rw_try, rw_except, rw_finally, rw_raise, rw_global, rw_nonlocal, rw_yield, rw_async,
-             rw_await, rw_del, rw_assert, rw_is, rw_none>;
-using foreign_operators = word_set<op_and_and, op_or_or, op_bang, op_bitwise>;
-
-struct reserved_word : reserved_words::any {};
-struct reserved_use : reserved_words::reject {};
-struct foreign_use : foreign_operators::reject {};
+template <typename Op>
+struct reject : seq<at<Op>, raise<Op>> {};
+struct foreign_use
+    : seq<at<one<'&', '|', '!', '^', '~', '<', '>'>>,
+          sor<reject<op_and_and>, reject<op_or_or>, reject<op_bang>, reject<op_bitwise>>> {};
 
 /// A required Token; a reserved word or foreign operator in its place raises its own message.
 template <typename Token>
 struct expect : sor<Token, reserved_use, foreign_use> {};
 
 /// An identifier that is not a keyword or a reserved word.
-struct name : seq<not_at<keyword>, not_at<reserved_word>, identifier> {};
+struct name : seq<not_at<keyword_or_reserved>, identifier> {};
 
 // Numbers: `42`, `1_000`, `1.0`, `.5`, `3.`, `1e-6`.
 struct digits : seq<digit, star<opt<one<'_'>>, digit>> {};
@@ -166,9 +237,12 @@ struct exponent_digits : seq<digits> {};
 struct exponent : seq<one<'e', 'E'>, opt<one<'+', '-'>>, must<exponent_digits>> {};
 struct float_lit : sor<seq<digits, one<'.'>, opt<digits>, opt<exponent>>,
                        seq<one<'.'>, digits, opt<exponent>>, seq<digits, exponent>> {};
-struct int_lit : digits {};
+struct int_lit : sor<seq<one<'0'>, star<opt<one<'_'>>, one<'0'>>>,
+                     seq<tao::pegtl::range<'1', '9'>, star<opt<one<'_'>>, digit>>> {};
+struct leading_zeros : failure {};
 struct number_end : not_at<sor<identifier_other, one<'.'>>> {};
-struct number : seq<sor<float_lit, int_lit>, must<number_end>> {};
+struct number
+    : seq<sor<float_lit, int_lit>, opt<at<digit>, raise<leading_zeros>>, must<number_end>> {};
 
 // Strings: "...", '...', """...""", '''...'''. A backslash escapes the next character.
 struct escape : seq<one<'\\'>, any> {};
@@ -369,7 +443,8 @@ struct generics_close : expect<one<']'>> {};
 struct generics : seq<one<'['>, ws, list1<generic_first, generic_next, generics_close>> {};
 
 struct varargs : failure {};
-struct star_param : seq<one<'*'>, opt<ws, at<sor<one<'*'>, identifier_first>>, raise<varargs>>> {};
+struct star_param
+    : sor<seq<at<one<'*'>, ws, sor<one<'*'>, identifier_first>>, raise<varargs>>, one<'*'>> {};
 struct param_name : name {};
 struct param_annotation_expr : seq<expr> {};
 struct param_annotation : seq<colon, ws, must<param_annotation_expr>> {};
@@ -475,27 +550,6 @@ struct line : seq<ws, must<statement>> {};
 // Messages
 
 // clang-format off
-template <> inline constexpr const char* message<rw_while> = "while loops are not part of kdsl; use a scan (SPEC section 10)";
-template <> inline constexpr const char* message<rw_import> = "import is not part of kdsl; a .kdsl module is self-contained";
-template <> inline constexpr const char* message<rw_from> = "from-import is not part of kdsl; a .kdsl module is self-contained";
-template <> inline constexpr const char* message<rw_class> = "classes are not part of kdsl; write helper functions and kernels";
-template <> inline constexpr const char* message<rw_lambda> = "lambda is not part of kdsl; define a helper function with def";
-template <> inline constexpr const char* message<rw_break> = "break is not part of kdsl; a loop always runs to completion";
-template <> inline constexpr const char* message<rw_continue> = "continue is not part of kdsl; use if/else or where()";
-template <> inline constexpr const char* message<rw_with> = "with is not part of kdsl";
-template <> inline constexpr const char* message<rw_try> = "try is not part of kdsl; kernels do not raise exceptions";
-template <> inline constexpr const char* message<rw_except> = "except is not part of kdsl; kernels do not raise exceptions";
-template <> inline constexpr const char* message<rw_finally> = "finally is not part of kdsl; kernels do not raise exceptions";
-template <> inline constexpr const char* message<rw_raise> = "raise is not part of kdsl; kernels do not raise exceptions";
-template <> inline constexpr const char* message<rw_global> = "global is not part of kdsl; module-level names are constants";
-template <> inline constexpr const char* message<rw_nonlocal> = "nonlocal is not part of kdsl; functions do not nest";
-template <> inline constexpr const char* message<rw_yield> = "yield is not part of kdsl; a helper returns its results with return";
-template <> inline constexpr const char* message<rw_async> = "async is not part of kdsl; kernels are launched by the runtime";
-template <> inline constexpr const char* message<rw_await> = "await is not part of kdsl; kernels are launched by the runtime";
-template <> inline constexpr const char* message<rw_del> = "del is not part of kdsl";
-template <> inline constexpr const char* message<rw_assert> = "assert is not part of kdsl; kernels do not raise exceptions";
-template <> inline constexpr const char* message<rw_is> = "'is' is not part of kdsl; compare values with == or !=";
-template <> inline constexpr const char* message<rw_none> = "None is not part of kdsl; every value is a number, a bool or a tuple";
 template <> inline constexpr const char* message<op_and_and> = "'&&' is not part of kdsl; use 'and'";
 template <> inline constexpr const char* message<op_or_or> = "'||' is not part of kdsl; use 'or'";
 template <> inline constexpr const char* message<op_bang> = "'!' is not part of kdsl; use 'not'";
@@ -503,6 +557,7 @@ template <> inline constexpr const char* message<op_bitwise> = "bitwise operator
 
 template <> inline constexpr const char* message<exponent_digits> = "expected digits in the exponent of a number";
 template <> inline constexpr const char* message<number_end> = "invalid number literal";
+template <> inline constexpr const char* message<leading_zeros> = "an integer literal cannot have leading zeros";
 template <char Q> inline constexpr const char* message<short_string_rest<Q>> = "unterminated string literal";
 template <char Q> inline constexpr const char* message<long_string_rest<Q>> = "unterminated string literal";
 

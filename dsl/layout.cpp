@@ -34,8 +34,7 @@ std::string quoted(char c) {
   return std::string("'") + c + "'";
 }
 
-/// The keyword a block header starts with, when it is one whose block SPEC section 2 names in
-/// "expected an indented block after 'X'"; empty otherwise.
+/// The keyword a block header starts with (def, for, if, elif, else); empty otherwise.
 std::string_view header_keyword(std::string_view text) {
   size_t n = 0;
   while (n < text.size() && (std::isalnum(static_cast<unsigned char>(text[n])) || text[n] == '_')) {
@@ -98,10 +97,13 @@ void Indenter::add(LogicalLine& line) {
   if (line.indent < top) dedent(line);
   line.depth = depth_;
   if (depth_ > max_block_depth) line.broken = true;  // reported once, where the depth grew
-  if (line.opens_block || line.broken) {
+  // A line may be followed by a block when it ends in ':', when it starts with a header's
+  // keyword (a header without its ':' is a syntax error the grammar reports) or when it is
+  // broken. Only a well-formed header is reported when no block follows it.
+  pending_keyword_ = std::string(header_keyword(line.text));
+  if (line.opens_block || line.broken || !pending_keyword_.empty()) {
     pending_ = true;
-    pending_keyword_ = std::string(header_keyword(line.text));
-    pending_silent_ = line.broken || pending_keyword_.empty();
+    pending_silent_ = line.broken || !line.opens_block || pending_keyword_.empty();
     pending_end_ = line.offsets.back();
   }
 }
@@ -181,6 +183,7 @@ class Scanner {
 std::vector<LogicalLine> Scanner::run() {
   std::vector<LogicalLine> lines;
   Indenter indenter(file_, diags_);
+  if (text_.starts_with("\xEF\xBB\xBF")) pos_ = 3;  // a UTF-8 byte order mark
   while (!at_end()) {
     if (skip_blank_line()) continue;
     LogicalLine line;

@@ -17,8 +17,9 @@ namespace kdsl {
 /// After: every layout error, syntax error and module-structure error of the file has been
 /// reported to `diags` (a line with an error is skipped with its block, and parsing goes on).
 /// The returned module keeps `file` alive and holds the docstring, constants and functions that
-/// parsed, in source order; every Expr and Stmt in it has loc and end. When `diags` has errors
-/// the module is incomplete and only good for more diagnostics.
+/// parsed, in source order; every Expr and Stmt in it has loc and end (an expression in
+/// parentheses spans them too; a for/if statement spans its header line, keyword to ':'). When
+/// `diags` has errors the module is incomplete and only good for more diagnostics.
 std::unique_ptr<ast::Module> parse_module(std::shared_ptr<const SourceFile> file,
                                           Diagnostics& diags);
 

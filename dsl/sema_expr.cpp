@@ -47,6 +47,20 @@ const UnaryBuiltin* find_unary(const std::string& name) {
   return nullptr;
 }
 
+bool is_bool_result(ir::UnaryFn fn) {
+  return fn == ir::UnaryFn::isnan || fn == ir::UnaryFn::isinf || fn == ir::UnaryFn::isfinite;
+}
+
+Form join(Form a, Form b) {
+  return a == Form::vector || b == Form::vector ? Form::vector : Form::scalar;
+}
+
+std::string plural(size_t n, const char* word, const char* words) {
+  return fmt::format("{} {}", n, n == 1 ? word : words);
+}
+
+}  // namespace
+
 bool is_builtin(const std::string& name) {
   if (find_unary(name)) return true;
   for (const char* b : kOtherBuiltins) {
@@ -61,18 +75,6 @@ std::vector<std::string> builtin_names() {
   for (const char* b : kOtherBuiltins) out.push_back(b);
   return out;
 }
-
-bool is_bool_result(ir::UnaryFn fn) {
-  return fn == ir::UnaryFn::isnan || fn == ir::UnaryFn::isinf || fn == ir::UnaryFn::isfinite;
-}
-
-Form join(Form a, Form b) { return a == Form::vector || b == Form::vector ? Form::vector : Form::scalar; }
-
-std::string plural(size_t n, const char* word) {
-  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
-}
-
-}  // namespace
 
 bool Value::same_as(const Value& o) const {
   if (kind != o.kind) return false;
@@ -132,6 +134,26 @@ std::string Lowerer::describe(const Value& v) const {
   }
 }
 
+std::string Lowerer::example_view(int32_t tensor) const {
+  const ir::TensorParam& t = kernel_->tensors[tensor];
+  std::string out = t.name + "[";
+  std::vector<bool> used(kernel_->loop.size(), false);
+  for (size_t ax = 0; ax < t.shape.size(); ++ax) {
+    std::string idx = "?";
+    if (t.shape[ax].symbol >= 0 && t.shape[ax].symbol == kernel_->vector_symbol) idx = ":";
+    for (size_t l = 0; idx == "?" && l < kernel_->loop.size(); ++l) {
+      if (!used[l] && kernel_->loop[l].extent == t.shape[ax].symbol) {
+        idx = kernel_->loop[l].name;
+        used[l] = true;
+      }
+    }
+    if (idx == "?" && t.shape[ax].symbol < 0) idx = "0";
+    if (idx == "?" && kernel_->vector_symbol < 0 && out.find(':') == std::string::npos) idx = ":";
+    out += (ax ? ", " : "") + idx;
+  }
+  return out + "]";
+}
+
 std::vector<std::string> Lowerer::visible_names() const {
   std::vector<std::string> out = scope_.names();
   for (const auto& [n, v] : frames_.back().locals) out.push_back(n);
@@ -166,11 +188,12 @@ Value Lowerer::lookup(const ast::Expr& e) {
   Frame& f = frames_.back();
   if (auto it = f.locals.find(n); it != f.locals.end()) {
     if (it->second.kind == Kind::undefined) {
-      diags().error(e.loc,
-                    fmt::format("'{}' is assigned on only one path of the if at line {}, so it "
-                                "may be undefined here",
-                                n, it->second.where.line),
-                    e.span());
+      auto& d = diags().error(e.loc,
+                              fmt::format("'{}' is assigned on only one path of the if at line "
+                                          "{}, so it may be undefined here",
+                                          n, it->second.where.line),
+                              e.span());
+      d.hint = fmt::format("assign '{}' before the if, or on every branch of it", n);
       return Value::error();
     }
     return it->second;
@@ -274,9 +297,9 @@ Value Lowerer::vector_of_tensor(int32_t tensor, const ast::Expr& at) {
     return Value::of(builder_->add(std::move(n)), {t.dtype, Form::vector});
   }
   diags().error(at.loc,
-                fmt::format("'{}' is a tensor; index it (for example {}[{}]) to read a vector "
+                fmt::format("'{}' is a tensor; index it (for example {}) to read a vector "
                             "or an element",
-                            t.name, t.name, t.shape.size() == 1 ? "m" : "m, :"),
+                            t.name, example_view(tensor)),
                 at.span());
   return Value::error();
 }
@@ -293,10 +316,13 @@ Value Lowerer::materialize(const Value& v, DType t, const ast::Expr* at) {
   if (v.kind != Kind::weak) return v;
   if (is_int(t) && !v.is_int) {
     if (at) {
-      diags().error(at->loc,
-                    fmt::format("the number {} is not an integer but is used as {}", v.num,
-                                dtype_name(t)),
-                    at->span());
+      auto& d = diags().error(
+          at->loc,
+          fmt::format("the number {} is not an integer but is used as {}", v.num, dtype_name(t)),
+          at->span());
+      d.hint =
+          "number literals adapt to the dtype of the other operand; convert the integer "
+          "operand to a float first, e.g. f32(...)";
     }
     return Value::error();
   }
@@ -309,6 +335,40 @@ Value Lowerer::materialize(const Value& v, DType t, const ast::Expr* at) {
     return Value::error();
   }
   return constant(v.num, t);
+}
+
+std::optional<double> Lowerer::fold(ir::ValueId id, bool* int_div_by_zero) const {
+  const ir::Node& n = builder_->node(id);
+  std::vector<double> a;
+  for (ir::ValueId arg : n.args) {
+    auto x = fold(arg, int_div_by_zero);
+    if (!x) return std::nullopt;
+    a.push_back(*x);
+  }
+  switch (n.op) {
+    case Op::constant:
+      return n.number;
+    case Op::cast:
+      return round_to(n.type.dtype, a[0]);
+    case Op::unary:
+      return ref_unary(static_cast<ir::UnaryFn>(n.fn), a[0]);
+    case Op::compare:
+      return ref_compare(static_cast<ir::CompareFn>(n.fn), a[0], a[1]) ? 1 : 0;
+    case Op::select:
+      return a[0] != 0 ? a[1] : a[2];
+    case Op::binary: {
+      auto fn = static_cast<ir::BinaryFn>(n.fn);
+      if (fn == ir::BinaryFn::complex) return std::nullopt;
+      if (is_int(n.type.dtype) && a[1] == 0 &&
+          (fn == ir::BinaryFn::floordiv || fn == ir::BinaryFn::mod)) {
+        *int_div_by_zero = true;
+        return std::nullopt;
+      }
+      return ref_binary(fn, a[0], a[1]);
+    }
+    default:
+      return std::nullopt;
+  }
 }
 
 Value Lowerer::to_node(const Value& v, const ast::Expr* at) {
@@ -668,41 +728,76 @@ bool Lowerer::parse_view(const ast::Expr& e, int32_t tensor, ir::View* out) {
   const ir::TensorParam& t = kernel_->tensors[tensor];
   size_t n = e.args.size() - 1;
   if (n != t.shape.size()) {
-    diags().error(e.loc,
-                  fmt::format("'{}' has {} but is indexed with {}", t.name,
-                              plural(t.shape.size(), "axis"), plural(n, "index")),
-                  e.span());
+    diags().error(
+        e.loc,
+        fmt::format("'{}' has {} but is indexed with {}", t.name,
+                    plural(t.shape.size(), "axis", "axes"), plural(n, "index", "indices")),
+        e.span());
     return false;
   }
   auto symbol_name = [&](const ir::Extent& x) {
     return x.symbol >= 0 ? kernel_->symbols[x.symbol].name : std::to_string(x.constant);
   };
-  bool vector_seen = false;
+  const ast::Expr* second_slice = nullptr;
+  size_t slices = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (e.args[i + 1]->kind != ast::ExprKind::slice) continue;
+    if (++slices == 2) second_slice = e.args[i + 1].get();
+  }
+  if (second_slice) {
+    auto& d = diags().error(second_slice->loc,
+                            fmt::format("a view has at most one ':' (the vector axis), but '{}' "
+                                        "has {}",
+                                        ast::print(e), slices),
+                            second_slice->span());
+    d.hint = "index the other axes by loop variables of the parallel loop";
+    return false;
+  }
   for (size_t i = 0; i < n; ++i) {
     const ast::Expr& idx = *e.args[i + 1];
     const ir::Extent& ext = t.shape[i];
     if (idx.kind == ast::ExprKind::slice) {
-      if (vector_seen) {
-        diags().error(idx.loc, "a view has at most one ':' (the vector axis)", idx.span());
-        return false;
-      }
-      if (ext.symbol < 0 || ext.symbol != kernel_->vector_symbol) {
+      if (ext.symbol < 0) {
         diags().error(idx.loc,
-                      fmt::format("':' takes axis {} of '{}', of size {}, but the vector axis of "
-                                  "this kernel is {}",
-                                  i, t.name, symbol_name(ext),
-                                  kernel_->vector_symbol >= 0
-                                      ? kernel_->symbols[kernel_->vector_symbol].name
-                                      : "not set"),
+                      fmt::format("':' needs an axis whose size is a shape symbol, but axis {} of "
+                                  "'{}' has the fixed size {}",
+                                  i, t.name, ext.constant),
                       idx.span());
         return false;
       }
-      vector_seen = true;
+      if (kernel_->vector_symbol < 0) {
+        diags().error(idx.loc, "':' (a view) is only used inside the parallel loop", idx.span());
+        return false;
+      }
+      if (ext.symbol != kernel_->vector_symbol) {
+        auto& d = diags().error(
+            idx.loc,
+            fmt::format("':' marks axis {} of '{}' (size {}), but the vectors of this kernel "
+                        "run along {}",
+                        i, t.name, symbol_name(ext), kernel_->symbols[kernel_->vector_symbol].name),
+            idx.span());
+        d.hint = fmt::format(
+            "every ':' of a kernel is on an axis of size {} (the vector axis, "
+            "set by its first view); index this axis by a loop variable",
+            kernel_->symbols[kernel_->vector_symbol].name);
+        return false;
+      }
       out->push_back({ir::AxisIndex::Kind::vector, 0});
       continue;
     }
     if (idx.kind == ast::ExprKind::int_lit) {
-      if (ext.symbol < 0 && idx.int_value >= ext.constant) {
+      if (ext.symbol >= 0) {
+        auto& d = diags().error(idx.loc,
+                                fmt::format("a constant index needs an axis of fixed size, but "
+                                            "axis {} of '{}' has size {}, known only at launch",
+                                            i, t.name, symbol_name(ext)),
+                                idx.span());
+        d.hint =
+            "give the axis a fixed size in the tensor's type, as in (M, 2), or index it "
+            "with ':' or a loop variable";
+        return false;
+      }
+      if (idx.int_value >= ext.constant) {
         diags().error(idx.loc,
                       fmt::format("index {} is out of range for axis {} of '{}' (size {})",
                                   idx.int_value, i, t.name, ext.constant),
@@ -719,10 +814,15 @@ bool Lowerer::parse_view(const ast::Expr& e, int32_t tensor, ir::View* out) {
       }
     }
     if (var < 0) {
-      diags().error(idx.loc,
-                    "a tensor index is a loop variable of the parallel loop, ':' or an integer "
-                    "constant",
-                    idx.span());
+      std::string what = idx.kind == ast::ExprKind::name
+                             ? fmt::format("'{}' is not a loop variable; ", idx.name)
+                             : std::string();
+      auto& d = diags().error(idx.loc,
+                              what +
+                                  "tensors are indexed by the variables of the parallel "
+                                  "loop, ':' or integer constants",
+                              idx.span());
+      d.hint = "there is no gather: an index cannot be a computed value";
       return false;
     }
     if (kernel_->loop[var].extent != ext.symbol) {
@@ -834,6 +934,21 @@ Value Lowerer::call(const ast::Expr& e) {
       Value im = cast(materialize(args[1], DType::f32, e.args[2].get()), DType::f32, &e);
       return binary(ir::BinaryFn::complex, re, im, e, "c64");
     }
+    // An explicit cast rounds (SPEC section 14), also to the dtype a value already has: the
+    // interpreter keeps computed values in float64, so f32(a + b) of f32 a and b rounds there.
+    // Loads, parameters, constants and casts already hold values of their dtype.
+    const Value& v = args[0];
+    if (v.kind == Kind::node && v.type.dtype == f.dtype && is_float(f.dtype) &&
+        f.dtype != DType::f64) {
+      Op op = builder_->node(v.id).op;
+      if (op != Op::load && op != Op::param && op != Op::constant && op != Op::cast) {
+        ir::Node n;
+        n.op = Op::cast;
+        n.args = {v.id};
+        n.type = v.type;
+        return Value::of(builder_->add(std::move(n)), v.type);
+      }
+    }
     return cast(args[0], f.dtype, &e);
   }
   if (f.kind == Kind::helper) {
@@ -855,8 +970,8 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e,
                             std::vector<Value>& args) {
   auto arity = [&](size_t lo, size_t hi) {
     if (args.size() >= lo && args.size() <= hi) return true;
-    std::string expect = lo == hi ? plural(lo, "argument")
-                                  : fmt::format("{} to {} arguments", lo, hi);
+    std::string expect =
+        lo == hi ? plural(lo, "argument", "arguments") : fmt::format("{} to {} arguments", lo, hi);
     diags().error(e.loc, fmt::format("{}() takes {} ({} given)", name, expect, args.size()),
                   e.span());
     return false;
@@ -911,9 +1026,10 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e,
     if (!arity(3, 3)) return Value::error();
     Value c = args[0];
     if (c.kind != Kind::node || c.type.dtype != DType::b8) {
-      diags().error(a0.loc,
-                    fmt::format("the condition of where() must be a bool, not {}", describe(c)),
-                    a0.span());
+      auto& d = diags().error(
+          a0.loc, fmt::format("the condition of where() must be a bool, not {}", describe(c)),
+          a0.span());
+      d.hint = "write a comparison, e.g. where(v != 0.0, a, b)";
       return Value::error();
     }
     for (int i = 1; i <= 2; ++i) {
@@ -926,6 +1042,12 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e,
   if (name == "mean") {
     Value s = reduce(ir::ReduceKind::sum, args[0], a0, name);
     if (s.is_error()) return s;
+    if (!is_float(s.type.dtype) && s.type.dtype != DType::c64) {
+      auto& d = diags().error(
+          a0.loc, fmt::format("mean() needs a float vector, not {}", describe(args[0])), a0.span());
+      d.hint = "convert it first, e.g. mean(f32(...))";
+      return Value::error();
+    }
     ir::Node n;
     n.op = Op::shape;
     n.index = kernel_->vector_symbol;

@@ -68,6 +68,11 @@ struct ConstValue {
   std::optional<DType> dtype;  // set for annotated constants (`EPS: f32 = 1e-6`)
 };
 
+/// The built-in functions (exp, sum, where, parallel, ...): their names are not looked up in
+/// scopes.
+bool is_builtin(const std::string& name);
+std::vector<std::string> builtin_names();
+
 /// Named dtype sets usable as generic constraints: float, half, real, complex.
 std::optional<std::vector<DType>> dtype_set(const std::string& name);
 
@@ -94,7 +99,7 @@ class ModuleScope {
   std::map<std::string, const ast::FunctionDef*> functions_;
   std::map<std::string, const ast::ConstDef*> constants_;
   std::map<std::string, std::optional<ConstValue>> evaluated_;
-  std::set<std::string> evaluating_;
+  std::vector<std::string> evaluating_;  // constants being evaluated, outermost first
   std::set<std::pair<uint32_t, std::string>> reported_;
 };
 
@@ -140,6 +145,10 @@ class Lowerer {
   Value materialize(const Value& v, DType t, const ast::Expr* at);
   /// Converts a weak number to a node of its default dtype (f32, or i32 for integers).
   Value to_node(const Value& v, const ast::Expr* at);
+  /// The value of node `id` when it depends on constants only (casts round, other operations are
+  /// exact in float64, as in the interpreter); nullopt otherwise. Sets `*int_div_by_zero` when
+  /// an integer // or % by zero is met.
+  std::optional<double> fold(ir::ValueId id, bool* int_div_by_zero) const;
   Value constant(double v, DType t, ir::Form form = ir::Form::scalar);
   Value cast(const Value& v, DType t, const ast::Expr* at);
   Value select(const Value& c, const Value& a, const Value& b, const ast::Expr* at);
@@ -188,6 +197,8 @@ class Lowerer {
   bool unify(Value& a, Value& b, const ast::Expr& at, const char* spelling);
   bool expect_node(const Value& v, const ast::Expr& at, const char* what);
   std::string describe(const Value& v) const;
+  /// How tensor `tensor` could be indexed here, for hints: `x[m, :]`, `rstd[m]`.
+  std::string example_view(int32_t tensor) const;
   const ast::Expr* keyword(const ast::Expr& call, const std::string& name) const;
 
   // Statements.
@@ -198,6 +209,10 @@ class Lowerer {
   void store(const ast::Expr& target, Value v, bool accumulate, const ast::Stmt& s);
   void if_stmt(const ast::Stmt& s);
   void for_stmt(const ast::Stmt& s);
+  /// Outputs stored by statements that are not lowered (after an error) count as attempted, so
+  /// that the error is not followed by "never written".
+  void skip_stores(const ast::Expr& target);
+  void skip_stores(const std::vector<ast::StmtPtr>& body);
   Value merge(const Value& cond, const Value& a, const Value& b, const std::string& what,
               const ast::Stmt& s);
 
@@ -210,6 +225,8 @@ class Lowerer {
   std::vector<Frame> frames_;
   std::vector<const ast::FunctionDef*> inline_stack_;
   std::map<StoreKey, StoreState> stores_;
+  // Outputs with a store that failed with an error: not also reported as "never written".
+  std::set<int32_t> failed_stores_;
   bool in_loop_ = false;
   bool loop_seen_ = false;
 };

@@ -19,21 +19,30 @@ std::optional<std::vector<DType>> dtype_set(const std::string& name) {
 }
 
 ModuleScope::ModuleScope(const ast::Module& m, Diagnostics& diags) : module_(m), diags_(diags) {
-  for (const auto& f : m.functions) {
-    if (functions_.count(f.name) || constants_.count(f.name)) {
-      diags_.error(f.loc, fmt::format("'{}' is defined twice in this module", f.name),
-                   static_cast<uint32_t>(f.name.size()));
+  // Names are registered in source order, so a second definition is the one reported.
+  struct Def {
+    const std::string* name;
+    SourceLoc loc;
+    const ast::FunctionDef* fn;
+    const ast::ConstDef* c;
+  };
+  std::vector<Def> defs;
+  for (const auto& f : m.functions) defs.push_back({&f.name, f.loc, &f, nullptr});
+  for (const auto& c : m.constants) defs.push_back({&c.name, c.loc, nullptr, &c});
+  std::stable_sort(defs.begin(), defs.end(),
+                   [](const Def& a, const Def& b) { return a.loc.offset < b.loc.offset; });
+  std::map<std::string, SourceLoc> first;
+  for (const Def& d : defs) {
+    auto [it, fresh] = first.insert({*d.name, d.loc});
+    if (!fresh) {
+      diags_.error(d.loc,
+                   fmt::format("'{}' is defined twice in this module (first at line {})", *d.name,
+                               it->second.line),
+                   static_cast<uint32_t>(d.name->size()));
       continue;
     }
-    functions_[f.name] = &f;
-  }
-  for (const auto& c : m.constants) {
-    if (functions_.count(c.name) || constants_.count(c.name)) {
-      diags_.error(c.loc, fmt::format("'{}' is defined twice in this module", c.name),
-                   static_cast<uint32_t>(c.name.size()));
-      continue;
-    }
-    constants_[c.name] = &c;
+    if (d.fn) functions_[*d.name] = d.fn;
+    if (d.c) constants_[*d.name] = d.c;
   }
 }
 
@@ -57,13 +66,20 @@ std::optional<ConstValue> ModuleScope::constant(const std::string& name) {
   auto done = evaluated_.find(name);
   if (done != evaluated_.end()) return done->second;
   const ast::ConstDef* def = constants_.at(name);
-  if (evaluating_.count(name)) {
-    diags_.error(def->loc, fmt::format("constant '{}' is defined in terms of itself", name),
+  auto cycle = std::find(evaluating_.begin(), evaluating_.end(), name);
+  if (cycle != evaluating_.end()) {
+    std::string chain;
+    for (auto it = cycle; it != evaluating_.end(); ++it) chain += *it + " -> ";
+    chain += name;
+    diags_.error(def->loc,
+                 cycle + 1 == evaluating_.end()
+                     ? fmt::format("constant '{}' is defined in terms of itself", name)
+                     : fmt::format("constant '{}' is defined in terms of itself ({})", name, chain),
                  static_cast<uint32_t>(name.size()));
     evaluated_[name] = std::nullopt;
     return std::nullopt;
   }
-  evaluating_.insert(name);
+  evaluating_.push_back(name);
   std::optional<ConstValue> v = eval_constant_expr(*this, *def->value);
   if (v && def->annotation) {
     const ast::Expr& a = *def->annotation;
@@ -83,7 +99,8 @@ std::optional<ConstValue> ModuleScope::constant(const std::string& name) {
       v->value = round_to(*t, v->value);
     }
   }
-  evaluating_.erase(name);
+  evaluating_.pop_back();
+  if (evaluated_.count(name)) return std::nullopt;  // part of a cycle, already reported
   evaluated_[name] = v;
   return v;
 }
@@ -94,7 +111,18 @@ std::optional<ConstValue> eval_constant_expr(ModuleScope& scope, const ast::Expr
   Value v = low.expr(e);
   if (v.is_error() || scope.diags().error_count() != errors) return std::nullopt;
   if (v.kind == Value::Kind::weak) return ConstValue{v.num, v.is_int, std::nullopt};
-  scope.diags().error(e.loc, "expected a constant expression (numbers, constants and arithmetic)",
+  bool div_by_zero = false;
+  if (v.kind == Value::Kind::node && v.type.dtype != DType::c64) {
+    // Typed: an annotated constant, a cast or a bool in the expression.
+    if (auto x = low.fold(v.id, &div_by_zero)) {
+      DType t = v.type.dtype;
+      return ConstValue{round_to(t, *x), is_int(t) || t == DType::b8, t};
+    }
+  }
+  scope.diags().error(e.loc,
+                      div_by_zero ? "division by zero in a constant expression"
+                                  : "expected a constant expression (numbers, constants, "
+                                    "arithmetic and math functions)",
                       e.span());
   return std::nullopt;
 }
@@ -289,11 +317,12 @@ struct HeaderBuilder {
       bool used = false;
       for (const auto& p : sig.params) used |= p.is_tensor && p.generic == static_cast<int>(g);
       if (!used) {
-        diags().error(sig.generics[g].loc,
-                      fmt::format("generic '{}' is not the dtype of any tensor parameter, so a "
-                                  "launch cannot infer it",
-                                  sig.generics[g].name),
-                      static_cast<uint32_t>(sig.generics[g].name.size()));
+        auto& d = diags().error(sig.generics[g].loc,
+                                fmt::format("generic '{}' is not the dtype of any tensor "
+                                            "parameter, so a launch cannot infer it",
+                                            sig.generics[g].name),
+                                static_cast<uint32_t>(sig.generics[g].name.size()));
+        d.hint = "make it the dtype of a tensor parameter, or use a fixed dtype such as f32";
         ok = false;
       }
     }
@@ -324,8 +353,11 @@ struct HeaderBuilder {
     }
     const ast::Expr& call = *s->value;
     if (call.args.size() - 1 != s->targets.size()) {
-      error(call, fmt::format("parallel() has {} extents but the loop has {} variables",
-                              call.args.size() - 1, s->targets.size()));
+      size_t extents = call.args.size() - 1, vars = s->targets.size();
+      error(call,
+            fmt::format("parallel() has {} extent{} but the loop has {} variable{}", extents,
+                        extents == 1 ? "" : "s", vars, vars == 1 ? "" : "s"),
+            "give one extent (a shape symbol) per loop variable");
       return;
     }
     if (!call.keywords.empty()) {

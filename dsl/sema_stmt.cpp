@@ -105,13 +105,18 @@ void Lowerer::stmt(const ast::Stmt& s) {
       return;
     }
     case ast::StmtKind::pass: return;
-    case ast::StmtKind::return_:
-      diags().error(s.loc,
-                    frames_.back().helper
-                        ? "return must be the last statement of a helper"
-                        : "kernels do not return values; they write Out[...] parameters",
-                    6);
+    case ast::StmtKind::return_: {
+      bool helper = frames_.back().helper;
+      auto& d = diags().error(s.loc,
+                              helper ? "return must be the last statement of a helper"
+                                     : "kernels do not return values; they write Out[...] "
+                                       "parameters",
+                              6);
+      if (helper) {
+        d.hint = "assign the result on each branch of the if (or use where), then return it once";
+      }
       return;
+    }
     case ast::StmtKind::for_: for_stmt(s); return;
     case ast::StmtKind::if_: if_stmt(s); return;
   }
@@ -150,7 +155,14 @@ void Lowerer::aug_assign(const ast::Stmt& s) {
   Value v = expr(*s.value);
   if (target.kind == ast::ExprKind::subscript) {
     if (s.aug_op != ast::BinaryOp::add) {
-      diags().error(s.loc, "only += is supported on tensor elements", s.end - s.loc.offset);
+      static const char* const ops[] = {"+=", "-=", "*=", "/="};
+      auto& d = diags().error(s.loc,
+                              fmt::format("'{}' into a tensor is not supported; tensors take = "
+                                          "and += only",
+                                          ops[static_cast<int>(s.aug_op)]),
+                              s.end - s.loc.offset);
+      if (s.aug_op == ast::BinaryOp::sub) d.hint = "add the negated value: += -(...)";
+      skip_stores(target);
       return;
     }
     store(target, v, true, s);
@@ -185,6 +197,7 @@ void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast
     return;
   }
   const ir::TensorParam& t = kernel_->tensors[b.index];
+  failed_stores_.insert(b.index);  // until the store below is recorded
   if (t.role == ir::Role::in) {
     auto& d = diags().error(base.loc,
                             fmt::format("'{}' is an input (Tensor[...]) and cannot be written",
@@ -224,11 +237,11 @@ void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast
   if (!expect_node(v, *s.value, "a store")) return;
   if (!vector_view && v.is_vector()) {
     auto& d = diags().error(s.value->loc,
-                            fmt::format("{} is one element per iteration, but the value is a "
-                                        "vector",
-                                        t.name),
+                            fmt::format("'{}' is a single element, but the value stored into it "
+                                        "is {}",
+                                        ast::print(target), describe(v)),
                             s.value->span());
-    d.hint = "reduce it first, e.g. sum(...), max(...), mean(...)";
+    d.hint = "reduce the vector first (sum, mean, max, ...), or store it into a view with ':'";
     return;
   }
   DType acc = accumulator_dtype(t.dtype);
@@ -263,9 +276,9 @@ void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast
   StoreState& st = stores_[key];
   if (st.kind != StoreState::Kind::unset && st.store != (reduce ? ir::StoreKind::reduce
                                                                  : ir::StoreKind::write)) {
-    diags().error(target.loc, "internal: mixed store kinds", target.span());
-    return;
+    throw InternalError("sema: one view stored both as a column reduction and a write");
   }
+  failed_stores_.erase(b.index);
   st.store = reduce ? ir::StoreKind::reduce : ir::StoreKind::write;
   st.loc = target.loc;
   if (!accumulate) {
@@ -382,8 +395,8 @@ void Lowerer::if_stmt(const ast::Stmt& s) {
       bool reduce = out.store == ir::StoreKind::reduce;
       auto fill = [&](StoreState& x) {
         if (x.kind != StoreState::Kind::unset) return true;
-        if (reduce) {
-          x.value = constant(0, acc);
+        if (reduce || (t.role == ir::Role::out && out.kind == StoreState::Kind::accumulated)) {
+          x.value = constant(0, acc);  // += into an Out tensor starts from zero
         } else if (t.role == ir::Role::inout) {
           ir::Node n;
           n.op = Op::load;
@@ -402,6 +415,7 @@ void Lowerer::if_stmt(const ast::Stmt& s) {
                                               t.name, s.loc.line),
                                   static_cast<uint32_t>(t.name.size()));
           d.hint = "write it on both branches, or choose the value with where(...)";
+          failed_stores_.insert(key.tensor);
           return false;
         }
         x.kind = StoreState::Kind::written;
@@ -425,17 +439,50 @@ void Lowerer::if_stmt(const ast::Stmt& s) {
   stores_ = std::move(merged_stores);
 }
 
+void Lowerer::skip_stores(const ast::Expr& target) {
+  if (!kernel_) return;
+  if (target.kind == ast::ExprKind::tuple) {
+    for (const auto& t : target.args) skip_stores(*t);
+  }
+  if (target.kind != ast::ExprKind::subscript || target.args[0]->kind != ast::ExprKind::name) {
+    return;
+  }
+  for (size_t i = 0; i < kernel_->tensors.size(); ++i) {
+    if (kernel_->tensors[i].name == target.args[0]->name) {
+      failed_stores_.insert(static_cast<int32_t>(i));
+    }
+  }
+}
+
+void Lowerer::skip_stores(const std::vector<ast::StmtPtr>& body) {
+  for (const auto& s : body) {
+    for (const auto& t : s->targets) skip_stores(*t);
+    skip_stores(s->body);
+    skip_stores(s->orelse);
+  }
+}
+
 void Lowerer::for_stmt(const ast::Stmt& s) {
   if (!is_parallel_loop(s)) {
     auto& d = diags().error(s.loc, "for loops iterate over parallel(...) only", 3);
     d.hint = "work along the vector axis is written with vectors, reductions and scans";
+    skip_stores(s.body);
     return;
   }
-  if (in_loop_ || frames_.back().helper || loop_seen_) {
+  if (frames_.back().helper) {
+    auto& d = diags().error(s.loc, "helpers cannot contain loops", 3);
+    d.hint =
+        "a helper runs inside the kernel's parallel loop; work along a row is written with "
+        "vectors";
+    skip_stores(s.body);
+    return;
+  }
+  if (in_loop_ || loop_seen_) {
     diags().error(s.loc,
                   "a kernel has exactly one parallel loop, at the top level of its body; "
                   "loops along the vector axis are implicit (vectors)",
                   3);
+    skip_stores(s.body);
     return;
   }
   for (const auto& t : s.targets) {
@@ -456,6 +503,9 @@ void Lowerer::lower_kernel_body(const ast::FunctionDef& fn) {
   bool after_reported = false;
   for (const auto& s : fn.body) {
     if (loop_seen_) {
+      for (const auto& t : s->targets) skip_stores(*t);
+      skip_stores(s->body);
+      skip_stores(s->orelse);
       if (!after_reported) {
         diags().error(s->loc,
                       "statements after the parallel loop are not supported; move them into "
@@ -484,7 +534,7 @@ void Lowerer::finish_stores(const ast::FunctionDef& fn) {
     if (t.role == ir::Role::in) continue;
     bool written = std::any_of(stores_.begin(), stores_.end(),
                                [&](const auto& kv) { return kv.first.tensor == (int32_t)i; });
-    if (!written) {
+    if (!written && !failed_stores_.count(static_cast<int32_t>(i))) {
       diags().error(t.loc, fmt::format("output '{}' is never written", t.name),
                     static_cast<uint32_t>(t.name.size()));
     }
@@ -495,10 +545,13 @@ void Lowerer::finish_stores(const ast::FunctionDef& fn) {
 Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
                            std::vector<Value>& args) {
   if (std::find(inline_stack_.begin(), inline_stack_.end(), &fn) != inline_stack_.end()) {
+    std::string chain;
+    auto first = std::find(inline_stack_.begin(), inline_stack_.end(), &fn);
+    for (auto it = first; it != inline_stack_.end(); ++it) chain += (*it)->name + " -> ";
     diags().error(e.loc,
-                  fmt::format("recursive call of helper '{}' (helpers are inlined, so they "
-                              "cannot recurse)",
-                              fn.name),
+                  fmt::format("recursive call of helper '{}' ({}{}); helpers are inlined, so "
+                              "they cannot recurse",
+                              fn.name, chain, fn.name),
                   e.span());
     return Value::error();
   }
@@ -513,9 +566,13 @@ Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
   frame.helper = true;
   std::vector<bool> bound(fn.params.size(), false);
   if (args.size() > fn.params.size()) {
+    size_t required = static_cast<size_t>(
+        std::count_if(fn.params.begin(), fn.params.end(),
+                      [](const ast::Param& p) { return p.default_value == nullptr; }));
     diags().error(e.loc,
-                  fmt::format("'{}' takes {} arguments ({} given)", fn.name, fn.params.size(),
-                              args.size()),
+                  fmt::format("'{}' takes {}{} argument{} ({} given)", fn.name,
+                              required == fn.params.size() ? "" : "at most ", fn.params.size(),
+                              fn.params.size() == 1 ? "" : "s", args.size()),
                   e.span());
     return Value::error();
   }
@@ -556,9 +613,13 @@ Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
     Value& v = values[i];
     if (v.is_error()) return v;
     if (v.kind == Kind::tensor) {
-      diags().error(where[i]->loc,
-                    "tensors cannot be passed to helpers; pass a view such as x[m, :]",
-                    where[i]->span());
+      const ir::TensorParam& t = kernel_->tensors[v.index];
+      auto& d = diags().error(where[i]->loc,
+                              fmt::format("tensor '{}' cannot be passed to a helper; helpers "
+                                          "take numbers and vectors",
+                                          t.name),
+                              where[i]->span());
+      d.hint = fmt::format("pass a view such as {}", example_view(v.index));
       return Value::error();
     }
     if (p.annotation) {
@@ -705,86 +766,6 @@ std::optional<ir::Kernel> lower_kernel(const ast::Module& m, const std::string& 
   sema::eliminate_dead_nodes(k);
   ir::verify(k);
   return k;
-}
-
-namespace {
-
-// Adds `d` unless the same message at the same place is already reported.
-void add_unique(Diagnostics& diags, const Diagnostic& d) {
-  for (const auto& e : diags.all()) {
-    if (e.loc.offset == d.loc.offset && e.loc.file == d.loc.file && e.message == d.message) return;
-  }
-  Diagnostic& out = d.severity == Severity::error     ? diags.error(d.loc, d.message, d.length)
-                    : d.severity == Severity::warning ? diags.warning(d.loc, d.message, d.length)
-                                                      : diags.note(d.loc, d.message, d.length);
-  out.hint = d.hint;
-}
-
-// Every binding in the product of the generics' domains.
-std::vector<std::vector<DType>> all_bindings(const KernelSignature& sig) {
-  std::vector<std::vector<DType>> bindings = {{}};
-  for (const auto& g : sig.generics) {
-    std::vector<std::vector<DType>> next;
-    for (const auto& b : bindings) {
-      for (DType t : g.domain) {
-        next.push_back(b);
-        next.back().push_back(t);
-      }
-    }
-    bindings = std::move(next);
-  }
-  return bindings;
-}
-
-}  // namespace
-
-void check_module(const ast::Module& m, Diagnostics& diags) {
-  {
-    sema::ModuleScope scope(m, diags);
-    for (const auto& c : m.constants) scope.constant(c.name);
-  }
-  struct Seen {
-    Diagnostic d;
-    std::vector<std::string> bindings;
-  };
-  for (const auto& f : m.functions) {
-    if (!f.is_kernel()) continue;
-    Diagnostics header;
-    sema::ModuleScope scope(m, header);
-    auto sig = sema::build_signature(scope, f);
-    if (!sig) {
-      for (const auto& d : header.all()) add_unique(diags, d);
-      continue;
-    }
-    auto bindings = all_bindings(*sig);
-    std::vector<Seen> seen;
-    for (const auto& b : bindings) {
-      Diagnostics local;
-      lower_kernel(m, f.name, b, local);
-      std::string label;
-      for (size_t g = 0; g < b.size(); ++g) {
-        label += fmt::format("{}{} = {}", g ? ", " : "", sig->generics[g].name, dtype_name(b[g]));
-      }
-      for (const auto& d : local.all()) {
-        auto it = std::find_if(seen.begin(), seen.end(), [&](const Seen& s) {
-          return s.d.loc.offset == d.loc.offset && s.d.message == d.message;
-        });
-        if (it == seen.end()) {
-          seen.push_back({d, {label}});
-        } else {
-          it->bindings.push_back(label);
-        }
-      }
-    }
-    for (auto& s : seen) {
-      if (s.bindings.size() < bindings.size() && !s.bindings[0].empty()) {
-        std::string which;
-        for (const auto& l : s.bindings) which += (which.empty() ? "" : "; ") + l;
-        s.d.message += fmt::format(" (with {})", which);
-      }
-      add_unique(diags, s.d);
-    }
-  }
 }
 
 }  // namespace kdsl

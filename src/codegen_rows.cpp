@@ -72,13 +72,31 @@ class RowEmitter {
   void plan_params();
   void emit_params_struct();
   void emit_main();
+  void emit_row_body();
   void emit_finalize();
   void emit_scalar(ir::ValueId id);
   void emit_phase(int p);
-  void emit_chunk_load(const std::string& dst, int access, const std::string& cond);
+  void emit_chunk_load(const std::string& dst, int access, const std::string& cond,
+                       const std::string& offset_prefix = "");
   void emit_chunk_store(const std::string& src, int access, DType t);
   std::string name(ir::ValueId id) const;
-  std::string elem_ptr(int access, const std::string& index) const;
+  std::string elem_ptr(int access, const std::string& index, const std::string& prefix = "") const;
+  void emit_row_indices(const std::string& prefix, const std::string& row);
+  void emit_cached_loads(bool invariant, const std::string& array_prefix, const std::string& offset_prefix,
+                         const std::string& valid);
+  std::string offset_expr(const Access& a, const std::string& prefix) const;
+  bool packed(ir::ValueId id) const;
+  /// The accumulator of column reduction `store` for element (c, v) of this thread.
+  std::string column_slot(size_t store) const {
+    return s_.smem_columns ? fmt::format("CA{}[(c * VEC + v) * G + lane]", store)
+                           : fmt::format("CA{}[c * VEC + v]", store);
+  }
+  std::map<size_t, uint32_t> smem_offset_;  // byte offset of each column accumulator in kdsl_smem
+  /// "true" when an access streams (read or written once per row) and the schedule asks for
+  /// evict-first cache hints.
+  const char* cs(int access) const {
+    return s_.stream && loop_view(accesses_[access].view) ? "true" : "false";
+  }
   std::string vstride(int access) const;
   bool fast(int32_t tensor) const {
     return ((spec_.aligned_mask & spec_.contiguous_mask) >> tensor) & 1u;
@@ -162,7 +180,13 @@ void RowEmitter::analyze() {
 std::string RowEmitter::name(ir::ValueId id) const {
   const ir::Node& n = k_.node(id);
   if (n.type.form == Form::scalar) return fmt::format("s{}", id);
-  if (n.op == Op::load) return cached_[id] ? fmt::format("L{}[c * VEC + v]", id) : fmt::format("Lc{}[v]", id);
+  if (n.op == Op::load) {
+    if (packed(id)) {
+      return fmt::format("kdsl_unpack_{}(L{}[(c * VEC + v) >> 1], v & 1)",
+                         n.type.dtype == DType::bf16 ? "bf16" : "f16", id);
+    }
+    return cached_[id] ? fmt::format("L{}[c * VEC + v]", id) : fmt::format("Lc{}[v]", id);
+  }
   if (n.op == Op::position) return "static_cast<long long>(col + v)";
   return fmt::format("v{}", id);
 }
@@ -177,11 +201,91 @@ std::string RowEmitter::vstride(int access) const {
   return "";
 }
 
-std::string RowEmitter::elem_ptr(int access, const std::string& index) const {
+std::string RowEmitter::elem_ptr(int access, const std::string& index, const std::string& prefix) const {
   const Access& a = accesses_[access];
   std::string vs = vstride(access);
-  if (vs.empty()) return fmt::format("t{} + o{} + {}", a.tensor, access, index);
-  return fmt::format("t{} + o{} + static_cast<long long>({}) * {}", a.tensor, access, index, vs);
+  std::string o = loop_view(a.view) ? prefix + "o" : "o";
+  if (vs.empty()) return fmt::format("t{} + {}{} + {}", a.tensor, o, access, index);
+  return fmt::format("t{} + {}{} + static_cast<long long>({}) * {}", a.tensor, o, access, index, vs);
+}
+
+bool RowEmitter::packed(ir::ValueId id) const {
+  const ir::Node& n = k_.node(id);
+  return cached_[id] && s_.pack && vec_ >= 2 && fast(n.index) && dtype_size(n.type.dtype) == 2;
+}
+
+std::string RowEmitter::offset_expr(const Access& a, const std::string& prefix) const {
+  std::string e = "0LL";
+  for (size_t ax = 0; ax < a.view.size(); ++ax) {
+    const ir::AxisIndex& ix = a.view[ax];
+    if (ix.kind == ir::AxisIndex::Kind::loop) {
+      e += fmt::format(" + {}i{} * p.st{}_{}", prefix, ix.value, a.tensor, ax);
+    }
+    if (ix.kind == ir::AxisIndex::Kind::constant && ix.value != 0) {
+      e += fmt::format(" + {}LL * p.st{}_{}", ix.value, a.tensor, ax);
+    }
+  }
+  return e;
+}
+
+// The loop indices of row `row` and the offsets of the row-dependent accesses, named with
+// `prefix` (i0, o3 for the current row; ni0, no3 for the prefetched one).
+void RowEmitter::emit_row_indices(const std::string& prefix, const std::string& row) {
+  if (k_.loop.size() == 1) {
+    t_.line("const long long {}i0 = {};", prefix, row);
+  } else {
+    t_.line("long long {}rest = {};", prefix, row);
+    for (size_t l = k_.loop.size(); l-- > 1;) {
+      t_.line("const long long {}i{} = {}rest % p.sym{};", prefix, l, prefix, k_.loop[l].extent);
+      t_.line("{}rest /= p.sym{};", prefix, k_.loop[l].extent);
+    }
+    t_.line("const long long {}i0 = {}rest;", prefix, prefix);
+  }
+  for (size_t a = 0; a < accesses_.size(); ++a) {
+    if (loop_view(accesses_[a].view)) {
+      t_.line("const long long {}o{} = {};", prefix, a, offset_expr(accesses_[a], prefix));
+    }
+  }
+}
+
+// Loads the cached vectors (row-dependent or loop-invariant ones) of this thread's chunks into
+// arrays named <array_prefix><node id>: packed pairs of 16-bit values, or register values.
+void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_prefix,
+                                   const std::string& offset_prefix, const std::string& valid) {
+  std::vector<ir::ValueId> ids;
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const ir::Node& n = k_.nodes[i];
+    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view) != invariant) {
+      ids.push_back(static_cast<ir::ValueId>(i));
+    }
+  }
+  if (ids.empty()) return;
+  t_.line("#pragma unroll");
+  t_.line("for (int c = 0; c < C; ++c) {{");
+  t_.in();
+  t_.line("const int col = (c * G + lane) * VEC;");
+  t_.line("const bool in_range = {};", in_range());
+  for (ir::ValueId id : ids) {
+    int a = load_access_.at(id);
+    std::string cond = valid.empty() ? "in_range" : valid + " && in_range";
+    if (packed(id)) {
+      t_.line("if ({}) {{", cond);
+      t_.in();
+      t_.line("kdsl_load_raw<VEC, {}>({}, &{}{}[c * VEC / 2]);", cs(a), elem_ptr(a, "col", offset_prefix),
+              array_prefix, id);
+      t_.out();
+      t_.line("}} else {{");
+      t_.in();
+      t_.line("#pragma unroll");
+      t_.line("for (int v = 0; v < VEC / 2; ++v) {}{}[c * VEC / 2 + v] = 0u;", array_prefix, id);
+      t_.out();
+      t_.line("}}");
+    } else {
+      emit_chunk_load(fmt::format("&{}{}[c * VEC]", array_prefix, id), a, cond, offset_prefix);
+    }
+  }
+  t_.out();
+  t_.line("}}");
 }
 
 std::string RowEmitter::in_range() const {
@@ -291,20 +395,21 @@ void RowEmitter::emit_scalar(ir::ValueId id) {
   t_.line("const {} s{} = {};", rt, id, cuda::op_expr(k_, n, args, dts));
 }
 
-void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::string& cond) {
+void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::string& cond,
+                                 const std::string& offset_prefix) {
   const Access& a = accesses_[access];
   DType dt = k_.tensors[a.tensor].dtype;
   t_.line("if ({}) {{", cond);
   t_.in();
   if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
-    t_.line("kdsl_load<VEC>({}, {}, {});", elem_ptr(access, "col"), dst,
+    t_.line("kdsl_load<VEC, {}>({}, {}, {});", cs(access), elem_ptr(access, "col", offset_prefix), dst,
             dt == DType::bf16 ? "true" : "false");
   } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
-    t_.line("kdsl_load<VEC>({}, {});", elem_ptr(access, "col"), dst);
+    t_.line("kdsl_load<VEC, {}>({}, {});", cs(access), elem_ptr(access, "col", offset_prefix), dst);
   } else {
     t_.line("#pragma unroll");
     t_.line("for (int v = 0; v < VEC; ++v) ({})[v] = {};", dst,
-            cuda::from_storage(dt, "*(" + elem_ptr(access, "col + v") + ")"));
+            cuda::from_storage(dt, "*(" + elem_ptr(access, "col + v", offset_prefix) + ")"));
   }
   t_.out();
   t_.line("}} else {{");
@@ -318,10 +423,10 @@ void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::
 void RowEmitter::emit_chunk_store(const std::string& src, int access, DType dt) {
   const Access& a = accesses_[access];
   if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
-    t_.line("kdsl_store<VEC>({}, {}, {});", elem_ptr(access, "col"), src,
+    t_.line("kdsl_store<VEC, {}>({}, {}, {});", cs(access), elem_ptr(access, "col"), src,
             dt == DType::bf16 ? "true" : "false");
   } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
-    t_.line("kdsl_store<VEC>({}, {});", elem_ptr(access, "col"), src);
+    t_.line("kdsl_store<VEC, {}>({}, {});", cs(access), elem_ptr(access, "col"), src);
   } else {
     t_.line("#pragma unroll");
     t_.line("for (int v = 0; v < VEC; ++v) *({}) = {};", elem_ptr(access, "col + v"),
@@ -425,7 +530,7 @@ void RowEmitter::emit_phase(int p) {
     if (st.kind == ir::StoreKind::write) {
       t_.line("O{}[v] = {};", j, name(st.value));
     } else {
-      t_.line("if (valid && in_range) CA{0}[c * VEC + v] = CA{0}[c * VEC + v] + {1};", j,
+      t_.line("if (valid && in_range) {0} = {0} + {1};", column_slot(j),
               name(st.value));
     }
   }
@@ -453,16 +558,16 @@ void RowEmitter::emit_phase(int p) {
     const ir::Node& n = k_.node(r);
     auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
     t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
-    if (g_ > 32) t_.line("if ((threadIdx.x & 31) == 0) red{}[buf][threadIdx.x >> 5] = acc{};", r, r);
+    if (g_ > 32) t_.line("if ((lane & 31) == 0) red{}[buf][group][lane >> 5] = acc{};", r, r);
   }
   if (g_ > 32 && !reductions.empty()) {
     t_.line("__syncthreads();");
     for (ir::ValueId r : reductions) {
       const ir::Node& n = k_.node(r);
       auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
-      t_.line("acc{0} = red{0}[buf][0];", r);
+      t_.line("acc{0} = red{0}[buf][group][0];", r);
       t_.line("#pragma unroll");
-      t_.line("for (int w = 1; w < G / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][w]);", r, sp.op);
+      t_.line("for (int w = 1; w < G / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r, sp.op);
     }
   }
   t_.out();
@@ -470,131 +575,7 @@ void RowEmitter::emit_phase(int p) {
   (void)p;
 }
 
-void RowEmitter::emit_main() {
-  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
-          s_.threads, sym_, sym_);
-  t_.in();
-  t_.line("constexpr long long N = {}LL;  // vector axis ({})", n_,
-          k_.vector_symbol >= 0 ? k_.symbols[k_.vector_symbol].name : "none");
-  t_.line("constexpr int VEC = {}, G = {}, R = {}, C = {};", vec_, g_, r_, c_);
-  t_.line("const int lane = static_cast<int>(threadIdx.x) % G;");
-  t_.line("const int group = static_cast<int>(threadIdx.x) / G;");
-  for (size_t t = 0; t < k_.tensors.size(); ++t) {
-    t_.line("{}{}* __restrict__ t{} = p.t{};", k_.tensors[t].role == ir::Role::in ? "const " : "",
-            cuda::storage_type(k_.tensors[t].dtype), t, t);
-  }
-  // Offsets of accesses that do not depend on the row.
-  auto offset_expr = [&](const Access& a) {
-    std::string e = "0LL";
-    for (size_t ax = 0; ax < a.view.size(); ++ax) {
-      const ir::AxisIndex& ix = a.view[ax];
-      if (ix.kind == ir::AxisIndex::Kind::loop) e += fmt::format(" + i{} * p.st{}_{}", ix.value, a.tensor, ax);
-      if (ix.kind == ir::AxisIndex::Kind::constant && ix.value != 0) {
-        e += fmt::format(" + {}LL * p.st{}_{}", ix.value, a.tensor, ax);
-      }
-    }
-    return e;
-  };
-  for (size_t a = 0; a < accesses_.size(); ++a) {
-    if (!loop_view(accesses_[a].view)) t_.line("const long long o{} = {};", a, offset_expr(accesses_[a]));
-  }
-  for (size_t i = 0; i < k_.nodes.size(); ++i) {
-    if (hoisted_[i]) emit_scalar(static_cast<ir::ValueId>(i));
-  }
-  // Shared memory for combining partial reductions across warps (double-buffered by row).
-  if (g_ > 32) {
-    for (size_t i = 0; i < k_.nodes.size(); ++i) {
-      const ir::Node& n = k_.nodes[i];
-      if (n.op != Op::reduce) continue;
-      auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
-      t_.line("__shared__ {} red{}[2][G / 32];", sp.state_type, i);
-    }
-  }
-  // Loop-invariant vectors held in registers for all rows.
-  bool any_invariant = false;
-  for (size_t i = 0; i < k_.nodes.size(); ++i) {
-    const ir::Node& n = k_.nodes[i];
-    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && !loop_view(n.view)) {
-      t_.line("{} L{}[C * VEC];", cuda::reg_type(n.type.dtype), i);
-      any_invariant = true;
-    }
-  }
-  if (any_invariant) {
-    t_.line("#pragma unroll");
-    t_.line("for (int c = 0; c < C; ++c) {{");
-    t_.in();
-    t_.line("const int col = (c * G + lane) * VEC;");
-    t_.line("const bool in_range = {};", in_range());
-    for (size_t i = 0; i < k_.nodes.size(); ++i) {
-      const ir::Node& n = k_.nodes[i];
-      if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && !loop_view(n.view)) {
-        emit_chunk_load(fmt::format("&L{}[c * VEC]", i), load_access_.at(static_cast<ir::ValueId>(i)),
-                        "in_range");
-      }
-    }
-    t_.out();
-    t_.line("}}");
-  }
-  // Column-reduction accumulators.
-  for (size_t j = 0; j < k_.stores.size(); ++j) {
-    const ir::Store& st = k_.stores[j];
-    if (st.kind != ir::StoreKind::reduce) continue;
-    DType acc = k_.node(st.value).type.dtype;
-    if (vector_view(st.view)) {
-      t_.line("{} CA{}[C * VEC];", cuda::reg_type(acc), j);
-      t_.line("#pragma unroll");
-      t_.line("for (int i = 0; i < C * VEC; ++i) CA{}[i] = {};", j, cuda::zero(acc));
-    } else {
-      t_.line("{} CS{} = {};", cuda::reg_type(acc), j, cuda::zero(acc));
-    }
-  }
-  t_.line("int buf = 0;");
-  t_.line("for (long long row0 = static_cast<long long>(blockIdx.x) * R; row0 < p.rows;");
-  t_.line("     row0 += static_cast<long long>(gridDim.x) * R, buf ^= 1) {{");
-  t_.in();
-  t_.line("const long long row = row0 + group;");
-  t_.line("const bool valid = row < p.rows;");
-  if (k_.loop.size() == 1) {
-    t_.line("const long long i0 = row;");
-  } else {
-    t_.line("long long rest = row;");
-    for (size_t l = k_.loop.size(); l-- > 1;) {
-      t_.line("const long long i{} = rest % p.sym{};", l, k_.loop[l].extent);
-      t_.line("rest /= p.sym{};", k_.loop[l].extent);
-    }
-    t_.line("const long long i0 = rest;");
-  }
-  for (size_t a = 0; a < accesses_.size(); ++a) {
-    if (loop_view(accesses_[a].view)) t_.line("const long long o{} = {};", a, offset_expr(accesses_[a]));
-  }
-  // Row loads held in registers: all issued before the first use.
-  for (size_t i = 0; i < k_.nodes.size(); ++i) {
-    const ir::Node& n = k_.nodes[i];
-    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view)) {
-      t_.line("{} L{}[C * VEC];", cuda::reg_type(n.type.dtype), i);
-    }
-  }
-  bool any_row_cached = false;
-  for (size_t i = 0; i < k_.nodes.size(); ++i) {
-    const ir::Node& n = k_.nodes[i];
-    any_row_cached |= n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view);
-  }
-  if (any_row_cached) {
-    t_.line("#pragma unroll");
-    t_.line("for (int c = 0; c < C; ++c) {{");
-    t_.in();
-    t_.line("const int col = (c * G + lane) * VEC;");
-    t_.line("const bool in_range = {};", in_range());
-    for (size_t i = 0; i < k_.nodes.size(); ++i) {
-      const ir::Node& n = k_.nodes[i];
-      if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view)) {
-        emit_chunk_load(fmt::format("&L{}[c * VEC]", i), load_access_.at(static_cast<ir::ValueId>(i)),
-                        "valid && in_range");
-      }
-    }
-    t_.out();
-    t_.line("}}");
-  }
+void RowEmitter::emit_row_body() {
   // Scalars and phases in dependency order.
   for (int p = 0; p <= phases_; ++p) {
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
@@ -635,6 +616,127 @@ void RowEmitter::emit_main() {
       t_.line("if (valid && lane == 0) CS{0} = CS{0} + {1};", j, name(st.value));
     }
   }
+  if (s_.prefetch) {
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] || !loop_view(n.view)) continue;
+      t_.line("#pragma unroll");
+      t_.line("for (int i = 0; i < {}; ++i) L{}[i] = P{}[i];",
+              packed(static_cast<ir::ValueId>(i)) ? "C * VEC / 2" : "C * VEC", i, i);
+    }
+  }
+}
+
+void RowEmitter::emit_main() {
+  std::string bounds = s_.min_ctas > 0 ? fmt::format("{}, {}", s_.threads, s_.min_ctas)
+                                        : std::to_string(s_.threads);
+  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{", bounds,
+          sym_, sym_);
+  t_.in();
+  t_.line("constexpr long long N = {}LL;  // vector axis ({})", n_,
+          k_.vector_symbol >= 0 ? k_.symbols[k_.vector_symbol].name : "none");
+  t_.line("constexpr int VEC = {}, G = {}, R = {}, C = {};", vec_, g_, r_, c_);
+  if (s_.smem_columns) t_.line("extern __shared__ __align__(16) unsigned char kdsl_smem[];");
+  t_.line("const int lane = static_cast<int>(threadIdx.x) % G;");
+  t_.line("const int group = static_cast<int>(threadIdx.x) / G;");
+  for (size_t t = 0; t < k_.tensors.size(); ++t) {
+    t_.line("{}{}* __restrict__ t{} = p.t{};", k_.tensors[t].role == ir::Role::in ? "const " : "",
+            cuda::storage_type(k_.tensors[t].dtype), t, t);
+  }
+  // Offsets of accesses that do not depend on the row.
+  for (size_t a = 0; a < accesses_.size(); ++a) {
+    if (!loop_view(accesses_[a].view)) {
+      t_.line("const long long o{} = {};", a, offset_expr(accesses_[a], ""));
+    }
+  }
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    if (hoisted_[i]) emit_scalar(static_cast<ir::ValueId>(i));
+  }
+  // Shared memory for combining partial reductions across warps (double-buffered by row).
+  if (g_ > 32) {
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.op != Op::reduce) continue;
+      auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+      t_.line("__shared__ {} red{}[2][R][G / 32];", sp.state_type, i);
+    }
+  }
+  // Declarations of the cached vectors: packed pairs of 16-bit values or register values.
+  auto declare_cached = [&](bool invariant, const std::string& prefix) {
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] || loop_view(n.view) == invariant) {
+        continue;
+      }
+      if (packed(static_cast<ir::ValueId>(i))) {
+        t_.line("unsigned {}{}[C * VEC / 2];", prefix, i);
+      } else {
+        t_.line("{} {}{}[C * VEC];", cuda::reg_type(n.type.dtype), prefix, i);
+      }
+    }
+  };
+  // Loop-invariant vectors (weights) held in registers for all rows.
+  declare_cached(true, "L");
+  emit_cached_loads(true, "L", "", "");
+  // Column-reduction accumulators.
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const ir::Store& st = k_.stores[j];
+    if (st.kind != ir::StoreKind::reduce) continue;
+    DType acc = k_.node(st.value).type.dtype;
+    if (vector_view(st.view)) {
+      if (s_.smem_columns) {
+        // In shared memory, laid out so that a warp's lanes touch consecutive words; each
+        // thread owns its slots, so no barrier or atomic is needed.
+        t_.line("{0}* CA{1} = reinterpret_cast<{0}*>(kdsl_smem + {2}) + group * (C * VEC * G);",
+                cuda::reg_type(acc), j, smem_offset_[j]);
+        t_.line("#pragma unroll");
+        t_.line("for (int i = 0; i < C * VEC; ++i) CA{}[i * G + lane] = {};", j, cuda::zero(acc));
+      } else {
+        t_.line("{} CA{}[C * VEC];", cuda::reg_type(acc), j);
+        t_.line("#pragma unroll");
+        t_.line("for (int i = 0; i < C * VEC; ++i) CA{}[i] = {};", j, cuda::zero(acc));
+      }
+    } else {
+      t_.line("{} CS{} = {};", cuda::reg_type(acc), j, cuda::zero(acc));
+    }
+  }
+  // With prefetching, the row vectors of the next iteration are loaded while this one computes:
+  // L holds the current row, P the next; the first row is loaded before the loop.
+  if (s_.prefetch) {
+    declare_cached(false, "L");
+    declare_cached(false, "P");
+    t_.line("{{");
+    t_.in();
+    t_.line("const long long frow = static_cast<long long>(blockIdx.x) * R + group;");
+    emit_row_indices("f", "frow");
+    emit_cached_loads(false, "L", "f", "frow < p.rows");
+    t_.out();
+    t_.line("}}");
+  }
+  if (s_.persistent) {
+    t_.line("int buf = 0;");
+    t_.line("for (long long row0 = static_cast<long long>(blockIdx.x) * R; row0 < p.rows;");
+    t_.line("     row0 += static_cast<long long>(gridDim.x) * R, buf ^= 1) {{");
+  } else {
+    // One CTA per R rows: no loop, so nothing stays live across rows.
+    t_.line("const int buf = 0;");
+    t_.line("{{");
+    t_.line("  const long long row0 = static_cast<long long>(blockIdx.x) * R;");
+  }
+  t_.in();
+  t_.line("const long long row = row0 + group;");
+  t_.line("const bool valid = row < p.rows;");
+  emit_row_indices("", "row");
+  if (s_.prefetch) {
+    t_.line("const long long nrow = row + static_cast<long long>(gridDim.x) * R;");
+    emit_row_indices("n", "nrow");
+    emit_cached_loads(false, "P", "n", "nrow < p.rows");
+  } else {
+    // Row loads held in registers: all issued before the first use.
+    declare_cached(false, "L");
+    emit_cached_loads(false, "L", "", "valid");
+  }
+  emit_row_body();
   t_.out();
   t_.line("}}");
   // Per-group partial sums of the column reductions, for the follow-up kernel.
@@ -651,8 +753,8 @@ void RowEmitter::emit_main() {
       t_.line("const int col = (c * G + lane) * VEC;");
       t_.line("const bool in_range = {};", in_range());
       t_.line("#pragma unroll");
-      t_.line("for (int v = 0; v < VEC; ++v) if (in_range) p.ws{}[part * N + col + v] = CA{}[c * VEC + v];",
-              store_ws_[j], j);
+      t_.line("for (int v = 0; v < VEC; ++v) if (in_range) p.ws{}[part * N + col + v] = {};",
+              store_ws_[j], column_slot(j));
       t_.out();
       t_.line("}}");
     } else {
@@ -696,14 +798,17 @@ void RowEmitter::emit_finalize() {
     }
     t_.line("if (j < {}) {{", vec ? fmt::format("{}LL", n_) : std::string("1"));
     t_.in();
-    t_.line("{} a = {};", cuda::reg_type(acc), cuda::zero(acc));
-    t_.line("for (long long q = 0; q < parts; ++q) a = a + p.ws{}[q * {} + j];", store_ws_[jj],
-            vec ? fmt::format("{}LL", n_) : std::string("1"));
+    // f32 partials are summed in f64: thousands of partials in f32 would lose digits.
+    DType sum_t = acc == DType::f32 ? DType::f64 : acc;
+    t_.line("{} a = {};", cuda::reg_type(sum_t), cuda::zero(sum_t));
+    t_.line("for (long long q = 0; q < parts; ++q) a = a + {};",
+            cuda::convert(acc, sum_t, fmt::format("p.ws{}[q * {} + j]", store_ws_[jj],
+                                                 vec ? fmt::format("{}LL", n_) : std::string("1"))));
     t_.line("{}* out = p.t{} + {} + j * {};", cuda::storage_type(tp.dtype), st.tensor, off, vs);
     if (tp.role == ir::Role::inout) {
-      t_.line("a = a + {};", cuda::convert(tp.dtype, acc, cuda::from_storage(tp.dtype, "*out")));
+      t_.line("a = a + {};", cuda::convert(tp.dtype, sum_t, cuda::from_storage(tp.dtype, "*out")));
     }
-    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(acc, tp.dtype, "a")));
+    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(sum_t, tp.dtype, "a")));
     t_.out();
     t_.line("}}");
   }
@@ -725,15 +830,32 @@ GeneratedKernel RowEmitter::run() {
   plan_.block_threads = static_cast<uint32_t>(s_.threads);
   plan_.rows_per_cta = static_cast<uint32_t>(r_);
   plan_.max_ctas_per_sm = static_cast<uint32_t>(s_.ctas_per_sm);
-  plan_.reasons.push_back(fmt::format("persistent grid: at most {} CTAs per SM (the driver's occupancy "
-                                      "for this kernel decides at launch), each looping over rows",
-                                      s_.ctas_per_sm));
+  plan_.persistent = s_.persistent;
+  if (s_.persistent) {
+    plan_.reasons.push_back(fmt::format("persistent grid: at most {} CTAs per SM (the driver's "
+                                        "occupancy for this kernel decides at launch), each "
+                                        "looping over rows",
+                                        s_.ctas_per_sm));
+  } else {
+    plan_.reasons.push_back("grid: one CTA per row group, as many CTAs as row groups");
+  }
   for (size_t t = 0; t < k_.tensors.size(); ++t) {
     if (fast(static_cast<int32_t>(t)) && ((vector_tensors >> t) & 1u) && vec_ > 1) {
       plan_.aligned_tensors.push_back(static_cast<uint32_t>(t));
     }
   }
   plan_params();
+  if (s_.smem_columns) {
+    uint32_t off = 0;
+    for (size_t j = 0; j < k_.stores.size(); ++j) {
+      const ir::Store& st = k_.stores[j];
+      if (st.kind != ir::StoreKind::reduce || !vector_view(st.view)) continue;
+      smem_offset_[j] = off;
+      off += static_cast<uint32_t>(dtype_size(k_.node(st.value).type.dtype)) * c_ * vec_ * g_ * r_;
+      off = (off + 15) / 16 * 16;
+    }
+    plan_.dynamic_smem = off;
+  }
   t_.line("// Generated by kdsl {} for kernel '{}' ({}).", KDSL_VERSION, k_.name, sym_);
   t_.line("// Schedule {}:", s_.name);
   for (const std::string& r : s_.reasons) t_.line("//   {}", r);

@@ -58,7 +58,7 @@ ir::Kernel lower_specialized(const FrontEnd& fe, const std::string& name,
 }
 
 GeneratedKernel generate(const ir::Kernel& k, const Specialization& spec,
-                         const DeviceTarget& target) {
+                         const DeviceTarget& target, const ScheduleHint& hint) {
   if (needs_scan_schedule(k)) {
     ScanSchedule s = choose_scan_schedule(k, spec, target);
     if (debug_enabled()) {
@@ -68,7 +68,7 @@ GeneratedKernel generate(const ir::Kernel& k, const Specialization& spec,
     }
     return generate_scan_kernel(k, spec, s);
   }
-  RowSchedule s = choose_row_schedule(k, spec, target);
+  RowSchedule s = choose_row_schedule(k, spec, target, hint);
   if (debug_enabled()) {
     std::string why;
     for (const auto& r : s.reasons) why += "\n  " + r;
@@ -86,13 +86,17 @@ std::vector<std::string> kdsl_nvrtc_options(const std::string& arch) {
   return nvrtc_options(arch, kExtraOptions);
 }
 
+std::string generate_ptx(const GeneratedKernel& gen, const std::string& arch) {
+  return nvrtc_compile_ptx(gen.source, gen.plan.symbol + ".cu", arch, kExtraOptions);
+}
+
 CompiledKernel compile_kernel(const FrontEnd& fe, const std::string& name,
                               const Specialization& spec, const DeviceTarget& target,
-                              DiskCache* cache) {
+                              DiskCache* cache, const ScheduleHint& hint) {
   auto t0 = std::chrono::steady_clock::now();
   CompiledKernel out;
   out.ir = lower_specialized(fe, name, spec);
-  out.gen = generate(out.ir, spec, target);
+  out.gen = generate(out.ir, spec, target, hint);
   out.frontend_ms = ms_since(t0);
   CacheKeyInputs key;
   key.source = out.gen.source;

@@ -41,7 +41,7 @@ ir::Kernel lower_specialized(const FrontEnd& fe, const std::string& name,
 
 /// Chooses the schedule and emits CUDA C++ for a specialized kernel.
 GeneratedKernel generate(const ir::Kernel& k, const Specialization& spec,
-                         const DeviceTarget& target);
+                         const DeviceTarget& target, const ScheduleHint& hint = {});
 
 /// A compiled specialization: its IR, source, launch plan and cubin.
 struct CompiledKernel {
@@ -55,7 +55,11 @@ struct CompiledKernel {
 /// Throws kdsl::CompileError when NVRTC rejects the generated code (never cached).
 CompiledKernel compile_kernel(const FrontEnd& fe, const std::string& name,
                               const Specialization& spec, const DeviceTarget& target,
-                              DiskCache* cache = nullptr);
+                              DiskCache* cache = nullptr, const ScheduleHint& hint = {});
+
+/// The PTX NVRTC makes of `gen` for `arch`'s virtual architecture, with the options
+/// compile_kernel uses (for reading: `kdsl emit --ptx`; never cached). Throws kdsl::CompileError.
+std::string generate_ptx(const GeneratedKernel& gen, const std::string& arch);
 
 /// The options kdsl passes to NVRTC (part of every cache key).
 std::vector<std::string> kdsl_nvrtc_options(const std::string& arch);

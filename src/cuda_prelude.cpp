@@ -90,13 +90,32 @@ __device__ __forceinline__ double kdsl_mod(double a, double b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+// 16-byte global accesses. CS = true marks data read or written once (ld/st.global.cs: evict
+// first), so it does not push reused data (weights) out of L2.
+template <bool CS> __device__ __forceinline__ uint4 kdsl_ld16(const void* p) {
+  uint4 r;
+  if constexpr (CS) {
+    asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  } else {
+    r = *reinterpret_cast<const uint4*>(p);
+  }
+  return r;
+}
+template <bool CS> __device__ __forceinline__ void kdsl_st16(void* p, uint4 v) {
+  if constexpr (CS) {
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+  } else {
+    *reinterpret_cast<uint4*>(p) = v;
+  }
+}
+
 // Vector loads and stores: V consecutive elements, widened to / narrowed from the register
 // type. The pointer must be aligned to V * sizeof(element) when V > 1.
-template <int V> __device__ __forceinline__ void kdsl_load(const kdsl_u16* p, float* o, bool is_bf16) {
+template <int V, bool CS = false> __device__ __forceinline__ void kdsl_load(const kdsl_u16* p, float* o, bool is_bf16) {
   if constexpr (V % 8 == 0) {
 #pragma unroll
     for (int i = 0; i < V; i += 8) {
-      uint4 q = *reinterpret_cast<const uint4*>(p + i);
+      uint4 q = kdsl_ld16<CS>(p + i);
       unsigned w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -119,12 +138,13 @@ template <int V> __device__ __forceinline__ void kdsl_load(const kdsl_u16* p, fl
     for (int i = 0; i < V; ++i) o[i] = is_bf16 ? kdsl_bf16_to_f32(p[i]) : kdsl_f16_to_f32(p[i]);
   }
 }
-template <int V> __device__ __forceinline__ void kdsl_load(const float* p, float* o) {
+template <int V, bool CS = false> __device__ __forceinline__ void kdsl_load(const float* p, float* o) {
   if constexpr (V % 4 == 0) {
 #pragma unroll
     for (int i = 0; i < V; i += 4) {
-      float4 q = *reinterpret_cast<const float4*>(p + i);
-      o[i] = q.x; o[i + 1] = q.y; o[i + 2] = q.z; o[i + 3] = q.w;
+      uint4 q = kdsl_ld16<CS>(p + i);
+      o[i] = __uint_as_float(q.x); o[i + 1] = __uint_as_float(q.y);
+      o[i + 2] = __uint_as_float(q.z); o[i + 3] = __uint_as_float(q.w);
     }
   } else if constexpr (V == 2) {
     float2 q = *reinterpret_cast<const float2*>(p);
@@ -134,11 +154,11 @@ template <int V> __device__ __forceinline__ void kdsl_load(const float* p, float
     for (int i = 0; i < V; ++i) o[i] = p[i];
   }
 }
-template <int V, class T> __device__ __forceinline__ void kdsl_load(const T* p, T* o) {
+template <int V, bool CS = false, class T> __device__ __forceinline__ void kdsl_load(const T* p, T* o) {
 #pragma unroll
   for (int i = 0; i < V; ++i) o[i] = p[i];
 }
-template <int V> __device__ __forceinline__ void kdsl_store(kdsl_u16* p, const float* v, bool is_bf16) {
+template <int V, bool CS = false> __device__ __forceinline__ void kdsl_store(kdsl_u16* p, const float* v, bool is_bf16) {
   if constexpr (V % 8 == 0) {
 #pragma unroll
     for (int i = 0; i < V; i += 8) {
@@ -148,7 +168,7 @@ template <int V> __device__ __forceinline__ void kdsl_store(kdsl_u16* p, const f
         w[j] = is_bf16 ? kdsl_pack_bf16x2(v[i + 2 * j], v[i + 2 * j + 1])
                        : kdsl_pack_f16x2(v[i + 2 * j], v[i + 2 * j + 1]);
       }
-      *reinterpret_cast<uint4*>(p + i) = make_uint4(w[0], w[1], w[2], w[3]);
+      kdsl_st16<CS>(p + i, make_uint4(w[0], w[1], w[2], w[3]));
     }
   } else if constexpr (V == 4) {
     unsigned w0 = is_bf16 ? kdsl_pack_bf16x2(v[0], v[1]) : kdsl_pack_f16x2(v[0], v[1]);
@@ -159,11 +179,12 @@ template <int V> __device__ __forceinline__ void kdsl_store(kdsl_u16* p, const f
     for (int i = 0; i < V; ++i) p[i] = is_bf16 ? kdsl_f32_to_bf16(v[i]) : kdsl_f32_to_f16(v[i]);
   }
 }
-template <int V> __device__ __forceinline__ void kdsl_store(float* p, const float* v) {
+template <int V, bool CS = false> __device__ __forceinline__ void kdsl_store(float* p, const float* v) {
   if constexpr (V % 4 == 0) {
 #pragma unroll
     for (int i = 0; i < V; i += 4) {
-      *reinterpret_cast<float4*>(p + i) = make_float4(v[i], v[i + 1], v[i + 2], v[i + 3]);
+      kdsl_st16<CS>(p + i, make_uint4(__float_as_uint(v[i]), __float_as_uint(v[i + 1]),
+                                      __float_as_uint(v[i + 2]), __float_as_uint(v[i + 3])));
     }
   } else if constexpr (V == 2) {
     *reinterpret_cast<float2*>(p) = make_float2(v[0], v[1]);
@@ -172,9 +193,32 @@ template <int V> __device__ __forceinline__ void kdsl_store(float* p, const floa
     for (int i = 0; i < V; ++i) p[i] = v[i];
   }
 }
-template <int V, class T> __device__ __forceinline__ void kdsl_store(T* p, const T* v) {
+template <int V, bool CS = false, class T> __device__ __forceinline__ void kdsl_store(T* p, const T* v) {
 #pragma unroll
   for (int i = 0; i < V; ++i) p[i] = v[i];
+}
+
+// Packed 16-bit values: V elements loaded raw into V / 2 32-bit words (register-resident rows
+// take half the registers), and one element unpacked to f32.
+template <int V, bool CS = false> __device__ __forceinline__ void kdsl_load_raw(const kdsl_u16* p, unsigned* w) {
+  if constexpr (V % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < V; i += 8) {
+      uint4 q = kdsl_ld16<CS>(p + i);
+      w[i / 2] = q.x; w[i / 2 + 1] = q.y; w[i / 2 + 2] = q.z; w[i / 2 + 3] = q.w;
+    }
+  } else if constexpr (V == 4) {
+    uint2 q = *reinterpret_cast<const uint2*>(p);
+    w[0] = q.x; w[1] = q.y;
+  } else {
+    w[0] = *reinterpret_cast<const unsigned*>(p);
+  }
+}
+__device__ __forceinline__ float kdsl_unpack_bf16(unsigned w, int hi) {
+  return __uint_as_float(hi ? (w & 0xffff0000u) : (w << 16));
+}
+__device__ __forceinline__ float kdsl_unpack_f16(unsigned w, int hi) {
+  return kdsl_f16_to_f32(static_cast<kdsl_u16>(hi ? (w >> 16) : (w & 0xffffu)));
 }
 
 // Reduction states and their combine operators. Combines are applied in a fixed order, so every

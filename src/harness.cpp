@@ -35,6 +35,8 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps) 
     p.symbols.push_back(it->second);
   }
   p.spec.binding = ps.binding;
+  p.schedule = ps.schedule;
+  p.use_tuning_db = ps.use_tuning_db;
   if (sig.vector_symbol >= 0) p.spec.vector_extent = p.symbols[sig.vector_symbol];
   p.spec.aligned_mask = p.spec.contiguous_mask = ~0u;
   p.ir = lower_specialized(*p.fe, sig.name, p.spec);
@@ -105,6 +107,8 @@ uint64_t minimal_bytes(const Problem& p) {
 }
 
 GpuRun::GpuRun(const Problem& p) : p_(p), kernel_(p.fe, p.sig) {
+  kernel_.set_schedule_hint(p.schedule);
+  kernel_.use_tuning_db(p.use_tuning_db);
   for (size_t t = 0; t < p.tensors.size(); ++t) {
     dev_.push_back(DeviceTensor::upload(p.tensors[t]));
     if (p.ir.tensors[t].role == ir::Role::out) dev_.back().poison();

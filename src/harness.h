@@ -23,6 +23,8 @@ struct ProblemSpec {
   std::map<std::string, double> scalars;
   std::map<std::string, HostTensor> inputs;
   uint64_t seed = 0;
+  ScheduleHint schedule;  // overrides of the scheduler (experiments, tuning)
+  bool use_tuning_db = true;  // without a hint, use `kdsl tune`'s record for this GPU if any
 };
 
 /// A kernel specialization with host tensors (by IR tensor index: inputs filled, Out tensors
@@ -35,6 +37,8 @@ struct Problem {
   std::vector<HostTensor> tensors;
   std::vector<double> scalars;
   std::vector<int64_t> symbols;
+  ScheduleHint schedule;
+  bool use_tuning_db = true;
 };
 
 /// Builds the problem. Random inputs: fill_random with seed `seed * 1000003 + tensor index`.

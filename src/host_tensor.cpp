@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "dsl/numeric.h"
 #include "kdsl/error.h"
@@ -78,13 +80,16 @@ void HostTensor::set(int64_t i, double v, double imag) {
 
 void HostTensor::poison(uint8_t byte) { std::memset(bytes.data(), byte, bytes.size()); }
 
-void fill_random(HostTensor& t, uint64_t seed) {
-  std::mt19937_64 rng(seed);
+namespace {
+
+// Fills elements [begin, end) from a generator seeded by (seed, block): the values depend only on
+// the seed and the element index, not on how many threads fill.
+void fill_block(HostTensor& t, uint64_t seed, int64_t block, int64_t begin, int64_t end) {
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(block) * 0xbf58476d1ce4e5b9ULL + 1);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_int_distribution<int> ints(-100, 100);
   std::bernoulli_distribution coin(0.5);
-  int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = begin; i < end; ++i) {
     if (is_float(t.dtype)) {
       t.set(i, normal(rng));
     } else if (t.dtype == DType::c64) {
@@ -96,6 +101,25 @@ void fill_random(HostTensor& t, uint64_t seed) {
       t.set(i, coin(rng) ? 1 : 0);
     }
   }
+}
+
+}  // namespace
+
+void fill_random(HostTensor& t, uint64_t seed) {
+  constexpr int64_t kBlock = 1 << 16;
+  int64_t n = t.numel();
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  int64_t threads = std::min<int64_t>(hw, std::max<int64_t>(1, blocks / 4));
+  auto work = [&](int64_t w) {
+    for (int64_t b = w; b < blocks; b += threads) {
+      fill_block(t, seed, b, b * kBlock, std::min(n, (b + 1) * kBlock));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t w = 1; w < threads; ++w) pool.emplace_back(work, w);
+  work(0);
+  for (auto& th : pool) th.join();
 }
 
 }  // namespace kdsl

@@ -32,7 +32,9 @@ struct HostTensor {
 };
 
 /// Fills `t` with seeded random values. Floats: standard normal (c64: both parts); i32/i64:
-/// uniform in [-100, 100]; bool: fair coin. The same seed gives the same values on every machine.
+/// uniform in [-100, 100]; bool: fair coin. Element i's value depends only on the seed and i (the
+/// fill runs on several threads in blocks of 65536 elements, each with its own generator), so the
+/// same seed gives the same values on every machine.
 void fill_random(HostTensor& t, uint64_t seed);
 
 }  // namespace kdsl

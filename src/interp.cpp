@@ -41,7 +41,6 @@ struct Shared {
 // Column-reduction sums of one thread, per store: dense over the output tensor.
 struct Partial {
   std::vector<std::vector<double>> re, im;
-  std::vector<std::vector<uint8_t>> touched;
 };
 
 class RowEval {
@@ -90,7 +89,7 @@ class RowEval {
         out.re[0] = n.number;
         if (cplx) out.im[0] = n.number_im;
         return;
-      case Op::param: out.re[0] = sh_.scalars.at(n.index); return;
+      case Op::param: out.re[0] = round_to(n.type.dtype, sh_.scalars.at(n.index)); return;
       case Op::shape: out.re[0] = static_cast<double>(sh_.symbols.at(n.index)); return;
       case Op::position:
         for (size_t j = 0; j < len; ++j) out.re[j] = static_cast<double>(j);
@@ -210,7 +209,6 @@ class RowEval {
       } else {
         part_.re[s][off] += v.r(j);
         part_.im[s][off] += v.i(j);
-        part_.touched[s][off] = 1;
       }
     }
   }
@@ -242,6 +240,36 @@ void check_shapes(const ir::Kernel& k, const std::vector<HostTensor>& tensors,
                                       p.name));
     }
   }
+}
+
+// Every element offset a reduce store's view reaches, over all values of the loop variables it
+// keeps and every position of its vector axis.
+std::vector<uint8_t> reachable_offsets(const Shared& sh, const ir::Store& st) {
+  const auto& strides = sh.strides[st.tensor];
+  std::vector<uint8_t> out(static_cast<size_t>(sh.tensors[st.tensor].numel()), 0);
+  std::vector<std::pair<int64_t, int64_t>> axes;  // (extent, stride) of the varying axes
+  int64_t base = 0;
+  for (size_t ax = 0; ax < st.view.size(); ++ax) {
+    const ir::AxisIndex& a = st.view[ax];
+    if (a.kind == ir::AxisIndex::Kind::constant) {
+      base += a.value * strides[ax];
+    } else if (a.kind == ir::AxisIndex::Kind::vector) {
+      axes.push_back({sh.n, strides[ax]});
+    } else {
+      axes.push_back({sh.symbols[sh.k.loop[a.value].extent], strides[ax]});
+    }
+  }
+  int64_t count = 1;
+  for (const auto& [e, stride] : axes) count *= e;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, off = base;
+    for (size_t a = axes.size(); a-- > 0;) {
+      off += (rest % axes[a].first) * axes[a].second;
+      rest /= axes[a].first;
+    }
+    out[static_cast<size_t>(off)] = 1;
+  }
+  return out;
 }
 
 }  // namespace
@@ -332,18 +360,16 @@ void interpret(const ir::Kernel& k, std::vector<HostTensor>& tensors,
   if (k.vector_symbol >= 0) sh.n = symbols[k.vector_symbol];
   int64_t rows = 1;
   for (const ir::LoopVar& l : k.loop) rows *= symbols[l.extent];
-  if (rows <= 0) return;
 
   int64_t work = rows * std::max<int64_t>(sh.n, 1) * static_cast<int64_t>(k.nodes.size());
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  int64_t threads = std::clamp<int64_t>(work / (1 << 20), 1, std::min<int64_t>(hw, rows));
+  int64_t threads = std::clamp<int64_t>(work / (1 << 20), 1, std::max<int64_t>(1, std::min<int64_t>(hw, rows)));
   std::vector<Partial> partials(static_cast<size_t>(threads));
   for (Partial& p : partials) {
     for (const ir::Store& st : k.stores) {
       size_t size = st.kind == ir::StoreKind::reduce ? static_cast<size_t>(tensors[st.tensor].numel()) : 0;
       p.re.emplace_back(size, 0.0);
       p.im.emplace_back(size, 0.0);
-      p.touched.emplace_back(size, 0);
     }
   }
   auto worker = [&](int64_t w) {
@@ -365,16 +391,16 @@ void interpret(const ir::Kernel& k, std::vector<HostTensor>& tensors,
   worker(0);
   for (auto& th : pool) th.join();
 
-  // Column reductions: sum the threads' partials in thread order, then write once.
+  // Column reductions: sum the threads' partials in thread order, then write every element the
+  // view reaches once (an empty loop gives zeros for Out and leaves InOut unchanged).
   for (size_t s = 0; s < k.stores.size(); ++s) {
     const ir::Store& st = k.stores[s];
     if (st.kind != ir::StoreKind::reduce) continue;
     HostTensor& t = tensors[st.tensor];
+    std::vector<uint8_t> reachable = reachable_offsets(sh, st);
     bool inout = k.tensors[st.tensor].role == ir::Role::inout;
     for (size_t off = 0; off < partials[0].re[s].size(); ++off) {
-      bool touched = std::any_of(partials.begin(), partials.end(),
-                                 [&](const Partial& p) { return p.touched[s][off] != 0; });
-      if (!touched) continue;
+      if (!reachable[off]) continue;
       double re = inout ? t.get(static_cast<int64_t>(off)) : 0;
       double im = inout ? t.get_imag(static_cast<int64_t>(off)) : 0;
       for (const Partial& p : partials) {

@@ -25,6 +25,7 @@ std::string LaunchPlan::to_json() const {
   j["rows_per_cta"] = rows_per_cta;
   j["row_splits"] = row_splits;
   j["max_ctas_per_sm"] = max_ctas_per_sm;
+  j["persistent"] = persistent;
   j["dynamic_smem"] = dynamic_smem;
   j["param_bytes"] = param_bytes;
   json slots_j = json::array();
@@ -63,6 +64,7 @@ LaunchPlan LaunchPlan::from_json(const std::string& text) {
     p.rows_per_cta = j.at("rows_per_cta").get<uint32_t>();
     p.row_splits = j.value("row_splits", 1u);
     p.max_ctas_per_sm = j.at("max_ctas_per_sm").get<uint32_t>();
+    p.persistent = j.at("persistent").get<bool>();
     p.dynamic_smem = j.at("dynamic_smem").get<uint32_t>();
     p.param_bytes = j.at("param_bytes").get<uint32_t>();
     for (const json& s : j.at("slots")) {

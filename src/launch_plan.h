@@ -56,6 +56,7 @@ struct LaunchPlan {
   uint32_t rows_per_cta = 1;        // loop iterations a CTA works on at once
   uint32_t row_splits = 1;          // CTAs of work per rows_per_cta rows (scan chunks)
   uint32_t max_ctas_per_sm = 1;     // persistent grid: at most this many CTAs per SM
+  bool persistent = true;           // false: one CTA per rows_per_cta rows
   uint32_t dynamic_smem = 0;        // bytes
   uint32_t param_bytes = 0;
   std::vector<ParamSlot> slots;

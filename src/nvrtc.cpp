@@ -46,6 +46,15 @@ class Program {
     return log;
   }
 
+  std::string ptx() const {
+    size_t size = 0;
+    check_nvrtc(nvrtcGetPTXSize(prog_, &size), "nvrtcGetPTXSize");
+    std::string data(size, '\0');
+    check_nvrtc(nvrtcGetPTX(prog_, data.data()), "nvrtcGetPTX");
+    while (!data.empty() && data.back() == '\0') data.pop_back();
+    return data;
+  }
+
   std::string cubin() const {
     size_t size = 0;
     check_nvrtc(nvrtcGetCUBINSize(prog_, &size), "nvrtcGetCUBINSize");
@@ -113,29 +122,53 @@ std::vector<std::string> nvrtc_options(const std::string& arch,
   return all;
 }
 
-Cubin nvrtc_compile(const std::string& source, const std::string& program_name,
-                    const std::string& arch, const std::vector<std::string>& options) {
-  const std::vector<std::string> all = nvrtc_options(arch, options);
+namespace {
+
+// Checks `arch`, then compiles `prog` with the options for `target` ("sm_90" or "compute_90").
+// Returns NVRTC's log and sets `ms`; throws CompileError for a rejected source or architecture.
+std::string compile_program(const Program& prog, const std::string& source,
+                            const std::string& program_name, const std::string& arch,
+                            const std::string& target, const std::vector<std::string>& options,
+                            double& ms) {
   if (!nvrtc_supports_arch(arch)) {
     throw CompileError(fmt::format(
         "NVRTC {} cannot compile '{}' for '{}': not a supported architecture (supported: {}, "
         "optionally with suffix 'a' from sm_90 or 'f' from sm_100)",
         nvrtc_version(), program_name, arch, fmt::join(nvrtc_supported_archs(), ", ")));
   }
+  const std::vector<std::string> all = nvrtc_options(target, options);
   std::vector<const char*> argv;
   for (const auto& o : all) argv.push_back(o.c_str());
-
-  Program prog(source, program_name);
   auto start = std::chrono::steady_clock::now();
   nvrtcResult r = nvrtcCompileProgram(prog.get(), static_cast<int>(argv.size()), argv.data());
-  double elapsed = ms_since(start);
+  ms = ms_since(start);
   std::string nvrtc_log = prog.log();
   if (r == NVRTC_ERROR_COMPILATION || r == NVRTC_ERROR_INVALID_OPTION) {
-    throw CompileError(compile_error_message(source, program_name, arch, all, nvrtc_log));
+    throw CompileError(compile_error_message(source, program_name, target, all, nvrtc_log));
   }
   check_nvrtc(r, "nvrtcCompileProgram");
-  if (!nvrtc_log.empty()) log().debug("NVRTC log for '{}' ({}):\n{}", program_name, arch, nvrtc_log);
-  return Cubin{prog.cubin(), std::move(nvrtc_log), elapsed};
+  if (!nvrtc_log.empty())
+    log().debug("NVRTC log for '{}' ({}):\n{}", program_name, target, nvrtc_log);
+  return nvrtc_log;
+}
+
+}  // namespace
+
+Cubin nvrtc_compile(const std::string& source, const std::string& program_name,
+                    const std::string& arch, const std::vector<std::string>& options) {
+  Program prog(source, program_name);
+  double ms = 0;
+  std::string nvrtc_log = compile_program(prog, source, program_name, arch, arch, options, ms);
+  return Cubin{prog.cubin(), std::move(nvrtc_log), ms};
+}
+
+std::string nvrtc_compile_ptx(const std::string& source, const std::string& program_name,
+                              const std::string& arch, const std::vector<std::string>& options) {
+  std::string virtual_arch = arch.starts_with("sm_") ? "compute_" + arch.substr(3) : arch;
+  Program prog(source, program_name);
+  double ms = 0;
+  compile_program(prog, source, program_name, arch, virtual_arch, options, ms);
+  return prog.ptx();
 }
 
 std::string nvrtc_version() {

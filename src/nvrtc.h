@@ -30,6 +30,12 @@ std::vector<std::string> nvrtc_options(const std::string& arch,
 Cubin nvrtc_compile(const std::string& source, const std::string& program_name,
                     const std::string& arch, const std::vector<std::string>& options);
 
+/// Compiles `source` like nvrtc_compile, but to PTX for the virtual architecture matching `arch`
+/// ("sm_90" -> "compute_90", suffixes kept), for reading (`kdsl emit --ptx`). Returns the PTX text
+/// (without its trailing NUL). Throws CompileError as nvrtc_compile does.
+std::string nvrtc_compile_ptx(const std::string& source, const std::string& program_name,
+                              const std::string& arch, const std::vector<std::string>& options);
+
 /// The NVRTC version as "major.minor", e.g. "13.0".
 std::string nvrtc_version();
 

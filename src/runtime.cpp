@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "driver.h"
 #include "module.h"
 #include "runtime_impl.h"
+#include "tuning.h"
 
 namespace kdsl {
 
@@ -67,7 +69,11 @@ std::string ordinal(size_t i) {
   return fmt::format("{}{}", n, suffix[s]);
 }
 
+// "1 axis", "3 axes".
+std::string axes(size_t n) { return fmt::format("{} {}", n, n == 1 ? "axis" : "axes"); }
+
 std::string shape_str(const TensorRef& t) {
+  if (t.rank < 0 || t.rank > kMaxRank) return fmt::format("(invalid rank {})", t.rank);
   std::string s = "(";
   for (int32_t i = 0; i < t.rank; ++i) s += fmt::format("{}{}", i ? ", " : "", t.shape[i]);
   return s + (t.rank == 1 ? ",)" : ")");
@@ -149,7 +155,8 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
                                     "kdsl::Arg::use_default() for a scalar with a default",
                                     sig.name, sig.params.size(), names, args.size()));
   }
-  bool generic_set[kMaxGenerics] = {};
+  int generic_from[kMaxGenerics];  // the argument that bound each generic; -1: none yet
+  std::fill(std::begin(generic_from), std::end(generic_from), -1);
   int symbol_from[kMaxSymbols];
   std::fill(std::begin(symbol_from), std::end(symbol_from), -1);
   b.aligned = b.contiguous = 0;
@@ -175,22 +182,23 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
     b.tensors[slot] = &t;
     if (p.generic >= 0) {
       const GenericInfo& g = sig.generics[p.generic];
-      if (!generic_set[p.generic]) {
+      if (generic_from[p.generic] < 0) {
         if (std::find(g.domain.begin(), g.domain.end(), t.dtype) == g.domain.end()) {
           fail(i, fmt::format("dtype {} is not allowed: expected {}", dtype_name(t.dtype), dtype_str(sig, p)));
         }
         b.binding[p.generic] = t.dtype;
-        generic_set[p.generic] = true;
+        generic_from[p.generic] = static_cast<int>(i);
       } else if (b.binding[p.generic] != t.dtype) {
-        fail(i, fmt::format("dtype {} does not match {} = {} (set by an earlier argument)",
-                            dtype_name(t.dtype), g.name, dtype_name(b.binding[p.generic])));
+        fail(i, fmt::format("dtype {} does not match {} = {} (set by '{}')", dtype_name(t.dtype),
+                            g.name, dtype_name(b.binding[p.generic]),
+                            sig.params[generic_from[p.generic]].name));
       }
     } else if (p.dtype != t.dtype) {
       fail(i, fmt::format("expected dtype {}, got {}", dtype_name(p.dtype), dtype_name(t.dtype)));
     }
     if (t.rank != static_cast<int32_t>(p.shape.size())) {
-      fail(i, fmt::format("expected {} axes {}, got {} axes {}", p.shape.size(), declared_shape(sig, p),
-                          t.rank, shape_str(t)));
+      fail(i, fmt::format("expected {} {}, got {} {}", axes(p.shape.size()), declared_shape(sig, p),
+                          axes(static_cast<size_t>(std::max(t.rank, 0))), shape_str(t)));
     }
     uint64_t size = dtype_size(t.dtype);
     bool aligned = reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
@@ -198,7 +206,8 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
     for (int32_t ax = 0; ax < t.rank; ++ax) {
       const ir::Extent& e = p.shape[ax];
       int64_t n = t.shape[ax];
-      if (n < 0 || t.strides[ax] < 0) fail(i, fmt::format("axis {} has a negative size or stride", ax));
+      if (n < 0) fail(i, fmt::format("axis {} has negative size {}", ax, n));
+      if (t.strides[ax] < 0) fail(i, fmt::format("axis {} has negative stride {}", ax, t.strides[ax]));
       if (e.symbol < 0) {
         if (n != e.constant) fail(i, fmt::format("axis {} must have size {}, got {}", ax, e.constant, n));
       } else if (symbol_from[e.symbol] < 0) {
@@ -279,12 +288,33 @@ const DeviceTarget& context_target(CUcontext ctx) {
   check(r, "cuCtxGetDevice");
   DeviceInfo info = device_info(static_cast<int>(dev));
   DeviceTarget t;
+  t.name = info.name;
   t.arch = info.arch;
   t.sm_count = info.sm_count;
   t.max_threads_per_sm = info.max_threads_per_sm;
   t.max_smem_per_cta = info.max_smem_per_block_optin;
   return targets.emplace(ctx, t).first->second;
 }
+
+namespace {
+
+// The launch path packs parameters into fixed-size arrays; a plan beyond them is a codegen bug.
+void check_plan(const LaunchPlan& plan) {
+  bool ok = plan.param_bytes <= kMaxParamBytes && plan.workspaces.size() <= kMaxWorkspaces;
+  for (const ParamSlot& s : plan.slots) {
+    ok = ok && s.offset + s.size <= plan.param_bytes &&
+         (s.kind != ParamSlot::Kind::workspace ||
+          static_cast<size_t>(s.index) < plan.workspaces.size());
+  }
+  if (!ok) {
+    throw InternalError(fmt::format("launch plan of {} exceeds the runtime's limits ({} parameter "
+                                    "bytes of {}, {} workspaces of {}) or is inconsistent",
+                                    plan.symbol, plan.param_bytes, kMaxParamBytes,
+                                    plan.workspaces.size(), kMaxWorkspaces));
+  }
+}
+
+}  // namespace
 
 const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
   SpecKey key;
@@ -308,7 +338,18 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
   }
   auto t0 = std::chrono::steady_clock::now();
   const DeviceTarget& target = context_target(ctx);
-  CompiledKernel ck = compile_kernel(*fe_, sig_->name, specialization(b), target);
+  Specialization spec = specialization(b);
+  ScheduleHint hint = hint_;
+  if (hint.empty() && use_tuning_db_) {
+    // A schedule `kdsl tune` measured fastest on this GPU model, if any.
+    if (TuningDb* db = TuningDb::default_db()) {
+      if (auto tuned = db->lookup(target.name, tuning_key(sig_->name, spec))) {
+        hint = ScheduleHint::parse(tuned->hint);
+      }
+    }
+  }
+  CompiledKernel ck = compile_kernel(*fe_, sig_->name, spec, target, nullptr, hint);
+  check_plan(ck.gen.plan);
   auto ls = std::make_unique<LoadedSpec>();
   ls->plan = ck.gen.plan;
   LoadedKernel main = load_kernel(ctx, ck.binary.cubin, ls->plan.symbol,
@@ -334,32 +375,60 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
 
 namespace {
 
-// Scratch memory for column-reduction partials, one buffer per (context, stream), grown on demand.
-CUdeviceptr workspace(CUcontext ctx, CUstream_st* stream, uint64_t bytes) {
-  static std::mutex mu;
-  static std::map<std::pair<CUcontext, CUstream_st*>, std::pair<CUdeviceptr, uint64_t>> buffers;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& [ptr, size] = buffers[{ctx, stream}];
-  if (size >= bytes) return ptr;
+// Scratch memory for column-reduction partials: one buffer per (context, stream), so launches on
+// different streams never share one (the per-thread default stream is one stream per thread).
+// Grown on demand, at least doubling; a replaced buffer is never freed, because a CUDA graph
+// captured earlier may still use it. A launch that finds a large enough buffer takes only a
+// shared lock and allocates nothing.
+struct WorkspaceKey {
+  CUcontext ctx;
+  CUstream_st* stream;
+  std::thread::id thread;  // for CU_STREAM_PER_THREAD only
+  auto operator<=>(const WorkspaceKey&) const = default;
+};
+struct WorkspaceBuffer {
+  CUdeviceptr ptr = 0;
+  uint64_t bytes = 0;
+};
+std::shared_mutex g_workspace_mu;
+std::map<WorkspaceKey, WorkspaceBuffer> g_workspaces;  // guarded by g_workspace_mu
+std::vector<CUdeviceptr> g_retired_workspaces;         // replaced, still reachable; same guard
+
+CUdeviceptr grow_workspace(const std::string& kernel, const WorkspaceKey& key, uint64_t bytes) {
+  std::unique_lock<std::shared_mutex> lock(g_workspace_mu);
+  WorkspaceBuffer& buf = g_workspaces[key];
+  if (buf.bytes >= bytes) return buf.ptr;
   const Driver& d = driver();
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-  check(d.cuStreamIsCapturing(reinterpret_cast<CUstream>(stream), &capturing), "cuStreamIsCapturing");
+  check(d.cuStreamIsCapturing(reinterpret_cast<CUstream>(key.stream), &capturing),
+        "cuStreamIsCapturing");
   if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
-    throw ArgumentError(fmt::format("this launch needs {} bytes of workspace, which cannot be "
-                                    "allocated while the stream is being captured; launch the "
-                                    "kernel once with the same shapes before capturing",
-                                    bytes));
+    throw ArgumentError(fmt::format(
+        "{}: this launch needs {} bytes of workspace for its column reductions, which cannot be "
+        "allocated while the stream is being captured into a CUDA graph; before capturing, launch "
+        "the kernel once on this stream (outside capture) with at least as many rows",
+        kernel, bytes));
   }
-  if (ptr) {
-    check(d.cuStreamSynchronize(reinterpret_cast<CUstream>(stream)), "cuStreamSynchronize");
-    check(d.cuMemFree(ptr), "cuMemFree");
-    ptr = 0;
-    size = 0;
-  }
-  uint64_t grown = std::max<uint64_t>(bytes, 1 << 20);
+  uint64_t grown = std::max({bytes, 2 * buf.bytes, uint64_t{1} << 20});
+  CUdeviceptr ptr = 0;
   check(d.cuMemAlloc(&ptr, grown), "cuMemAlloc (kdsl workspace)");
-  size = grown;
+  if (buf.ptr) g_retired_workspaces.push_back(buf.ptr);
+  buf = {ptr, grown};
   return ptr;
+}
+
+CUdeviceptr workspace(const std::string& kernel, CUcontext ctx, CUstream_st* stream,
+                      uint64_t bytes) {
+  WorkspaceKey key{ctx, stream, {}};
+  if (reinterpret_cast<CUstream>(stream) == CU_STREAM_PER_THREAD) {
+    key.thread = std::this_thread::get_id();
+  }
+  {
+    std::shared_lock<std::shared_mutex> lock(g_workspace_mu);
+    auto it = g_workspaces.find(key);
+    if (it != g_workspaces.end() && it->second.bytes >= bytes) return it->second.ptr;
+  }
+  return grow_workspace(kernel, key, bytes);
 }
 
 template <class T>
@@ -367,34 +436,35 @@ void put(unsigned char* buf, uint32_t offset, T v) {
   std::memcpy(buf + offset, &v, sizeof(T));
 }
 
-}  // namespace
-
-void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
-  BoundArgs b;
-  bind(args, b);
-  CUcontext ctx = current_context();
-  const LoadedSpec& ls = loaded(b, ctx);
-  const LaunchPlan& plan = ls.plan;
-  uint64_t groups =
-      static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta) * plan.row_splits;
-  uint32_t grid = static_cast<uint32_t>(std::min<uint64_t>(groups, ls.grid_limit));
-  int64_t partials = static_cast<int64_t>(grid) * plan.rows_per_cta;
-  CUdeviceptr ws = 0;
-  uint64_t ws_offsets[8] = {};
-  uint64_t ws_sizes[8] = {};
-  if (!plan.workspaces.empty()) {
-    uint64_t total = 0;
-    for (size_t w = 0; w < plan.workspaces.size() && w < 8; ++w) {
-      ws_offsets[w] = total;
-      const WorkspaceSpec& spec = plan.workspaces[w];
-      uint64_t bytes = spec.bytes_per_cta * std::max<uint32_t>(grid, 1) +
-                       spec.bytes_per_row * static_cast<uint64_t>(b.rows) + spec.bytes_fixed;
-      ws_sizes[w] = bytes;
-      total += (bytes + 255) / 256 * 256;
-    }
-    ws = workspace(ctx, stream, total);
+void put_scalar(unsigned char* buf, const ParamSlot& s, double v) {
+  switch (s.dtype) {
+    case DType::f32: put<float>(buf, s.offset, static_cast<float>(v)); break;
+    case DType::f64: put<double>(buf, s.offset, v); break;
+    case DType::i32: put<int32_t>(buf, s.offset, static_cast<int32_t>(v)); break;
+    case DType::i64: put<int64_t>(buf, s.offset, static_cast<int64_t>(v)); break;
+    default: put<float>(buf, s.offset, static_cast<float>(v)); break;
   }
-  alignas(16) unsigned char buf[4096];
+}
+
+// Where the launch's workspace regions start (bytes from the buffer's start) and their sizes
+// (bytes_per_cta * grid + bytes_per_row * rows + bytes_fixed); returns the total.
+uint64_t workspace_layout(const LaunchPlan& plan, uint32_t grid, int64_t rows, uint64_t* offsets,
+                          uint64_t* sizes) {
+  uint64_t total = 0;
+  for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+    const WorkspaceSpec& spec = plan.workspaces[w];
+    offsets[w] = total;
+    sizes[w] = spec.bytes_per_cta * std::max<uint32_t>(grid, 1) +
+               spec.bytes_per_row * static_cast<uint64_t>(std::max<int64_t>(rows, 0)) +
+               spec.bytes_fixed;
+    total += (sizes[w] + 255) / 256 * 256;
+  }
+  return total;
+}
+
+// The kernel's parameter block (plan.param_bytes bytes, at most kMaxParamBytes).
+void pack_params(const LaunchPlan& plan, const BoundArgs& b, int64_t partials, CUdeviceptr ws,
+                 const uint64_t* ws_offsets, unsigned char* buf) {
   std::memset(buf, 0, plan.param_bytes);
   for (const ParamSlot& s : plan.slots) {
     switch (s.kind) {
@@ -404,40 +474,71 @@ void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
       case ParamSlot::Kind::rows: put<int64_t>(buf, s.offset, b.rows); break;
       case ParamSlot::Kind::partials: put<int64_t>(buf, s.offset, partials); break;
       case ParamSlot::Kind::workspace: put<uint64_t>(buf, s.offset, ws + ws_offsets[s.index]); break;
-      case ParamSlot::Kind::scalar: {
-        double v = b.scalars[s.index];
-        switch (s.dtype) {
-          case DType::f32: put<float>(buf, s.offset, static_cast<float>(v)); break;
-          case DType::f64: put<double>(buf, s.offset, v); break;
-          case DType::i32: put<int32_t>(buf, s.offset, static_cast<int32_t>(v)); break;
-          case DType::i64: put<int64_t>(buf, s.offset, static_cast<int64_t>(v)); break;
-          default: put<float>(buf, s.offset, static_cast<float>(v)); break;
-        }
-        break;
-      }
+      case ParamSlot::Kind::scalar: put_scalar(buf, s, b.scalars[s.index]); break;
     }
   }
+}
+
+}  // namespace
+
+void KernelImpl::prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* stream,
+                                PreparedLaunch& out) const {
+  const LoadedSpec& ls = loaded(b, ctx);
+  const LaunchPlan& plan = ls.plan;
+  // row_splits: CTAs of work per group of rows (the scan schedule's chunks along the sequence).
+  uint64_t groups = static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta) *
+                    plan.row_splits;
+  uint32_t grid = static_cast<uint32_t>(
+      std::min<uint64_t>(groups, plan.persistent ? ls.grid_limit : 0x7fffffffu));
+  // With M = 0 the grid is empty and partials is 0: the follow-up kernels still run and write
+  // the column reductions' empty sums (zeros for Out, the old contents for InOut).
+  int64_t partials = static_cast<int64_t>(grid) * plan.rows_per_cta;
+  CUdeviceptr ws = 0;
+  uint64_t ws_offsets[kMaxWorkspaces] = {}, ws_sizes[kMaxWorkspaces] = {};
+  if (!plan.workspaces.empty()) {
+    ws = workspace(sig_->name, ctx, stream,
+                   workspace_layout(plan, grid, b.rows, ws_offsets, ws_sizes));
+  }
+  out.zero_count = 0;
+  for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+    if (!plan.workspaces[w].zeroed || ws_sizes[w] == 0) continue;
+    out.zero_ptr[out.zero_count] = ws + ws_offsets[w];
+    out.zero_bytes[out.zero_count++] = ws_sizes[w];
+  }
+  pack_params(plan, b, partials, ws, ws_offsets, out.params);
+  out.spec = &ls;
+  out.grid = grid;
+}
+
+void KernelImpl::enqueue(const PreparedLaunch& p, CUstream_st* stream) {
   const Driver& d = driver();
-  void* params[] = {buf};
+  const LaunchPlan& plan = p.spec->plan;
+  void* params[] = {const_cast<unsigned char*>(p.params)};
   CUstream st = reinterpret_cast<CUstream>(stream);
-  for (size_t w = 0; w < plan.workspaces.size() && w < 8; ++w) {
-    if (plan.workspaces[w].zeroed && ws_sizes[w] > 0) {
-      check(d.cuMemsetD8Async(ws + ws_offsets[w], 0, ws_sizes[w], st),
-            "cuMemsetD8Async (workspace)");
-    }
+  for (uint32_t z = 0; z < p.zero_count; ++z) {  // e.g. the scan schedule's look-back flags
+    check(d.cuMemsetD8Async(p.zero_ptr[z], 0, p.zero_bytes[z], st), "cuMemsetD8Async (workspace)");
   }
-  if (grid > 0) {
-    check(d.cuLaunchKernel(ls.main, grid, 1, 1, plan.block_threads, 1, 1, plan.dynamic_smem, st,
-                           params, nullptr),
+  if (p.grid > 0) {
+    check(d.cuLaunchKernel(p.spec->main, p.grid, 1, 1, plan.block_threads, 1, 1,
+                           plan.dynamic_smem, st, params, nullptr),
           "cuLaunchKernel");
   }
-  for (size_t f = 0; f < ls.follow_ups.size(); ++f) {
+  for (size_t f = 0; f < p.spec->follow_ups.size(); ++f) {
     const FollowUp& fu = plan.follow_ups[f];
-    uint32_t fgrid = static_cast<uint32_t>((fu.grid_elements + fu.block_threads - 1) / fu.block_threads);
-    check(d.cuLaunchKernel(ls.follow_ups[f], fgrid, 1, 1, fu.block_threads, 1, 1, 0, st, params,
-                           nullptr),
+    uint32_t fgrid =
+        static_cast<uint32_t>((fu.grid_elements + fu.block_threads - 1) / fu.block_threads);
+    check(d.cuLaunchKernel(p.spec->follow_ups[f], fgrid, 1, 1, fu.block_threads, 1, 1, 0, st,
+                           params, nullptr),
           "cuLaunchKernel (follow-up)");
   }
+}
+
+void KernelImpl::launch(CUstream_st* stream, std::span<const Arg> args) const {
+  BoundArgs b;
+  bind(args, b);
+  PreparedLaunch p;
+  prepare_launch(b, current_context(), stream, p);
+  enqueue(p, stream);
 }
 
 ModuleImpl::ModuleImpl(std::shared_ptr<const FrontEnd> fe) : fe_(std::move(fe)) {

@@ -20,6 +20,8 @@ namespace kdsl::detail {
 inline constexpr int kMaxParams = 32;
 inline constexpr int kMaxSymbols = 16;
 inline constexpr int kMaxGenerics = 8;
+inline constexpr uint32_t kMaxParamBytes = 4096;  // the classic 4 KiB kernel-parameter limit
+inline constexpr size_t kMaxWorkspaces = 8;
 
 /// The arguments of one launch after checking (fixed-size: binding them allocates nothing).
 struct BoundArgs {
@@ -41,6 +43,16 @@ struct LoadedSpec {
   bool cache_hit = false;
   double compile_ms = 0;  // NVRTC (0 on a disk-cache hit)
   double load_ms = 0;     // front end + cache + module load
+};
+
+/// One launch, checked, loaded and packed, ready to enqueue (no allocation: fixed size).
+struct PreparedLaunch {
+  const LoadedSpec* spec = nullptr;
+  uint32_t grid = 0;  // CTAs of the main kernel; 0 for an empty parallel loop
+  uint32_t zero_count = 0;                 // workspace regions cleared before the main kernel
+  CUdeviceptr zero_ptr[kMaxWorkspaces] = {};
+  uint64_t zero_bytes[kMaxWorkspaces] = {};
+  alignas(16) unsigned char params[kMaxParamBytes];  // the parameter block, spec->plan.param_bytes
 };
 
 struct SpecKey {
@@ -73,9 +85,24 @@ class KernelImpl {
   /// The specialization for `b` loaded in `ctx`: compiled (or read from the disk cache) and
   /// loaded on first use, then found by a hash lookup.
   const LoadedSpec& loaded(const BoundArgs& b, CUcontext ctx) const;
+  /// The launch of `b` on `stream` in `ctx`, which must be the calling thread's current context:
+  /// loads the specialization (see loaded()), sizes the grid, finds the stream's workspace
+  /// (allocated in `ctx` on first use; throws ArgumentError when that would happen during graph
+  /// capture) and packs the parameter block.
+  void prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* stream,
+                      PreparedLaunch& out) const;
+  /// Enqueues a prepared launch: the main kernel (unless its grid is empty), then the follow-ups.
+  static void enqueue(const PreparedLaunch& p, CUstream_st* stream);
+  /// bind, prepare_launch in the current context, enqueue.
   void launch(CUstream_st* stream, std::span<const Arg> args) const;
+  /// Overrides the scheduler for specializations compiled from now on (autotuning, experiments).
+  void set_schedule_hint(const ScheduleHint& hint) { hint_ = hint; }
+  /// Whether specializations without a hint use the tuning database (default true).
+  void use_tuning_db(bool use) { use_tuning_db_ = use; }
 
  private:
+  ScheduleHint hint_;
+  bool use_tuning_db_ = true;
   std::shared_ptr<const FrontEnd> fe_;
   const KernelSignature* sig_;
   std::vector<ParamInfo> params_;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "kdsl/error.h"
+
 namespace kdsl {
 namespace {
 
@@ -28,30 +30,103 @@ bool has_loop_axis(const ir::View& v) {
 // Registers (32-bit) one element of a value of dtype `t` takes.
 int reg_words(DType t) { return dtype_size(accumulator_dtype(t)) == 8 || t == DType::f64 ? 2 : 1; }
 
-struct Footprint {
-  int row_words = 0;        // per element, summed over row-dependent vector loads
-  int invariant_words = 0;  // per element, summed over loop-invariant vector loads
-  int column_words = 0;     // per element, summed over column-reduction accumulators
+}  // namespace
+
+bool ScheduleHint::empty() const {
+  return !vec && !group && !cache_rows && !cache_invariant && !prefetch && !pack && !stream &&
+         !persistent && !min_ctas && !smem_columns;
+}
+
+ScheduleHint ScheduleHint::parse(const std::string& text) {
+  ScheduleHint h;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? text.size() : comma + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    int v = 0;
+    try {
+      size_t used = 0;
+      v = std::stoi(value, &used);
+      if (used != value.size()) throw std::invalid_argument(value);
+    } catch (const std::exception&) {
+      throw ArgumentError(fmt::format("schedule hint '{}': expected KEY=INTEGER", item));
+    }
+    if (key == "min_ctas" && v >= 1 && v <= 32) {
+      h.min_ctas = v;
+    } else if (key == "vec" && (v == 1 || v == 2 || v == 4 || v == 8)) {
+      h.vec = v;
+    } else if (key == "group" && v >= 1 && v <= 1024 && (v & (v - 1)) == 0) {
+      h.group = v;
+    } else if ((key == "cache_rows" || key == "cache_invariant" || key == "prefetch" ||
+                key == "pack" || key == "stream" || key == "persistent" || key == "smem_columns") &&
+               (v == 0 || v == 1)) {
+      std::optional<bool>& f = key == "cache_rows"        ? h.cache_rows
+                               : key == "cache_invariant" ? h.cache_invariant
+                               : key == "prefetch"        ? h.prefetch
+                               : key == "pack"            ? h.pack
+                               : key == "stream"          ? h.stream
+                               : key == "persistent"      ? h.persistent
+                                                          : h.smem_columns;
+      f = v == 1;
+    } else {
+      throw ArgumentError(fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
+                                      "of two up to 1024), cache_rows, cache_invariant, prefetch, "
+                                      "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32)",
+                                      item));
+    }
+  }
+  return h;
+}
+
+std::string ScheduleHint::str() const {
+  std::string s;
+  auto add = [&](const char* k, int v) { s += fmt::format("{}{}={}", s.empty() ? "" : ",", k, v); };
+  if (vec) add("vec", *vec);
+  if (group) add("group", *group);
+  if (cache_rows) add("cache_rows", *cache_rows);
+  if (cache_invariant) add("cache_invariant", *cache_invariant);
+  if (prefetch) add("prefetch", *prefetch);
+  if (pack) add("pack", *pack);
+  if (stream) add("stream", *stream);
+  if (persistent) add("persistent", *persistent);
+  if (min_ctas) add("min_ctas", *min_ctas);
+  if (smem_columns) add("smem_columns", *smem_columns);
+  return s;
+}
+
+namespace {
+
+// Registers per element the cached loads of each kind take, for a given packing choice.
+struct Words {
+  double row = 0, invariant = 0, column = 0;
 };
 
-Footprint footprint(const ir::Kernel& k) {
-  Footprint f;
+Words cached_words(const ir::Kernel& k, const Specialization& spec, bool pack, int vec) {
+  Words w;
   for (const ir::Node& n : k.nodes) {
     if (n.op != ir::Op::load || n.type.form != ir::Form::vector) continue;
-    (has_loop_axis(n.view) ? f.row_words : f.invariant_words) += reg_words(n.type.dtype);
+    bool fast = ((spec.aligned_mask & spec.contiguous_mask) >> n.index) & 1u;
+    bool packed = pack && vec >= 2 && fast && dtype_size(n.type.dtype) == 2;
+    double words = packed ? 0.5 : reg_words(n.type.dtype);
+    (has_loop_axis(n.view) ? w.row : w.invariant) += words;
   }
   for (const ir::Store& s : k.stores) {
     if (s.kind == ir::StoreKind::reduce && has_vector_axis(s.view)) {
-      f.column_words += reg_words(k.node(s.value).type.dtype);
+      w.column += reg_words(k.node(s.value).type.dtype);
     }
   }
-  return f;
+  return w;
 }
 
 }  // namespace
 
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
-                                const DeviceTarget& target) {
+                                const DeviceTarget& target, const ScheduleHint& hint) {
   RowSchedule s;
   int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
   size_t min_size = 16;
@@ -75,49 +150,102 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
       }
     }
   }
+  if (hint.vec && n % *hint.vec == 0 && (*hint.vec == 1 || any_fast)) s.vec = *hint.vec;
   int64_t vectors = (n + s.vec - 1) / s.vec;
-  if (vectors <= 16) {
-    s.name = "rows.subwarp";
-    s.group = pow2_ceil(vectors);
-    s.threads = 256;
-  } else if (vectors <= 256) {
-    s.name = "rows.warp";
-    s.group = 32;
-    s.threads = 256;
+  // A persistent grid pays off when rows share state across iterations: column reductions
+  // (dw[:] += ...) accumulate in registers across a CTA's rows. Otherwise one CTA handles R rows
+  // and the hardware overlaps CTAs, as long as each thread is small (about 16 elements, few
+  // registers) so that many rows are in flight per SM.
+  bool column_reduction = std::any_of(k.stores.begin(), k.stores.end(), [](const ir::Store& st) {
+    return st.kind == ir::StoreKind::reduce;
+  });
+  int reductions = static_cast<int>(std::count_if(k.nodes.begin(), k.nodes.end(), [](const ir::Node& x) {
+    return x.op == ir::Op::reduce;
+  }));
+  // Measured on an H200 (bench/RESULTS.md, "schedule experiments"): a persistent grid that
+  // prefetches the next row wins for kernels with several reductions, 4-byte rows and rows longer
+  // than 16K elements; one CTA per row wins for single-reduction kernels on 16-bit rows up to
+  // 16K. `kdsl tune` measures both on the GPU at hand.
+  bool simple = !column_reduction && reductions <= 1 && min_size == 2 && n <= 16384;
+  s.persistent = hint.persistent.value_or(!simple) || column_reduction;
+  // Threads per row: about 16 elements per thread, then more threads while the cached vectors
+  // (row loads, weights, column accumulators) exceed the register budget.
+  // Packing halves the registers of cached 16-bit rows in kernels with one pass over them; in
+  // backward kernels (several row inputs, column reductions) the compiler keeps both forms live,
+  // so there it costs registers (ptxas: rms_norm_bwd bf16 N=8192, 82 vs 61 registers).
+  s.pack = hint.pack.value_or(!column_reduction);
+  Words words = cached_words(k, spec, s.pack, s.vec);
+  // Column-reduction accumulators go to shared memory (each thread owns its slots), so they
+  // take no registers.
+  s.smem_columns = hint.smem_columns.value_or(column_reduction);
+  const double per_elem = words.row + words.invariant + (s.smem_columns ? 0.0 : words.column);
+  const double budget = std::max(16.0, target.regs_per_sm / 1024.0 - 24.0);
+  // One CTA per row: about 16 elements per thread (small threads, many rows in flight).
+  // Persistent: about 4 chunks per thread (VEC x 4 elements), at least 64 threads for long rows.
+  // With column reductions the accumulators also live in registers: more threads per row until
+  // the cached vectors fit the budget.
+  int group;
+  if (!s.persistent) {
+    int64_t chunks_target = std::max(1, 16 / s.vec);
+    group = std::clamp(pow2_ceil((vectors + chunks_target - 1) / chunks_target), 1, 1024);
   } else {
-    s.name = "rows.cta";
-    s.group = std::clamp(pow2_ceil((vectors + 3) / 4), 64, 1024);
-    s.threads = s.group;
+    group = vectors <= 16 ? pow2_ceil(vectors)
+            : vectors <= 256 ? 32
+                             : std::clamp(pow2_ceil((vectors + 3) / 4), 64, 1024);
   }
+  while (column_reduction && group < 1024 && group < vectors &&
+         static_cast<double>((vectors + group - 1) / group) * s.vec * per_elem > budget) {
+    group *= 2;
+  }
+  if (hint.group) group = *hint.group;
+  s.group = group;
+  s.name = group < 32 ? "rows.subwarp" : group == 32 ? "rows.warp" : "rows.cta";
+  s.threads = std::max(group, 256);
   s.rows_per_cta = s.threads / s.group;
   s.chunks = static_cast<int>((vectors + s.group - 1) / s.group);
   s.reasons.push_back(fmt::format(
       "N = {}: VEC = {} ({}-byte accesses), {} vectors per row -> {} ({} threads per row, {} "
-      "rows per CTA, {} chunks per thread)",
-      n, s.vec, s.vec * min_size, vectors, s.name, s.group, s.rows_per_cta, s.chunks));
+      "rows per CTA, {} chunks per thread), {}",
+      n, s.vec, s.vec * min_size, vectors, s.name, s.group, s.rows_per_cta, s.chunks,
+      !s.persistent       ? "one CTA per row group (no state across rows)"
+      : column_reduction ? "persistent grid (column reductions accumulate across a CTA's rows)"
+                         : "persistent grid (CTAs loop over rows)"));
 
-  Footprint f = footprint(k);
-  const int elems = s.chunks * s.vec;
-  const int overhead = 40;
-  int budget = std::min(255, target.regs_per_sm / s.threads) - overhead;
-  int need = elems * (f.row_words + f.invariant_words + f.column_words);
-  if (need > budget && f.invariant_words > 0) {
-    s.cache_invariant = false;
-    need -= elems * f.invariant_words;
-    s.reasons.push_back("loop-invariant vectors are re-read per row (from L1/L2): the register "
-                        "budget is too small to keep them");
+  // Register budget for cached vectors: enough that at least 1024 threads (more rows in
+  // flight) fit on an SM: 64 registers per thread, minus about 24 for indices and temporaries.
+  const Words& w = words;
+  const double elems = static_cast<double>(s.chunks) * s.vec;
+  double smem_bytes = elems * s.group * s.rows_per_cta * w.column * 4;
+  // Up to 96 KiB per CTA (two CTAs per SM); a 1024-thread CTA is alone on its SM anyway.
+  double smem_limit = std::min(s.threads >= 1024 ? 200.0 * 1024 : 96.0 * 1024,
+                               static_cast<double>(target.max_smem_per_cta));
+  if (s.smem_columns && smem_bytes > smem_limit) {
+    s.smem_columns = false;
   }
-  if (need > budget) {
-    s.cache_rows = false;
-    need -= elems * f.row_words;
-    s.reasons.push_back(fmt::format("streaming: {} registers per thread needed to hold the row, "
-                                    "budget {}; each reduction phase re-reads the row",
-                                    elems * f.row_words, budget));
-  } else {
-    s.reasons.push_back(fmt::format("register-resident: {} registers per thread hold the cached "
-                                    "vectors (budget {}); each element is read once",
-                                    need, budget));
+  if (s.smem_columns) {
+    s.reasons.push_back(fmt::format("column-reduction accumulators in shared memory ({:.0f} KiB per CTA)",
+                                    smem_bytes / 1024));
   }
+  double need = elems * (w.row + w.invariant + (s.smem_columns ? 0.0 : w.column));
+  s.cache_invariant = hint.cache_invariant.value_or(need <= budget || w.invariant == 0);
+  if (!s.cache_invariant) need -= elems * w.invariant;
+  s.cache_rows = hint.cache_rows.value_or(need <= budget);
+  if (!s.cache_rows) need -= elems * w.row;
+  s.prefetch = s.persistent && s.cache_rows &&
+               hint.prefetch.value_or(!column_reduction && need + elems * w.row <= budget);
+  if (s.prefetch) need += elems * w.row;
+  if (!s.cache_invariant) {
+    s.reasons.push_back("loop-invariant vectors are re-read per row (from L1/L2)");
+  }
+  s.reasons.push_back(fmt::format(
+      "{}: about {:.0f} registers per thread hold the cached vectors{}{} (budget {:.0f}); {}",
+      s.cache_rows ? "register-resident" : "streaming", need,
+      s.pack && min_size == 2 && s.vec >= 2 ? ", 16-bit values packed in pairs" : "",
+      s.prefetch ? ", the next row prefetched" : "", budget,
+      s.cache_rows ? "each element is read once" : "each reduction phase re-reads the row"));
+  s.stream = hint.stream.value_or(false);
+  s.min_ctas = hint.min_ctas.value_or(0);
+  if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
   // The grid is sized at launch from the driver's occupancy for the compiled kernel; this is an
   // upper bound (threads per SM), so that the generated source depends on the kernel, the
   // specialization and the architecture only.

@@ -3,21 +3,35 @@
 // Row schedules (every kernel whose body reduces or maps along its vector axis):
 //   Each loop iteration (a "row", e.g. one of M rows of an (M, N) tensor) is processed by a group
 //   of G threads; a thread owns VEC consecutive elements in each of C chunks of the row (element
-//   index (c * G + lane) * VEC + v), so accesses of a warp are contiguous and, when the tensors
-//   allow it, 16 bytes wide. A CTA holds R = threads / G groups. The grid is persistent: about
-//   (SMs x resident CTAs) CTAs loop over the rows, so loop-invariant vectors (weights) are loaded
-//   once per CTA and column reductions (dw[:] += ...) accumulate in registers across the rows
-//   a CTA processes, then reduce in a fixed order (per-group partials, then a follow-up kernel).
-//   - rows.subwarp: N / VEC <= 16 vectors per row: G = 1..16 threads per row, many rows per warp.
-//   - rows.warp:    N / VEC <= 256: one warp per row (G = 32), butterfly shuffles only.
-//   - rows.cta:     larger rows: G = 64..1024 threads per row (one row per CTA), warp shuffles
-//                   then a shared-memory exchange between the warps.
-//   Rows are held in registers (each element read once) when the cached loads fit the register
-//   budget ("register-resident"); otherwise each phase re-reads the row ("streaming", which
-//   reads every element once per reduction phase).
+//   index (c * G + lane) * VEC + v), so a warp's accesses are contiguous and, when the tensors
+//   allow it (16-byte aligned base and row strides, unit stride along the row), 16 bytes wide.
+//   A CTA holds R = threads / G groups. The body runs in phases separated by reductions; a
+//   reduction combines each thread's partial state with butterfly shuffles in a fixed lane order
+//   and, for G > 32, the warps' results through shared memory in warp order (deterministic).
+//   Names by G: rows.subwarp (G < 32, several rows per warp), rows.warp (G = 32), rows.cta.
+//
+//   Grids. One CTA per R rows ("one CTA per row group") when no state is carried across rows:
+//   small threads (about 16 elements each), many rows in flight per SM. A persistent grid (about
+//   SMs x resident CTAs, looping over rows) otherwise: loop-invariant vectors (weights) are
+//   loaded once per CTA, the next row's loads can be issued while this row computes (prefetch),
+//   and column reductions (dw[:] += ...) accumulate across a CTA's rows in shared memory (each
+//   thread owns its slots: no barrier, no atomics), then per-group partials are summed in a fixed
+//   order by a follow-up kernel (in f64 for f32 partials). Kernels with column reductions are
+//   always persistent.
+//
+//   Registers. Rows are held in registers (each element read once: "register-resident") when the
+//   cached vectors fit a budget of about 40 registers per thread (so that 1024 or more threads
+//   fit on an SM); 16-bit rows may be held as packed pairs; otherwise every phase re-reads the
+//   row ("streaming": at most one extra read per reduction phase). Threads per row grow until the
+//   cached vectors fit.
+//
+//   The thresholds were measured on an H200 (bench/RESULTS.md); `kdsl tune` times the
+//   alternatives (grid kind, threads per row, prefetch, packing) on the GPU at hand and records
+//   the fastest per GPU model and specialization (src/tuning.h); launches use that record.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,11 +42,33 @@ namespace kdsl {
 
 /// The GPU a kernel is compiled for: what the scheduler needs to know about it.
 struct DeviceTarget {
+  std::string name;  // the GPU's name, e.g. "NVIDIA H200" (keys tuning records; not in codegen)
   std::string arch = "sm_90";
   int sm_count = 132;
   int max_threads_per_sm = 2048;
   int regs_per_sm = 65536;
   int max_smem_per_cta = 227 * 1024;  // bytes, with the opt-in limit
+};
+
+/// Overrides of the scheduler's choices, for autotuning (`kdsl tune`) and experiments
+/// (`kdsl run --schedule group=512,prefetch=1`). Unset fields keep the scheduler's choice.
+struct ScheduleHint {
+  std::optional<int> vec;        // elements per access: 1, 2, 4 or 8
+  std::optional<int> group;      // threads per row: a power of two, 1 to 1024
+  std::optional<bool> cache_rows;
+  std::optional<bool> cache_invariant;
+  std::optional<bool> prefetch;  // load the next row while the current one is computed
+  std::optional<bool> pack;      // hold cached 16-bit rows as packed pairs (half the registers)
+  std::optional<bool> stream;    // evict-first cache hints on row loads and stores
+  std::optional<bool> persistent;  // a persistent grid (else one CTA per R rows)
+  std::optional<int> min_ctas;     // __launch_bounds__ minimum CTAs per SM (caps registers)
+  std::optional<bool> smem_columns;  // column-reduction accumulators in shared memory
+
+  bool empty() const;
+  /// Parses "group=512,prefetch=1,pack=0"; throws kdsl::ArgumentError on unknown keys or values.
+  static ScheduleHint parse(const std::string& text);
+  /// The canonical text form (keys in a fixed order), "" when empty.
+  std::string str() const;
 };
 
 struct RowSchedule {
@@ -44,6 +80,12 @@ struct RowSchedule {
   int chunks = 1;        // C = ceil(N / (G * VEC))
   bool cache_rows = true;       // row loads held in registers across phases
   bool cache_invariant = true;  // loop-invariant vector loads held in registers across rows
+  bool prefetch = false;        // the next row's cached loads are issued before this row's work
+  bool pack = false;            // cached 16-bit vectors held as packed pairs in 32-bit registers
+  bool stream = false;          // row loads/stores use evict-first hints (ld/st.global.cs)
+  bool persistent = true;       // grid of about SMs x resident CTAs looping over rows
+  int min_ctas = 0;             // __launch_bounds__(threads, min_ctas) when > 0
+  bool smem_columns = false;    // column accumulators in shared memory instead of registers
   int ctas_per_sm = 1;          // persistent grid: CTAs per SM
   std::vector<std::string> reasons;
 };
@@ -51,6 +93,6 @@ struct RowSchedule {
 /// Chooses the row schedule for `k` (already specialized) on `target`. Deterministic: the same
 /// kernel, specialization and target give the same schedule.
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
-                                const DeviceTarget& target);
+                                const DeviceTarget& target, const ScheduleHint& hint = {});
 
 }  // namespace kdsl

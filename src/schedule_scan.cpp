@@ -96,8 +96,13 @@ bool needs_scan_schedule(const ir::Kernel& k) {
       return true;
     }
   }
+  // Column reductions over part of the loop (dlam[d] += sum(v) in parallel(B, D)); those of vectors
+  // (GroupNorm's dw[g, :] += v) stay with the row schedule, which reduces along rows.
   for (const ir::Store& s : k.stores) {
-    if (s.kind == ir::StoreKind::reduce && has_kind(s.view, ir::AxisIndex::Kind::loop)) return true;
+    if (s.kind == ir::StoreKind::reduce && has_kind(s.view, ir::AxisIndex::Kind::loop) &&
+        !has_kind(s.view, ir::AxisIndex::Kind::vector)) {
+      return true;
+    }
   }
   return false;
 }

@@ -65,8 +65,8 @@ struct ScanSchedule {
   int64_t cl() const { return static_cast<int64_t>(wp) * t * lp * vp; }
 };
 
-/// True when `k` needs the scan schedule: it scans, shifts, takes first/last, or reduces over
-/// some but not all of its loop variables.
+/// True when `k` needs the scan schedule: it scans, shifts, takes first/last, or reduces scalars
+/// over some but not all of its loop variables.
 bool needs_scan_schedule(const ir::Kernel& k);
 
 /// Chooses the scan schedule for `k` (specialized). Deterministic for a given environment: the

@@ -72,6 +72,13 @@ TEST(Layout, FileWithoutTrailingNewline) {
   EXPECT_EQ(l.lines[1].offsets.back(), 11u);
 }
 
+TEST(Layout, ByteOrderMarkIsSkipped) {
+  Layout l("\xEF\xBB\xBFx = 1\n");
+  EXPECT_EQ(l.texts(), (Strings{"x = 1"}));
+  EXPECT_EQ(l.where(0, 0), "1:4");
+  EXPECT_TRUE(l.errors().empty());
+}
+
 TEST(Layout, CrlfLineEndings) {
   Layout l("def f():\r\n    x = (1,\r\n         2)\r\n");
   EXPECT_EQ(l.texts(), (Strings{"def f():", "x = (1," + std::string(10, ' ') + "2)"}));
@@ -172,6 +179,12 @@ TEST(Layout, OtherLinesEndingInColonOpenBlocksSilently) {
   Layout l("while x:\n    y = 1\nz = 2:\n");
   EXPECT_TRUE(l.errors().empty());  // the grammar reports these lines
   EXPECT_EQ(l.depths(), (std::vector<uint32_t>{0, 1, 0}));
+}
+
+TEST(Layout, HeaderWithoutColonKeepsItsBlock) {
+  Layout l("def f():\n    for i in x\n        y = 1\n    return y\n");
+  EXPECT_TRUE(l.errors().empty());  // the grammar reports the missing ':'
+  EXPECT_EQ(l.depths(), (std::vector<uint32_t>{0, 1, 2, 1}));
 }
 
 TEST(Layout, BracketErrors) {

@@ -43,6 +43,21 @@ TEST(Nvrtc, ArchSuffixesCompile) {
             "ELF");
 }
 
+TEST(Nvrtc, PtxForTheMatchingVirtualArchitecture) {
+  std::string ptx = nvrtc_compile_ptx(kScaleKernel, "kdsl_test_scale", "sm_90a", {"-lineinfo"});
+  EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find(".entry kdsl_test_scale("), std::string::npos) << ptx;
+  EXPECT_EQ(ptx.find('\0'), std::string::npos);
+  EXPECT_THROW(nvrtc_compile_ptx(kScaleKernel, "kdsl_test_scale", "sm_1", {}), CompileError);
+  try {
+    nvrtc_compile_ptx(kBrokenKernel, "kdsl_test_broken", "sm_80", {});
+    FAIL() << "expected CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("for compute_80"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("undeclared_name"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Nvrtc, SyntaxErrorThrowsWithLogArchOptionsNameAndSource) {
   try {
     nvrtc_compile(kBrokenKernel, "kdsl_test_broken", "sm_90", {"-DKDSL_MARK=1"});

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "kdsl/export.h"
+
 namespace kdsl {
 
 /// Storage and arithmetic element types.
@@ -18,11 +20,11 @@ inline constexpr DType kAllDTypes[] = {DType::f16, DType::bf16, DType::f32, DTyp
                                        DType::i32, DType::i64,  DType::b8,  DType::c64};
 
 /// The spelling used in .kdsl source, file names and kernel symbols ("f16", "bf16", "bool", ...).
-std::string_view dtype_name(DType t);
+KDSL_API std::string_view dtype_name(DType t);
 /// Size of one element in bytes.
-size_t dtype_size(DType t);
+KDSL_API size_t dtype_size(DType t);
 /// Parses a spelling produced by dtype_name ("bool" for b8); nullopt when unknown.
-std::optional<DType> parse_dtype(std::string_view name);
+KDSL_API std::optional<DType> parse_dtype(std::string_view name);
 
 inline constexpr bool is_float(DType t) {
   return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64;

@@ -19,6 +19,7 @@
 
 #include "kdsl/dtype.h"
 #include "kdsl/error.h"
+#include "kdsl/export.h"
 
 // A CUDA stream (cuda.h: `typedef struct CUstream_st* CUstream`; cudaStream_t is the same type).
 struct CUstream_st;
@@ -30,7 +31,7 @@ inline constexpr int kMaxRank = 8;
 /// A tensor in device memory, not owned: base pointer, dtype, shape and strides (in elements).
 /// Strides may be any non-negative values; kernels need the vector axis (the axis a view marks
 /// ':') to have stride 1 for 16-byte accesses, and fall back to element accesses otherwise.
-struct TensorRef {
+struct KDSL_API TensorRef {
   void* data = nullptr;
   DType dtype = DType::f32;
   int32_t rank = 0;
@@ -90,11 +91,13 @@ class ModuleImpl;
 
 /// One kernel of a module. Cheap to copy (a shared handle); thread-safe: launches from several
 /// threads and on several GPUs may run concurrently.
-class Kernel {
+class KDSL_API Kernel {
  public:
+  /// The kernel's name in its module, e.g. "rms_norm".
   const std::string& name() const;
   /// The kernel's docstring (formula and source).
   const std::string& docstring() const;
+  /// The parameters in launch order (inputs, scalars and outputs as the `def` lists them).
   const std::vector<ParamInfo>& params() const;
 
   /// Launches the kernel on `stream` (in the calling thread's current CUDA context; when there is
@@ -102,18 +105,23 @@ class Kernel {
   /// The first launch of a specialization compiles it (NVRTC, through the disk cache) and loads
   /// it; later ones only check the arguments and enqueue. Asynchronous: returns before the
   /// kernel runs. A launch with an empty parallel loop (e.g. M = 0) enqueues nothing except what
-  /// writes column-reduction outputs (zeros, or unchanged for InOut).
-  /// Throws ArgumentError (the argument, what was expected, what was given), CompileError,
-  /// CudaError (no driver, or the driver refused the launch).
+  /// writes column-reduction outputs (zeros, or unchanged for InOut). Capturable into a CUDA
+  /// graph once the specialization is loaded and, for kernels with a column reduction, once the
+  /// stream has had one launch outside capture (docs/runtime.md).
+  /// Throws ArgumentError (the argument, what was expected, what was given; also a column
+  /// reduction captured on a stream without workspace), CompileError, CudaError (no driver, or
+  /// the driver refused the launch). Every argument is checked before anything is enqueued.
   void launch(CUstream_st* stream, std::span<const Arg> args) const;
   void launch(CUstream_st* stream, std::initializer_list<Arg> args) const {
     launch(stream, std::span<const Arg>(args.begin(), args.size()));
   }
 
-  /// Checks `args` and compiles and loads their specialization without launching (for warm-up
-  /// before CUDA graph capture). Returns the kernel symbol, e.g. "kdsl_rms_norm_bf16_n8192".
+  /// Checks `args` and compiles and loads their specialization in the current context without
+  /// launching (for warm-up before CUDA graph capture; it allocates no workspace, see launch).
+  /// Returns the kernel symbol, e.g. "kdsl_rms_norm_bf16_n8192". Throws as launch does.
   std::string prepare(std::span<const Arg> args) const;
 
+  /// kdsl's internals (src/runtime_impl.h), for its tools and tests; not a stable API.
   const detail::KernelImpl& impl() const { return *impl_; }
 
  private:
@@ -122,7 +130,7 @@ class Kernel {
 };
 
 /// A parsed and checked .kdsl module. Cheap to copy; immutable; thread-safe.
-class Module {
+class KDSL_API Module {
  public:
   /// Reads, parses and checks a .kdsl file. Throws kdsl::Error when the file cannot be read and
   /// kdsl::SourceError with every diagnostic (file:line:col, source line, caret) when it has
@@ -133,9 +141,12 @@ class Module {
 
   /// The kernel `name`. Throws ArgumentError (listing the module's kernels) when there is none.
   Kernel kernel(const std::string& name) const;
+  /// The names of the module's kernels, in source order.
   std::vector<std::string> kernel_names() const;
+  /// The path given to load(), or the name given to from_source().
   const std::string& path() const;
 
+  /// kdsl's internals (src/runtime_impl.h), for its tools and tests; not a stable API.
   const detail::ModuleImpl& impl() const { return *impl_; }
 
  private:

@@ -9,7 +9,7 @@ out="${OUT:-/tmp}"
 bin=.device/bin
 nvidia-smi -L
 git rev-parse --short HEAD 2>/dev/null || true
-for t in "${@:-driver_gpu_test stdlib_norm_gpu_test}"; do
+for t in "${@:-driver_gpu_test stdlib_norm_gpu_test numerics_gpu_test group_norm_gpu_test runtime_gpu_test}"; do
   for b in $t; do
     echo "== $b"
     "$bin/$b" --gtest_brief=1 2>&1 | tee "$out/$b.log" | tail -25

@@ -15,5 +15,9 @@ done
 for lib in libspdlog.so.1.10 libfmt.so.9 libxxhash.so.0; do
   cp -L "/lib/x86_64-linux-gnu/$lib" .device/lib/
 done
+# The examples link the shared library and the CUDA runtime (for cudaMalloc).
+if [ -e "$build/libkdsl.so.0" ]; then cp -L "$build/libkdsl.so.0" .device/lib/; fi
+cudart="${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13"
+if [ -e "$cudart" ]; then cp -L "$cudart" .device/lib/; fi
 chmod 700 .device/cache
 du -sh .device

@@ -1,35 +1,60 @@
 // kdsl check, kdsl list.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "cli.h"
 #include "dsl/parser.h"
 
 namespace kdsl::cli {
 
+namespace {
+
+// Checks one file, printing its diagnostics. Returns whether it is free of errors.
+bool check_file(const std::string& path) {
+  std::shared_ptr<const SourceFile> file;
+  try {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw Error("cannot read '" + path + "': it is a directory");
+    file = SourceFile::read(path);
+  } catch (const Error& e) {
+    std::cerr << "kdsl: error: " << e.what() << "\n";
+    return false;
+  }
+  Diagnostics diags;
+  auto m = parse_module(file, diags);
+  if (!diags.has_errors()) check_module(*m, diags);
+  std::cerr << diags.render(use_color());
+  if (diags.has_errors()) {
+    std::cerr << fmt::format("{}: {} error{}\n", path, diags.error_count(),
+                             diags.error_count() == 1 ? "" : "s");
+    return false;
+  }
+  size_t kernels = 0;
+  for (const auto& f : m->functions) kernels += f.is_kernel();
+  std::cout << fmt::format("{}: ok ({} kernel{})\n", path, kernels, kernels == 1 ? "" : "s");
+  return true;
+}
+
+}  // namespace
+
 Command register_check(CLI::App& app) {
   auto files = std::make_shared<std::vector<std::string>>();
-  CLI::App* sub = app.add_subcommand("check", "Parse and type-check .kdsl files; print every error");
+  CLI::App* sub =
+      app.add_subcommand("check", "Parse and type-check .kdsl files; print every error");
   sub->add_option("files", *files, "The .kdsl files")->required();
-  sub->footer("Example: kdsl check stdlib/*.kdsl\nExit code 1 when any file has an error.");
+  sub->footer(
+      "Prints every diagnostic (file:line:col, the source line, a caret, hints) on stderr and "
+      "'FILE: ok (N kernels)' on stdout for each clean file.\n"
+      "Exit code 1 when any file has an error or cannot be read.\n"
+      "Example: kdsl check stdlib/*.kdsl");
   return {sub, [files]() {
             int code = kOk;
             for (const std::string& path : *files) {
-              Diagnostics diags;
-              auto file = SourceFile::read(path);
-              auto m = parse_module(file, diags);
-              if (!diags.has_errors()) check_module(*m, diags);
-              std::cerr << diags.render(stderr_is_tty());
-              if (diags.has_errors()) {
-                std::cerr << fmt::format("{}: {} error{}\n", path, diags.error_count(),
-                                         diags.error_count() == 1 ? "" : "s");
-                code = kUserError;
-              } else {
-                size_t kernels = 0;
-                for (const auto& f : m->functions) kernels += f.is_kernel();
-                std::cout << fmt::format("{}: ok ({} kernel{})\n", path, kernels, kernels == 1 ? "" : "s");
-              }
+              if (!check_file(path)) code = kUserError;
             }
             return code;
           }};
@@ -37,7 +62,14 @@ Command register_check(CLI::App& app) {
 
 namespace {
 
-std::string format_default(double v) { return fmt::format("{}", v); }
+// Defaults of f32 (and 16-bit) scalars are stored as doubles of the rounded value: print the
+// shortest text that rounds back to it (1e-06, not 9.999999974752427e-07).
+std::string format_default(double v, DType t) {
+  if (t == DType::f32 || t == DType::f16 || t == DType::bf16) {
+    return fmt::format("{}", static_cast<float>(v));
+  }
+  return fmt::format("{}", v);
+}
 
 std::string signature_line(const KernelSignature& sig) {
   std::string s = sig.name;
@@ -45,7 +77,8 @@ std::string signature_line(const KernelSignature& sig) {
     s += "[";
     for (size_t g = 0; g < sig.generics.size(); ++g) {
       std::string dom;
-      for (DType t : sig.generics[g].domain) dom += (dom.empty() ? "" : " | ") + std::string(dtype_name(t));
+      for (DType t : sig.generics[g].domain)
+        dom += (dom.empty() ? "" : " | ") + std::string(dtype_name(t));
       s += fmt::format("{}{}: {}", g ? ", " : "", sig.generics[g].name, dom);
     }
     s += "]";
@@ -59,39 +92,101 @@ std::string signature_line(const KernelSignature& sig) {
       s += "*, ";
       star = true;
     }
-    std::string dt = p.generic >= 0 ? sig.generics[p.generic].name : std::string(dtype_name(p.dtype));
+    std::string dt =
+        p.generic >= 0 ? sig.generics[p.generic].name : std::string(dtype_name(p.dtype));
     if (!p.is_tensor) {
       s += fmt::format("{}: {}", p.name, dt);
-      if (p.default_value) s += " = " + format_default(*p.default_value);
+      if (p.default_value)
+        s += " = " + format_default(*p.default_value, p.generic >= 0 ? DType::f64 : p.dtype);
       continue;
     }
-    const char* kind = p.role == ir::Role::in ? "Tensor" : p.role == ir::Role::out ? "Out" : "InOut";
+    const char* kind = p.role == ir::Role::in    ? "Tensor"
+                       : p.role == ir::Role::out ? "Out"
+                                                 : "InOut";
     std::string shape;
     for (size_t a = 0; a < p.shape.size(); ++a) {
       const ir::Extent& e = p.shape[a];
-      shape += (a ? ", " : "") + (e.symbol >= 0 ? sig.symbols[e.symbol].name : std::to_string(e.constant));
+      shape += (a ? ", " : "") +
+               (e.symbol >= 0 ? sig.symbols[e.symbol].name : std::to_string(e.constant));
     }
     s += fmt::format("{}: {}[{}, ({}{})]", p.name, kind, dt, shape, p.shape.size() == 1 ? "," : "");
   }
   return s + ")";
 }
 
+nlohmann::json signature_json(const KernelSignature& sig) {
+  nlohmann::json j;
+  j["name"] = sig.name;
+  j["doc"] = sig.docstring.substr(0, sig.docstring.find('\n'));
+  j["line"] = sig.loc.line;
+  j["generics"] = nlohmann::json::array();
+  for (const GenericInfo& g : sig.generics) {
+    nlohmann::json dom = nlohmann::json::array();
+    for (DType t : g.domain) dom.push_back(dtype_name(t));
+    j["generics"].push_back({{"name", g.name}, {"dtypes", dom}});
+  }
+  j["params"] = nlohmann::json::array();
+  for (const SignatureParam& p : sig.params) {
+    nlohmann::json pj = {{"name", p.name}, {"keyword_only", p.keyword_only}};
+    pj["dtype"] = p.generic >= 0 ? sig.generics[p.generic].name : std::string(dtype_name(p.dtype));
+    if (p.is_tensor) {
+      pj["kind"] = p.role == ir::Role::in ? "Tensor" : p.role == ir::Role::out ? "Out" : "InOut";
+      nlohmann::json shape = nlohmann::json::array();
+      for (const ir::Extent& e : p.shape) {
+        if (e.symbol >= 0) {
+          shape.push_back(sig.symbols[e.symbol].name);
+        } else {
+          shape.push_back(e.constant);
+        }
+      }
+      pj["shape"] = shape;
+    } else {
+      pj["kind"] = "scalar";
+      pj["default"] = p.default_value ? nlohmann::json(*p.default_value) : nlohmann::json(nullptr);
+    }
+    j["params"].push_back(pj);
+  }
+  j["symbols"] = nlohmann::json::array();
+  for (const ir::Symbol& s : sig.symbols) {
+    j["symbols"].push_back({{"name", s.name}, {"specialized", s.specialized}});
+  }
+  return j;
+}
+
 }  // namespace
 
 Command register_list(CLI::App& app) {
-  auto file = std::make_shared<std::string>();
-  CLI::App* sub = app.add_subcommand("list", "List the kernels of a .kdsl file with their signatures");
-  sub->add_option("file", *file, "The .kdsl file")->required();
-  sub->footer("Example: kdsl list stdlib/rms_norm.kdsl");
-  return {sub, [file]() {
-            auto fe = run_front_end(SourceFile::read(*file));
+  struct Opts {
+    std::string file;
+    bool json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* sub =
+      app.add_subcommand("list", "List the kernels of a .kdsl file with their signatures");
+  sub->add_option("file", o->file, "The .kdsl file")->required();
+  sub->add_flag("--json", o->json, "Print the signatures as JSON");
+  sub->footer(
+      "For each kernel: its signature (generics with their allowed dtypes, tensors with roles, "
+      "dtypes and shapes, scalars with defaults), the first line of its docstring, and which shape "
+      "symbols are specialized (compile-time constants: each value is its own binary) or "
+      "run-time.\n"
+      "Example: kdsl list stdlib/rms_norm.kdsl");
+  return {sub, [o]() {
+            auto fe = load_module(o->file);
+            if (o->json) {
+              nlohmann::json all = nlohmann::json::array();
+              for (const KernelSignature& sig : fe->kernels) all.push_back(signature_json(sig));
+              std::cout << all.dump(2) << "\n";
+              return kOk;
+            }
             for (const KernelSignature& sig : fe->kernels) {
               std::cout << signature_line(sig) << "\n";
               std::string doc = sig.docstring.substr(0, sig.docstring.find('\n'));
               if (!doc.empty()) std::cout << "    " << doc << "\n";
               std::string spec, dyn;
               for (const ir::Symbol& s : sig.symbols) {
-                (s.specialized ? spec : dyn) += ((s.specialized ? spec : dyn).empty() ? "" : ", ") + s.name;
+                std::string& into = s.specialized ? spec : dyn;
+                into += (into.empty() ? "" : ", ") + s.name;
               }
               std::cout << fmt::format("    specialized (compile-time): {}; run-time: {}\n",
                                        spec.empty() ? "none" : spec, dyn.empty() ? "none" : dyn);

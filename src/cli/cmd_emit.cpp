@@ -1,95 +1,107 @@
-// kdsl emit, kdsl compile.
+// kdsl emit: one specialization's IR, CUDA C++, PTX or SASS, and its schedule with reasons.
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "cli.h"
+#include "disasm.h"
 #include "src/nvrtc.h"
 
 namespace kdsl::cli {
 namespace {
 
-// The specialization the options describe, assuming 16-byte aligned, contiguous tensors.
+struct EmitOptions {
+  KernelOptions k;
+  bool ir = false, cuda = false, ptx = false, sass = false, explain = false;
+};
+
+// The specialization the options describe, assuming 16-byte aligned, contiguous tensors. The IR
+// can be printed with the vector length left symbolic; code needs it.
 Specialization spec_from(const KernelSignature& sig, const KernelOptions& o, bool need_vector) {
   Specialization spec;
-  spec.binding = resolve_binding(sig, o);
-  auto shapes = parse_shape(o.shape);
+  spec.binding = single_binding(sig, o);
+  auto shape = single_shape(sig, o);
   if (sig.vector_symbol >= 0) {
     const std::string& n = sig.symbols[sig.vector_symbol].name;
-    auto it = shapes.find(n);
-    if (it != shapes.end()) {
+    auto it = shape.find(n);
+    if (it != shape.end()) {
       spec.vector_extent = it->second;
     } else if (need_vector) {
-      throw UsageError(fmt::format("{} is specialized (a compile-time constant); give its value, e.g. "
-                                   "--shape {}=8192",
-                                   n, n));
+      throw UsageError(
+          fmt::format("kernel '{}' specializes {} (a compile-time constant): give "
+                      "its value, e.g. --shape {}=8192",
+                      sig.name, n, n));
     }
   }
   spec.aligned_mask = spec.contiguous_mask = ~0u;
   return spec;
 }
 
+int emit(const EmitOptions& o) {
+  if (o.ir && o.explain) {
+    throw UsageError(
+        "--explain shows the schedule of the generated code: use it alone or with "
+        "--cuda, --ptx or --sass, not --ir");
+  }
+  std::optional<Disassembler> dis;
+  if (o.sass) {
+    dis = find_disassembler();
+    if (!dis) throw Error(no_disassembler_message());
+  }
+  Selected s = select_kernel(o.k.file, o.k.kernel);
+  Specialization spec = spec_from(*s.sig, o.k, !o.ir);
+  ScheduleHint hint = parse_schedule(o.k.schedule);
+  ir::Kernel k = lower_specialized(*s.fe, o.k.kernel, spec);
+  if (o.ir) {
+    std::cout << ir::print(k);
+    return kOk;
+  }
+  std::string note;
+  DeviceTarget target = target_for(o.k.arch, &note);
+  GeneratedKernel gen = generate(k, spec, target, hint);
+  print_note(note);
+  if (o.explain) {
+    std::cout << fmt::format("{} for {}: schedule {}\n", gen.plan.symbol, target.arch,
+                             gen.plan.schedule);
+    for (const auto& r : gen.plan.reasons) std::cout << "  " << r << "\n";
+    if (!o.cuda && !o.ptx && !o.sass) return kOk;
+  }
+  if (o.ptx) {
+    std::cout << generate_ptx(gen, target.arch);
+    return kOk;
+  }
+  if (o.sass) {
+    CompiledKernel ck = compile_kernel(*s.fe, o.k.kernel, spec, target, nullptr, hint);
+    std::cout.flush();
+    return disassemble(*dis, ck.binary.cubin, ck.gen.plan.symbol);
+  }
+  std::cout << gen.source;
+  return kOk;
+}
+
 }  // namespace
 
 Command register_emit(CLI::App& app) {
-  struct Opts {
-    KernelOptions k;
-    bool ir = false, cuda = false, explain = false;
-  };
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<EmitOptions>();
   CLI::App* sub = app.add_subcommand("emit", "Print a stage's output for one specialization");
-  add_kernel_options(*sub, o->k, true);
-  auto* g = sub->add_option_group("stage");
-  g->add_flag("--ir", o->ir, "The typed IR (after sema and specialization)");
-  g->add_flag("--cuda", o->cuda, "The generated CUDA C++ (default)");
+  add_kernel_options(*sub, o->k);
+  auto* g = sub->add_option_group("stage", "What to print (one of them; default --cuda)");
+  g->add_flag("--ir", o->ir, "The typed IR after sema and specialization (N may stay symbolic)");
+  g->add_flag("--cuda", o->cuda, "The generated CUDA C++ (the default)");
+  g->add_flag("--ptx", o->ptx, "The PTX NVRTC makes of it (needs no GPU)");
+  g->add_flag("--sass", o->sass,
+              "The SASS of the cubin, through the CUDA toolkit's cuobjdump or nvdisasm");
   g->require_option(0, 1);
-  sub->add_flag("--explain", o->explain, "The chosen schedule and why");
-  sub->footer("Example: kdsl emit stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape N=8192 --cuda");
-  return {sub, [o]() {
-            Selected s = select_kernel(o->k);
-            Specialization spec = spec_from(*s.sig, o->k, !o->ir);
-            ir::Kernel k = lower_specialized(*s.fe, o->k.kernel, spec);
-            if (o->ir) {
-              std::cout << ir::print(k);
-              return kOk;
-            }
-            std::string note;
-            DeviceTarget target = target_for(o->k.arch, &note);
-            GeneratedKernel gen = generate(k, spec, target);
-            if (o->explain) {
-              std::cout << fmt::format("{}: schedule {}\n", gen.plan.symbol, gen.plan.schedule);
-              for (const auto& r : gen.plan.reasons) std::cout << "  " << r << "\n";
-              if (!o->cuda) return kOk;
-            }
-            std::cout << gen.source;
-            return kOk;
-          }};
-}
-
-Command register_compile(CLI::App& app) {
-  auto o = std::make_shared<KernelOptions>();
-  CLI::App* sub = app.add_subcommand("compile", "Compile a specialization into the disk cache");
-  add_kernel_options(*sub, *o, true);
-  sub->footer("Example: kdsl compile stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape N=8192 "
-              "--arch sm_90");
-  return {sub, [o]() {
-            Selected s = select_kernel(*o);
-            Specialization spec = spec_from(*s.sig, *o, true);
-            std::string note;
-            DeviceTarget target = target_for(o->arch, &note);
-            if (!note.empty()) std::cerr << "kdsl: note: " << note << "\n";
-            CompiledKernel ck = compile_kernel(*s.fe, o->kernel, spec, target);
-            if (ck.binary.hit) {
-              std::cout << fmt::format("{} ({}): disk cache hit in {:.2f} ms (front end {:.2f} ms)\n",
-                                       ck.gen.plan.symbol, target.arch, ck.binary.load_ms, ck.frontend_ms);
-            } else {
-              std::cout << fmt::format("{} ({}): compiled in {:.1f} ms by NVRTC {} (front end {:.2f} ms), "
-                                       "stored in the disk cache\n",
-                                       ck.gen.plan.symbol, target.arch, ck.binary.compile_ms,
-                                       nvrtc_version(), ck.frontend_ms);
-            }
-            return kOk;
-          }};
+  sub->add_flag("--explain", o->explain,
+                "The chosen schedule and why (alone, or before --cuda, --ptx or --sass)");
+  sub->footer(
+      "The tensors are taken to be 16-byte aligned and contiguous (what a fresh PyTorch tensor "
+      "is); without a GPU and --arch the target is sm_90. SASS needs cuobjdump or nvdisasm in "
+      "$CUDA_HOME/bin, $CUDA_PATH/bin, PATH or /usr/local/cuda/bin.\n"
+      "Examples:\n"
+      "  kdsl emit stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape N=8192 --cuda\n"
+      "  kdsl emit stdlib/rms_norm.kdsl -k rms_norm -D T=bf16 --shape N=8192 --explain --ptx");
+  return {sub, [o]() { return emit(*o); }};
 }
 
 }  // namespace kdsl::cli

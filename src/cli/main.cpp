@@ -1,21 +1,79 @@
 // kdsl: the command line. See docs/cli.md.
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
+#include <new>
 
 #include "cli.h"
 #include "src/log.h"
 
 namespace {
 
-// -v and -q override KDSL_LOG_LEVEL (src/log.h).
+using kdsl::cli::Command;
+
+// -v and -q override KDSL_LOG_LEVEL (src/log.h). KDSL_DEBUG logs the IR and schedule at info
+// level, so it implies -v.
 void setup_logging(int verbose, bool quiet) {
   spdlog::logger& l = kdsl::log();
+  const char* debug = std::getenv("KDSL_DEBUG");
+  if (debug && *debug && std::string(debug) != "0" && !l.should_log(spdlog::level::info)) {
+    l.set_level(spdlog::level::info);
+  }
   if (verbose == 1) l.set_level(spdlog::level::info);
-  if (verbose >= 2) l.set_level(spdlog::level::debug);
+  if (verbose == 2) l.set_level(spdlog::level::debug);
+  if (verbose >= 3) l.set_level(spdlog::level::trace);
   if (quiet) l.set_level(spdlog::level::err);
+}
+
+// The deepest subcommand parsed (`app` when none), and its name: "kdsl cache prune".
+const CLI::App* deepest(const CLI::App& app, std::string* name) {
+  *name = "kdsl";
+  const CLI::App* at = &app;
+  while (true) {
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : at->get_subcommands([](const CLI::App*) { return true; })) {
+      if (sub->parsed() && !sub->get_name().empty()) next = sub;  // not option groups
+    }
+    if (!next) return at;
+    *name += " " + next->get_name();
+    at = next;
+  }
+}
+
+std::string command_name(const CLI::App& app) {
+  std::string name;
+  deepest(app, &name);
+  return name;
+}
+
+// One line for a command line CLI11 could not parse.
+int usage_error(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  std::string name;
+  const CLI::App* at = deepest(app, &name);
+  std::string what = e.what();
+  if (what == "A subcommand is required") {
+    std::string subs;
+    for (const CLI::App* sub :
+         at->get_subcommands([](const CLI::App* a) { return !a->get_name().empty(); })) {
+      subs += (subs.empty() ? "" : ", ") + sub->get_name();
+    }
+    // The word after the last command name, when there is one, is an unknown command.
+    std::vector<std::string> chain;
+    for (const CLI::App* a = at; a != &app; a = a->get_parent())
+      chain.insert(chain.begin(), a->get_name());
+    int i = 1;
+    for (const std::string& n : chain) {
+      while (i < argc && argv[i] != n) ++i;
+      ++i;
+    }
+    while (i < argc && argv[i][0] == '-') ++i;
+    what = i < argc && argv[i][0] != '-'
+               ? std::string("unknown command '") + argv[i] + "' (commands: " + subs + ")"
+               : "a command is required (" + subs + ")";
+  }
+  std::cerr << name << ": usage error: " << what << " (see " << name << " --help)\n";
+  return kdsl::cli::kUsage;
 }
 
 }  // namespace
@@ -26,23 +84,23 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("kdsl ") + KDSL_VERSION);
   int verbose = 0;
   bool quiet = false;
-  app.add_flag("-v,--verbose", verbose, "More logging (-v: compile and cache decisions with times)");
+  app.add_flag("-v,--verbose", verbose,
+               "More logging on stderr: -v compile and cache decisions with times, -vv debug");
   app.add_flag("-q,--quiet", quiet, "Only errors");
   app.footer(
+      "`kdsl COMMAND --help` shows each command's options and an example; docs/cli.md is the "
+      "reference.\n"
       "Exit codes: 0 ok, 1 user error, 2 usage error, 3 verification failed, 4 no GPU.\n"
+      "Environment: KDSL_CACHE_DIR, KDSL_CACHE, KDSL_CACHE_MAX_SIZE, KDSL_LOG_LEVEL, KDSL_DEBUG.\n"
       "Example: kdsl run stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape M=1024,N=8192 "
       "--verify --bench");
-  std::vector<kdsl::cli::Command> commands = {
-      kdsl::cli::register_check(app), kdsl::cli::register_list(app),
-      kdsl::cli::register_emit(app), kdsl::cli::register_compile(app),
-      kdsl::cli::register_run(app)};
+  std::vector<Command> commands = {kdsl::cli::register_check(app), kdsl::cli::register_list(app),
+                                   kdsl::cli::register_emit(app),  kdsl::cli::register_compile(app),
+                                   kdsl::cli::register_run(app),   kdsl::cli::register_bench(app),
+                                   kdsl::cli::register_tune(app),  kdsl::cli::register_cache(app)};
+  for (const Command& c : commands) c.app->fallthrough();  // -v / -q after the command name
   try {
     app.parse(argc, argv);
-    setup_logging(verbose, quiet);
-    for (const auto& c : commands) {
-      if (c.app->parsed()) return c.run();
-    }
-    return kdsl::cli::kUsage;
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -50,19 +108,35 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "kdsl: usage error: " << e.what() << "\n(see kdsl --help)\n";
+    return usage_error(app, e, argc, argv);
+  }
+  setup_logging(verbose, quiet);
+  const std::string name = command_name(app);
+  try {
+    for (const Command& c : commands) {
+      if (c.app->parsed()) return c.run();
+    }
     return kdsl::cli::kUsage;
   } catch (const kdsl::cli::UsageError& e) {
-    std::cerr << "kdsl: usage error: " << e.what() << "\n";
+    std::cerr << name << ": usage error: " << e.what() << "\n";
     return kdsl::cli::kUsage;
+  } catch (const kdsl::cli::NoGpuError& e) {
+    std::cerr << "kdsl: " << e.what() << "\n";
+    return kdsl::cli::kNoGpu;
   } catch (const kdsl::SourceError& e) {
     std::cerr << e.what();
+    return kdsl::cli::kUserError;
+  } catch (const kdsl::InternalError& e) {
+    std::cerr << "kdsl: internal error (a bug in kdsl; please report it): " << e.what() << "\n";
     return kdsl::cli::kUserError;
   } catch (const kdsl::Error& e) {
     std::cerr << "kdsl: error: " << e.what() << "\n";
     return kdsl::cli::kUserError;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "kdsl: error: out of memory\n";
+    return kdsl::cli::kUserError;
   } catch (const std::exception& e) {
-    std::cerr << "kdsl: internal error: " << e.what() << "\n";
+    std::cerr << "kdsl: internal error (a bug in kdsl; please report it): " << e.what() << "\n";
     return kdsl::cli::kUserError;
   }
 }

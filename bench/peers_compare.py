@@ -1,0 +1,149 @@
+"""Same-run comparison of kdsl with PyTorch eager and torch.compile on the GPU at hand.
+
+Reads the JSON records that kdsl's benchmarks wrote (kdsl_bench_norm, kdsl_bench_scan) in this
+run, times the same operations at the same shapes through PyTorch eager and torch.compile
+(median of CUDA-event timings with the L2 flushed, triton.testing.do_bench, as
+../shared/peers/peers.py does), measures the 1 GiB device-to-device copy the same way, and writes:
+
+  OUT/h200.json   one record per kernel, dtype and shape: kdsl's time, GB/s and ratio to copy,
+                  the peers' times, and kdsl's speedup over the best peer
+  OUT/norm_gbps.png  GB/s against N (M x N = 64M elements) for kdsl and the peers
+
+Usage: python3 bench/peers_compare.py OUT_DIR KDSL_JSON [KDSL_JSON ...]
+"""
+import json
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+import triton
+
+DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3  # us
+
+
+def norm_fn(op, n):
+    if op == "rmsnorm":
+        return lambda x, w, b: F.rms_norm(x, (n,), w, 1e-6)
+    if op == "layernorm":
+        return lambda x, w, b: F.layer_norm(x, (n,), w, b, 1e-5)
+    return lambda x, w, b: torch.softmax(x, -1)
+
+
+def time_norm(op, dtype, m, n, mode):
+    """Forward and backward times (us) of one normalization through PyTorch."""
+    dt = DT[dtype]
+    x = torch.randn(m, n, dtype=dt, device="cuda", requires_grad=True)
+    w = torch.randn(n, dtype=dt, device="cuda", requires_grad=True)
+    b = torch.randn(n, dtype=dt, device="cuda", requires_grad=True)
+    dy = torch.randn(m, n, dtype=dt, device="cuda")
+    f = norm_fn(op, n)
+    g = f if mode == "eager" else torch.compile(f, dynamic=False)
+    args = (x, w, b) if op == "layernorm" else ((x, w) if op == "rmsnorm" else (x,))
+    call = (lambda: g(x, w, b))
+    fwd = bench(call)
+    y = call()
+    bwd = bench(lambda: torch.autograd.grad(y, args, dy, retain_graph=True))
+    return fwd, bwd
+
+
+def time_cumsum(dtype, shape, dim, mode):
+    x = torch.randn(*shape, dtype=DT[dtype], device="cuda")
+    f = lambda x: torch.cumsum(x, dim)
+    g = f if mode == "eager" else torch.compile(f, dynamic=False)
+    return bench(lambda: g(x))
+
+
+def main():
+    out_dir = sys.argv[1]
+    records = []
+    for path in sys.argv[2:]:
+        with open(path) as f:
+            records += json.load(f)
+    os.makedirs(out_dir, exist_ok=True)
+    n = 1 << 30
+    a = torch.empty(n, dtype=torch.uint8, device="cuda")
+    c = torch.empty_like(a)
+    copy_us = bench(lambda: c.copy_(a))
+    copy_gbps = 2 * n / copy_us / 1e3
+    del a, c
+    print(f"torch copy (1 GiB): {copy_us:.1f} us, {copy_gbps:.0f} GB/s", flush=True)
+    norm_cache = {}
+    out = []
+    for r in records:
+        if r.get("op") == "copy":
+            continue
+        peers = {}
+        if r.get("op") in ("rmsnorm", "layernorm", "softmax"):
+            for mode in ("eager", "compile"):
+                key = (r["op"], r["dtype"], r["M"], r["N"], mode)
+                if key not in norm_cache:
+                    try:
+                        norm_cache[key] = time_norm(r["op"], r["dtype"], r["M"], r["N"], mode)
+                    except Exception as e:  # report, keep going
+                        print(f"peer {key} failed: {e!r}"[:300], flush=True)
+                        norm_cache[key] = (None, None)
+                fwd, bwd = norm_cache[key]
+                peers[mode] = bwd if r["pass"] == "bwd" else fwd
+        elif r.get("op") == "cumsum":
+            for mode in ("eager", "compile"):
+                try:
+                    peers[mode] = time_cumsum(r["dtype"], r["shape"], r["dim"], mode)
+                except Exception as e:
+                    print(f"peer cumsum {mode} failed: {e!r}"[:300], flush=True)
+        times = [t for t in peers.values() if t]
+        best = min(times) if times else None
+        rec = dict(r)
+        rec["peer_us"] = peers
+        rec["best_peer_us"] = best
+        rec["speedup_vs_best_peer"] = (best / r["us"]) if best else None
+        rec["peer_best_ratio_to_copy"] = (r["bytes"] / best / 1e3 / copy_gbps) if best else None
+        out.append(rec)
+        shape = r.get("shape") or f"{r.get('M')}x{r.get('N')}"
+        print(f"{r['kernel']:<22} {r['dtype']:<5} {str(shape):>16}  kdsl {r['us']:9.2f} us ({r['ratio_to_copy']:.3f} of copy)"
+              f"  eager {peers.get('eager') or float('nan'):9.2f}  compile {peers.get('compile') or float('nan'):9.2f}"
+              f"  kdsl/best speedup {rec['speedup_vs_best_peer'] or float('nan'):.2f}x", flush=True)
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+              "torch_copy_GBps": copy_gbps, "records": out}
+    with open(os.path.join(out_dir, "h200.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    plot(out, os.path.join(out_dir, "norm_gbps.png"))
+
+
+def plot(records, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception as e:
+        print(f"no plot: {e!r}")
+        return
+    kernels = ["rms_norm", "rms_norm_bwd", "layer_norm", "layer_norm_bwd", "softmax", "softmax_bwd"]
+    fig, axes = plt.subplots(2, 3, figsize=(14, 8))
+    for ax, k in zip(axes.flat, kernels):
+        rows = sorted((r for r in records if r.get("kernel") == k and r["dtype"] == "bf16" and r["M"] * r["N"] == 1 << 26),
+                      key=lambda r: r["N"])
+        if not rows:
+            continue
+        ns = [r["N"] for r in rows]
+        ax.plot(ns, [r["GBps"] for r in rows], "o-", label="kdsl")
+        for mode in ("eager", "compile"):
+            ys = [r["bytes"] / r["peer_us"][mode] / 1e3 if r["peer_us"].get(mode) else float("nan") for r in rows]
+            ax.plot(ns, ys, "s--", label=f"torch {mode}")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{k} bf16, M x N = 64M")
+        ax.set_xlabel("N")
+        ax.set_ylabel("GB/s (minimal bytes)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+// check_module: every constant, every kernel under every dtype binding, and the names of every
+// helper, with the diagnostics of a module merged, deduplicated and in source order.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "sema_internal.h"
+
+namespace kdsl {
+namespace {
+
+bool same_place_and_message(const Diagnostic& a, const Diagnostic& b) {
+  return a.loc.offset == b.loc.offset && a.loc.file == b.loc.file && a.message == b.message;
+}
+
+// Adds `d` to `out` unless the same message at the same place is already there.
+void add_unique(std::vector<Diagnostic>& out, const Diagnostic& d) {
+  for (const auto& e : out) {
+    if (same_place_and_message(e, d)) return;
+  }
+  out.push_back(d);
+}
+
+// Every binding in the product of the generics' domains.
+std::vector<std::vector<DType>> all_bindings(const KernelSignature& sig) {
+  std::vector<std::vector<DType>> bindings = {{}};
+  for (const auto& g : sig.generics) {
+    std::vector<std::vector<DType>> next;
+    for (const auto& b : bindings) {
+      for (DType t : g.domain) {
+        next.push_back(b);
+        next.back().push_back(t);
+      }
+    }
+    bindings = std::move(next);
+  }
+  return bindings;
+}
+
+// The diagnostics of kernel `f` under every binding of its generics. A diagnostic found under
+// some bindings only says under which: "(with T = f16)".
+void check_kernel(const ast::Module& m, const ast::FunctionDef& f, std::vector<Diagnostic>& out) {
+  Diagnostics header;
+  sema::ModuleScope scope(m, header);
+  auto sig = sema::build_signature(scope, f);
+  if (!sig) {
+    for (const auto& d : header.all()) add_unique(out, d);
+    return;
+  }
+  struct Seen {
+    Diagnostic d;
+    std::vector<std::string> bindings;
+  };
+  auto bindings = all_bindings(*sig);
+  std::vector<Seen> seen;
+  for (const auto& b : bindings) {
+    Diagnostics local;
+    lower_kernel(m, f.name, b, local);
+    std::string label;
+    for (size_t g = 0; g < b.size(); ++g) {
+      label += fmt::format("{}{} = {}", g ? ", " : "", sig->generics[g].name, dtype_name(b[g]));
+    }
+    for (const auto& d : local.all()) {
+      auto it = std::find_if(seen.begin(), seen.end(),
+                             [&](const Seen& s) { return same_place_and_message(s.d, d); });
+      if (it == seen.end()) {
+        seen.push_back({d, {label}});
+      } else {
+        it->bindings.push_back(label);
+      }
+    }
+  }
+  for (auto& s : seen) {
+    if (s.bindings.size() < bindings.size() && !s.bindings[0].empty()) {
+      std::string which;
+      for (const auto& l : s.bindings) which += (which.empty() ? "" : "; ") + l;
+      s.d.message += fmt::format(" (with {})", which);
+    }
+    add_unique(out, s.d);
+  }
+}
+
+// Names a helper's body may use without defining them.
+bool predefined(const std::string& n) {
+  static const std::set<std::string> names = {"inf", "nan", "pi"};
+  return names.count(n) || sema::is_builtin(n) || parse_dtype(n).has_value();
+}
+
+// Helpers are typed only where they are called (their parameters take the arguments' types), so a
+// helper no kernel calls would go unchecked. This pass checks what needs no types: decorators
+// (helpers have none), and the names that no call could resolve (neither a parameter, a local, a
+// module-level name nor a built-in).
+class HelperNames {
+ public:
+  HelperNames(const sema::ModuleScope& scope, const ast::FunctionDef& fn, Diagnostics& diags)
+      : scope_(scope), diags_(diags) {
+    for (const auto& d : fn.decorators) {
+      diags_.error(d->loc,
+                   "unknown decorator; kernels are marked @kernel and helpers have no decorator",
+                   d->span());
+    }
+    for (const auto& p : fn.params) defined_.insert(p.name);
+    collect(fn.body);
+    for (const auto& p : fn.params) {
+      if (p.default_value) use(*p.default_value);
+    }
+    uses(fn.body);
+  }
+
+ private:
+  void target(const ast::Expr& t) {
+    if (t.kind == ast::ExprKind::name) defined_.insert(t.name);
+    if (t.kind == ast::ExprKind::tuple) {
+      for (const auto& a : t.args) target(*a);
+    }
+  }
+
+  // A for loop in a helper is an error of its own (reported when the helper is lowered); the
+  // names in it are not checked.
+  void collect(const std::vector<ast::StmtPtr>& body) {
+    for (const auto& s : body) {
+      if (s->kind == ast::StmtKind::for_) continue;
+      if (s->kind == ast::StmtKind::assign) {
+        for (const auto& t : s->targets) target(*t);
+      }
+      collect(s->body);
+      collect(s->orelse);
+    }
+  }
+
+  void uses(const std::vector<ast::StmtPtr>& body) {
+    for (const auto& s : body) {
+      if (s->kind == ast::StmtKind::for_) continue;
+      for (const auto& t : s->targets) {
+        if (t->kind != ast::ExprKind::name) use(*t);
+      }
+      if (s->kind == ast::StmtKind::aug_assign && s->targets[0]->kind == ast::ExprKind::name) {
+        use(*s->targets[0]);
+      }
+      if (s->value) use(*s->value);
+      uses(s->body);
+      uses(s->orelse);
+    }
+  }
+
+  void use(const ast::Expr& e) {
+    if (e.kind == ast::ExprKind::name) {
+      const std::string& n = e.name;
+      if (defined_.count(n) || scope_.has_constant(n) || scope_.function(n) || predefined(n)) {
+        return;
+      }
+      auto& d = diags_.error(e.loc, fmt::format("unknown name '{}'", n), e.span());
+      std::vector<std::string> candidates = scope_.names();
+      candidates.insert(candidates.end(), defined_.begin(), defined_.end());
+      for (auto& b : sema::builtin_names()) candidates.push_back(b);
+      std::string near = closest_name(n, candidates);
+      if (!near.empty()) d.hint = fmt::format("did you mean '{}'?", near);
+      return;
+    }
+    for (const auto& a : e.args) {
+      if (a) use(*a);
+    }
+    for (const auto& k : e.keywords) {
+      if (k.value) use(*k.value);
+    }
+  }
+
+  const sema::ModuleScope& scope_;
+  Diagnostics& diags_;
+  std::set<std::string> defined_;
+};
+
+}  // namespace
+
+void check_module(const ast::Module& m, Diagnostics& diags) {
+  std::vector<Diagnostic> out;
+  std::vector<const ast::FunctionDef*> kernels;  // each name's first definition
+  {
+    Diagnostics module_level;
+    sema::ModuleScope scope(m, module_level);
+    for (const auto& c : m.constants) {
+      if (scope.has_constant(c.name)) scope.constant(c.name);
+    }
+    for (const auto& f : m.functions) {
+      if (scope.function(f.name) != &f) continue;  // defined twice: reported by the scope
+      if (f.is_kernel()) {
+        kernels.push_back(&f);
+      } else {
+        HelperNames(scope, f, module_level);
+      }
+    }
+    for (const auto& d : module_level.all()) add_unique(out, d);
+  }
+  for (const ast::FunctionDef* f : kernels) check_kernel(m, *f, out);
+  std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return a.loc.offset < b.loc.offset;
+  });
+  for (const auto& d : out) {
+    Diagnostic& added = d.severity == Severity::error ? diags.error(d.loc, d.message, d.length)
+                        : d.severity == Severity::warning
+                            ? diags.warning(d.loc, d.message, d.length)
+                            : diags.note(d.loc, d.message, d.length);
+    added.hint = d.hint;
+  }
+}
+
+}  // namespace kdsl

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The benchmark run on the GPU machine (after stage.sh): tunes the normalization kernels whose
+# default schedule is furthest from the copy bandwidth, then runs kdsl's benchmarks and the
+# same-run PyTorch comparison. Results under $OUT (kdsl_norm.json, kdsl_scan.json, h200.json,
+# norm_gbps.png, tune.txt, bench.txt).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export KDSL_CACHE_DIR="$PWD/.device/cache" KDSL_SOURCE_DIR="$PWD" PYTHONUNBUFFERED=1
+out="${OUT:-/tmp}"
+k=.device/bin/kdsl
+git rev-parse --short HEAD 2>/dev/null || cat .device/COMMIT 2>/dev/null
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+{
+  for spec in "rms_norm.kdsl rms_norm_bwd bf16 M=8192,N=8192" "layer_norm.kdsl layer_norm bf16 M=8192,N=8192" \
+              "layer_norm.kdsl layer_norm_bwd bf16 M=8192,N=8192" "softmax.kdsl softmax bf16 M=8192,N=8192" \
+              "softmax.kdsl softmax_bwd bf16 M=8192,N=8192" "rms_norm.kdsl rms_norm bf16 M=1024,N=8192"; do
+    set -- $spec
+    timeout 60 $k tune stdlib/$1 -k $2 --dtype $3 --shape $4 --reps 20 2>&1 | tail -4
+  done
+} | tee "$out/tune.txt"
+timeout 240 .device/bin/kdsl_bench_norm "$out/kdsl_norm.json" --reps 30 2>&1 | tee "$out/bench.txt"
+inputs=("$out/kdsl_norm.json")
+if [ -x .device/bin/kdsl_bench_scan ]; then
+  timeout 120 .device/bin/kdsl_bench_scan "$out/kdsl_scan.json" 2>&1 | tee -a "$out/bench.txt"
+  [ -s "$out/kdsl_scan.json" ] && inputs+=("$out/kdsl_scan.json")
+fi
+timeout 240 python3 bench/peers_compare.py "$out" "${inputs[@]}" 2>&1 | tee "$out/peers.txt" | tail -60

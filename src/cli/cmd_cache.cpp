@@ -1,0 +1,174 @@
+// kdsl cache stats | list | clear | prune: the disk cache of compiled kernels (docs/cache.md).
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <iostream>
+
+#include "cli.h"
+#include "src/cache.h"
+
+namespace kdsl::cli {
+namespace {
+
+struct CacheOptions {
+  bool json = false;
+  std::string max_size;  // prune --max-size
+};
+
+std::string limit_text(uint64_t max_bytes) {
+  return max_bytes == 0 ? "none" : human_bytes(max_bytes);
+}
+
+// Seconds since the epoch of a file time.
+int64_t unix_seconds(std::filesystem::file_time_type t) {
+  auto sys = std::chrono::file_clock::to_sys(t);
+  return std::chrono::duration_cast<std::chrono::seconds>(sys.time_since_epoch()).count();
+}
+
+std::string local_time(int64_t seconds) {
+  std::time_t tt = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  localtime_r(&tt, &tm);
+  return fmt::format("{:%Y-%m-%d %H:%M:%S}", tm);
+}
+
+const char* state(const CacheStats& s) {
+  if (!s.enabled) return "off (KDSL_CACHE)";
+  return s.unusable.empty() ? "on" : "not usable";
+}
+
+int stats(const CacheOptions& o) {
+  DiskCache cache(CacheConfig::from_env());
+  CacheStats s = cache.stats();
+  std::map<std::string, uint64_t> by_arch;
+  for (const CacheEntryInfo& e : cache.list()) ++by_arch[e.arch.empty() ? "unreadable" : e.arch];
+  if (o.json) {
+    nlohmann::json j = {{"dir", s.dir.string()},
+                        {"enabled", s.enabled},
+                        {"usable", s.enabled && s.unusable.empty()},
+                        {"unusable_reason", s.unusable},
+                        {"entries", s.entries},
+                        {"bytes", s.bytes},
+                        {"max_bytes", s.max_bytes},
+                        {"entries_by_arch", by_arch}};
+    std::cout << j.dump(2) << "\n";
+    return kOk;
+  }
+  std::cout << fmt::format("{:<22}{}\n", "cache directory", s.dir.string());
+  std::cout << fmt::format("{:<22}{}\n", "cache", state(s));
+  if (s.enabled && !s.unusable.empty())
+    std::cout << fmt::format("{:<22}{}\n", "reason", s.unusable);
+  std::cout << fmt::format("{:<22}{}\n", "entries", s.entries);
+  for (const auto& [arch, n] : by_arch) std::cout << fmt::format("  {:<20}{}\n", arch, n);
+  std::cout << fmt::format("{:<22}{}\n", "cache size", human_bytes(s.bytes));
+  std::cout << fmt::format(
+      "{:<22}{}{}\n", "size limit", limit_text(s.max_bytes),
+      s.max_bytes && s.bytes ? fmt::format(" ({:.1f}% used)", 100.0 * s.bytes / s.max_bytes) : "");
+  return kOk;
+}
+
+int list(const CacheOptions& o) {
+  DiskCache cache(CacheConfig::from_env());
+  std::vector<CacheEntryInfo> entries = cache.list();
+  if (o.json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const CacheEntryInfo& e : entries) {
+      all.push_back({{"key", e.key_hex},
+                     {"kernel_symbol", e.kernel_symbol},
+                     {"arch", e.arch},
+                     {"bytes", e.bytes},
+                     {"last_use", unix_seconds(e.last_use)},
+                     {"path", e.path.string()}});
+    }
+    std::cout << all.dump(2) << "\n";
+    return kOk;
+  }
+  if (entries.empty()) {
+    std::cout << fmt::format("no entries in {}\n", cache.config().dir.string());
+    return kOk;
+  }
+  std::cout << fmt::format("{:<19}  {:>10}  {:<8}  {:<32}  {}\n", "last use", "size", "arch", "key",
+                           "kernel");
+  for (const CacheEntryInfo& e : entries) {
+    std::cout << fmt::format("{:<19}  {:>10}  {:<8}  {:<32}  {}\n",
+                             local_time(unix_seconds(e.last_use)), human_bytes(e.bytes),
+                             e.arch.empty() ? "?" : e.arch, e.key_hex,
+                             e.kernel_symbol.empty() ? "(unreadable header)" : e.kernel_symbol);
+  }
+  return kOk;
+}
+
+int remove(const CacheOptions& o, bool prune) {
+  CacheConfig config = CacheConfig::from_env();
+  if (prune && !o.max_size.empty()) {
+    auto bytes = parse_byte_size(o.max_size);
+    if (!bytes) {
+      throw UsageError(
+          fmt::format("--max-size '{}': expected bytes with an optional K, M, G or T "
+                      "suffix, e.g. 512M",
+                      o.max_size));
+    }
+    config.max_bytes = *bytes;
+  }
+  DiskCache cache(config);
+  CacheRemoval r = prune ? cache.prune() : cache.clear();
+  CacheStats after = cache.stats();
+  if (o.json) {
+    nlohmann::json j = {{"dir", after.dir.string()},    {"enabled", after.enabled},
+                        {"removed_entries", r.entries}, {"removed_bytes", r.bytes},
+                        {"entries", after.entries},     {"bytes", after.bytes},
+                        {"max_bytes", after.max_bytes}};
+    std::cout << j.dump(2) << "\n";
+    return kOk;
+  }
+  if (!after.enabled) {
+    std::cout << "the cache is off (KDSL_CACHE); nothing removed\n";
+    return kOk;
+  }
+  std::cout << fmt::format("removed {} entr{} ({}) from {}; {} entr{} ({}) left", r.entries,
+                           r.entries == 1 ? "y" : "ies", human_bytes(r.bytes), after.dir.string(),
+                           after.entries, after.entries == 1 ? "y" : "ies",
+                           human_bytes(after.bytes));
+  if (prune) std::cout << fmt::format(", size limit {}", limit_text(after.max_bytes));
+  std::cout << "\n";
+  return kOk;
+}
+
+}  // namespace
+
+Command register_cache(CLI::App& app) {
+  auto o = std::make_shared<CacheOptions>();
+  CLI::App* sub =
+      app.add_subcommand("cache", "Inspect and clean the disk cache of compiled kernels");
+  sub->require_subcommand(1);
+  sub->footer(
+      "The directory is KDSL_CACHE_DIR (else $XDG_CACHE_HOME/kdsl, else ~/.cache/kdsl); the size "
+      "limit KDSL_CACHE_MAX_SIZE (default 1G). docs/cache.md has the details.\n"
+      "Example: kdsl cache stats");
+  CLI::App* st = sub->add_subcommand("stats", "Directory, entries (per architecture), size, limit");
+  CLI::App* ls = sub->add_subcommand("list", "Every entry, most recently used first");
+  CLI::App* cl = sub->add_subcommand("clear", "Remove every entry");
+  CLI::App* pr = sub->add_subcommand(
+      "prune", "Remove stale temporary files, then the least recently used entries over the limit");
+  for (CLI::App* s : {st, ls, cl, pr}) s->add_flag("--json", o->json, "Print JSON");
+  pr->add_option("--max-size", o->max_size,
+                 "Prune down to this size instead of KDSL_CACHE_MAX_SIZE: bytes with an optional "
+                 "K, M, G or T suffix (powers of 1024), e.g. 256M");
+  st->footer("Example: kdsl cache stats --json");
+  ls->footer(
+      "Columns: last use, size, architecture, key (the file name), kernel symbol.\n"
+      "Example: kdsl cache list");
+  cl->footer("Example: KDSL_CACHE_DIR=/tmp/kc kdsl cache clear");
+  pr->footer("Example: kdsl cache prune --max-size 256M");
+  return {sub, [=]() {
+            if (st->parsed()) return stats(*o);
+            if (ls->parsed()) return list(*o);
+            if (cl->parsed()) return remove(*o, false);
+            return remove(*o, true);
+          }};
+}
+
+}  // namespace kdsl::cli

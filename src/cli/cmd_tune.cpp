@@ -1,0 +1,124 @@
+// kdsl tune: time the candidate schedules of one specialization on this GPU and record the winner.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "cli.h"
+#include "src/driver.h"
+#include "src/harness.h"
+#include "src/tuning.h"
+#include "src/verify.h"
+
+namespace kdsl::cli {
+namespace {
+
+struct TuneOptions {
+  KernelOptions k;
+  int warmup = 5, reps = 30;
+  bool json = false, dry_run = false;
+};
+
+// True when every output of `got` matches `want` within the dtype's tolerance.
+bool same_results(const Problem& p, const std::vector<HostTensor>& got,
+                  const std::vector<HostTensor>& want, std::string* why) {
+  for (size_t t = 0; t < got.size(); ++t) {
+    const ir::TensorParam& tp = p.ir.tensors[t];
+    if (tp.role == ir::Role::in) continue;
+    Comparison c = compare(got[t], want[t], tolerance_for(tp.dtype));
+    if (!c.ok) {
+      *why = fmt::format("output {}: {}", tp.name, describe_worst(got[t], c));
+      return false;
+    }
+  }
+  return true;
+}
+
+int tune(const TuneOptions& o) {
+  Selected sel = select_kernel(o.k.file, o.k.kernel);
+  ProblemSpec ps;
+  ps.kernel = sel.sig->name;
+  ps.binding = single_binding(*sel.sig, o.k);
+  ps.shapes = single_shape(*sel.sig, o.k);
+  std::string shape_text = shape_values_text(ps.shapes);
+  ps.use_tuning_db = false;
+  Problem p = make_problem(sel.fe, ps);
+  std::string why;
+  if (!driver_or_null(&why) || device_count() == 0) {
+    std::cerr << fmt::format("kdsl: no GPU: {}; tuning times kernels on the GPU\n",
+                             why.empty() ? "no CUDA device" : why);
+    return kNoGpu;
+  }
+  primary_context(0);
+  const DeviceTarget& target = detail::context_target(detail::current_context());
+  std::vector<ScheduleHint> candidates = tuning_candidates(p.ir, p.spec, target);
+  std::vector<HostTensor> reference;
+  double best_us = 0, default_us = 0;
+  std::string best_hint;
+  nlohmann::json rows = nlohmann::json::array();
+  std::cout << fmt::format("tuning {} on {} at {} ({} candidates)\n", tuning_key(p.ir.name, p.spec),
+                           target.name, shape_text, candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    Problem pc = p;
+    pc.schedule = candidates[i];
+    GpuRun gpu(pc);
+    gpu.launch();
+    std::vector<HostTensor> out = pc.tensors;
+    gpu.download(out);
+    std::string label = candidates[i].empty() ? "default" : candidates[i].str();
+    if (i == 0) {
+      reference = out;
+    } else if (std::string diff; !same_results(p, out, reference, &diff)) {
+      std::cout << fmt::format("  {:<44} skipped: results differ from the default ({})\n", label, diff);
+      continue;
+    }
+    Timing t = time_cuda(nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, true);
+    std::cout << fmt::format("  {:<44} {:9.2f} us  ({})\n", label, t.median_us, gpu.loaded().plan.schedule);
+    rows.push_back({{"hint", candidates[i].str()}, {"us", t.median_us}, {"symbol", gpu.loaded().plan.symbol}});
+    if (i == 0) default_us = t.median_us;
+    if (i == 0 || t.median_us < best_us) {
+      best_us = t.median_us;
+      best_hint = candidates[i].str();
+    }
+  }
+  std::cout << fmt::format("best: {} ({:.2f} us; default {:.2f} us, {:.1f}% faster)\n",
+                           best_hint.empty() ? "default" : best_hint, best_us, default_us,
+                           100.0 * (default_us - best_us) / default_us);
+  if (!o.dry_run) {
+    TuningDb* db = TuningDb::default_db();
+    if (!db) {
+      std::cerr << "kdsl: the disk cache is off (KDSL_CACHE=off): nothing recorded\n";
+    } else {
+      db->record(target.name, tuning_key(p.ir.name, p.spec), {best_hint, best_us, default_us, shape_text});
+      std::cout << fmt::format("recorded in {}; launches of this specialization on {} use it\n",
+                               db->path().string(), target.name);
+    }
+  }
+  if (o.json) {
+    std::cout << nlohmann::json({{"key", tuning_key(p.ir.name, p.spec)}, {"gpu", target.name},
+                                 {"shape", shape_text}, {"best", best_hint}, {"best_us", best_us},
+                                 {"default_us", default_us}, {"candidates", rows}})
+                     .dump(2)
+              << "\n";
+  }
+  return kOk;
+}
+
+}  // namespace
+
+Command register_tune(CLI::App& app) {
+  auto o = std::make_shared<TuneOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "tune", "Time the candidate schedules of a specialization on this GPU and record the fastest");
+  add_kernel_options(*sub, o->k, false);
+  sub->add_option("--warmup", o->warmup, "Untimed runs per candidate");
+  sub->add_option("--reps", o->reps, "Timed runs per candidate (median)");
+  sub->add_flag("--json", o->json, "Print a JSON report");
+  sub->add_flag("--dry-run", o->dry_run, "Do not record the winner");
+  sub->footer("Example: kdsl tune stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape M=8192,N=8192\n"
+              "The record (in the disk cache directory, tuning.json) is keyed by GPU name, kernel and\n"
+              "specialization (dtypes, N, alignment); later launches of that specialization use it.");
+  return {sub, [o]() { return tune(*o); }};
+}
+
+}  // namespace kdsl::cli

@@ -1,0 +1,316 @@
+#include "inputs.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "src/log.h"
+#include "src/npy.h"
+
+namespace kdsl::cli {
+namespace {
+
+std::pair<std::string, std::string> split_assign(const std::string& s, const char* option,
+                                                 const char* form) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size()) {
+    throw UsageError(fmt::format("bad {} '{}': expected {}", option, s, form));
+  }
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size()) return std::nullopt;
+  return v;
+}
+
+const SignatureParam* tensor_param(const KernelSignature& sig, const std::string& name) {
+  for (const SignatureParam& p : sig.params) {
+    if (p.is_tensor && p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string tensor_names(const KernelSignature& sig, bool inputs) {
+  std::string s;
+  for (const SignatureParam& p : sig.params) {
+    if (!p.is_tensor || (inputs ? p.role == ir::Role::out : p.role == ir::Role::in)) continue;
+    s += (s.empty() ? "" : ", ") + p.name;
+  }
+  return s.empty() ? "none" : s;
+}
+
+DType param_dtype(const SignatureParam& p, const std::vector<DType>& binding) {
+  return p.generic >= 0 ? binding[p.generic] : p.dtype;
+}
+
+// One --in: where an input's values come from.
+struct InputSource {
+  std::string name;
+  const SignatureParam* param = nullptr;
+  std::string path;                // a .npy file
+  std::optional<double> constant;  // const:VALUE
+};
+
+// Reads a .npy input, converting it when allowed, and takes unset symbols from its shape.
+HostTensor read_input(const InputSource& src, DType want, bool convert, const KernelSignature& sig,
+                      std::map<std::string, int64_t>& shape) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(src.path, ec)) {
+    throw Error(fmt::format("{}: is a directory, not a .npy file", src.path));
+  }
+  HostTensor h = read_npy(src.path, want);
+  if (h.dtype != want) {
+    bool convertible = is_complex(h.dtype) == is_complex(want);
+    if (!convert || !convertible) {
+      throw ArgumentError(fmt::format(
+          "{}: holds {} values but '{}' is {}{}", src.path, dtype_name(h.dtype), src.name,
+          dtype_name(want),
+          convertible ? fmt::format(" (add --convert to round them to {})", dtype_name(want))
+                      : ""));
+    }
+    HostTensor c(want, h.shape);
+    for (int64_t i = 0; i < h.numel(); ++i) c.set(i, h.get(i), h.get_imag(i));
+    log().info("{}: converted {} values to {}", src.path, dtype_name(h.dtype), dtype_name(want));
+    h = std::move(c);
+  }
+  const SignatureParam& p = *src.param;
+  std::string expected;
+  for (size_t ax = 0; ax < p.shape.size(); ++ax) {
+    const ir::Extent& e = p.shape[ax];
+    expected += (ax ? ", " : "") +
+                (e.symbol >= 0 ? sig.symbols[e.symbol].name : std::to_string(e.constant));
+  }
+  expected = "(" + expected + (p.shape.size() == 1 ? ",)" : ")");
+  if (h.shape.size() != p.shape.size()) {
+    throw ArgumentError(fmt::format("{}: has shape {} but '{}' has shape {}", src.path,
+                                    shape_text(h.shape), src.name, expected));
+  }
+  for (size_t ax = 0; ax < p.shape.size(); ++ax) {
+    const ir::Extent& e = p.shape[ax];
+    if (e.symbol < 0) {
+      if (h.shape[ax] != e.constant) {
+        throw ArgumentError(fmt::format("{}: has shape {} but '{}' has shape {}", src.path,
+                                        shape_text(h.shape), src.name, expected));
+      }
+      continue;
+    }
+    const std::string& sym = sig.symbols[e.symbol].name;
+    auto it = shape.find(sym);
+    if (it == shape.end()) {
+      shape[sym] = h.shape[ax];
+    } else if (it->second != h.shape[ax]) {
+      throw ArgumentError(fmt::format("{}: has shape {} but '{}' has shape {} with {} = {}",
+                                      src.path, shape_text(h.shape), src.name, expected, sym,
+                                      it->second));
+    }
+  }
+  return h;
+}
+
+std::vector<int64_t> param_shape(const SignatureParam& p, const KernelSignature& sig,
+                                 const std::map<std::string, int64_t>& shape) {
+  std::vector<int64_t> out;
+  for (const ir::Extent& e : p.shape) {
+    out.push_back(e.symbol >= 0 ? shape.at(sig.symbols[e.symbol].name) : e.constant);
+  }
+  return out;
+}
+
+HostTensor constant_tensor(const InputSource& src, DType t, std::vector<int64_t> shape) {
+  double v = *src.constant;
+  if ((is_int(t) || t == DType::b8) && v != std::trunc(v)) {
+    throw ArgumentError(fmt::format("--in {}=const:{}: '{}' is {}, which holds whole numbers only",
+                                    src.name, v, src.name, dtype_name(t)));
+  }
+  HostTensor h(t, std::move(shape));
+  for (int64_t i = 0; i < h.numel(); ++i) h.set(i, v);
+  return h;
+}
+
+}  // namespace
+
+void check_sizes(const KernelSignature& sig, const std::vector<DType>& binding,
+                 const std::map<std::string, int64_t>& shape) {
+  unsigned __int128 total = 0;
+  for (const SignatureParam& p : sig.params) {
+    if (!p.is_tensor) continue;
+    unsigned __int128 n = dtype_size(param_dtype(p, binding));
+    for (int64_t d : param_shape(p, sig, shape)) {
+      n *= static_cast<uint64_t>(d);
+      if (n > (static_cast<unsigned __int128>(1) << 80)) break;
+    }
+    total += n;
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  unsigned __int128 memory = pages > 0 && page > 0 ? static_cast<unsigned __int128>(pages) * page
+                                                   : static_cast<unsigned __int128>(1) << 40;
+  if (total > memory / 2) {
+    double gib = static_cast<double>(total) / (1024.0 * 1024 * 1024);
+    throw ArgumentError(
+        fmt::format("the tensors of '{}' with {} would need {:.3g} GiB of host "
+                    "memory; this machine has {:.3g} GiB",
+                    sig.name, shape_values_text(shape), gib,
+                    static_cast<double>(memory) / (1024.0 * 1024 * 1024)));
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::json& report) {
+  Selected sel = select_kernel(k.file, k.kernel);
+  const KernelSignature& sig = *sel.sig;
+  ProblemSpec ps;
+  ps.kernel = sig.name;
+  ps.seed = d.seed;
+  ps.binding = single_binding(sig, k);
+  ps.schedule = parse_schedule(k.schedule);
+  ps.shapes = single_shape(sig, k);
+
+  std::vector<InputSource> sources;
+  for (const std::string& item : d.in) {
+    auto [name, value] = split_assign(item, "--in", "NAME=FILE.npy or NAME=const:VALUE");
+    InputSource src;
+    src.name = name;
+    src.param = tensor_param(sig, name);
+    if (!src.param || src.param->role == ir::Role::out) {
+      throw ArgumentError(fmt::format("--in {}: kernel '{}' has no input tensor '{}' (inputs: {})",
+                                      item, sig.name, name, tensor_names(sig, true)));
+    }
+    for (const InputSource& s : sources) {
+      if (s.name == name) throw UsageError(fmt::format("--in sets '{}' twice", name));
+    }
+    if (value.starts_with("const:")) {
+      src.constant = parse_number(value.substr(6));
+      if (!src.constant) {
+        throw UsageError(
+            fmt::format("--in {}: '{}' is not a number (e.g. const:1.5, const:-inf, "
+                        "const:nan)",
+                        item, value.substr(6)));
+      }
+    } else {
+      src.path = value;
+    }
+    sources.push_back(std::move(src));
+  }
+  for (const InputSource& src : sources) {
+    if (src.constant) continue;
+    HostTensor h = read_input(src, param_dtype(*src.param, ps.binding), d.convert, sig, ps.shapes);
+    report[src.name] = {{"source", "npy"}, {"path", src.path}};
+    log().info("input {}: {} {} from {}", src.name, dtype_name(h.dtype), shape_text(h.shape),
+               src.path);
+    ps.inputs[src.name] = std::move(h);
+  }
+  for (const ir::Symbol& s : sig.symbols) {
+    if (!ps.shapes.count(s.name)) {
+      throw UsageError(
+          fmt::format("kernel '{}' needs a value for shape symbol {}: add --shape "
+                      "{}=SIZE (or an --in file that has it)",
+                      sig.name, s.name, s.name));
+    }
+  }
+  check_sizes(sig, ps.binding, ps.shapes);
+  for (const InputSource& src : sources) {
+    if (!src.constant) continue;
+    DType t = param_dtype(*src.param, ps.binding);
+    ps.inputs[src.name] = constant_tensor(src, t, param_shape(*src.param, sig, ps.shapes));
+    report[src.name] = {{"source", "const"}, {"value", *src.constant}};
+    log().info("input {}: every element {}", src.name, *src.constant);
+  }
+  for (const SignatureParam& p : sig.params) {
+    if (p.is_tensor && p.role != ir::Role::out && !report.contains(p.name)) {
+      report[p.name] = {{"source", "random"}, {"seed", d.seed}};
+      log().info("input {}: random (seed {}; docs/cli.md has the distributions)", p.name, d.seed);
+    }
+  }
+  for (const std::string& a : d.args) {
+    auto [name, value] = split_assign(a, "--arg", "NAME=NUMBER");
+    auto v = parse_number(value);
+    if (!v) throw UsageError(fmt::format("--arg {}: '{}' is not a number", a, value));
+    if (ps.scalars.count(name)) throw UsageError(fmt::format("--arg sets '{}' twice", name));
+    ps.scalars[name] = *v;
+  }
+  return make_problem(sel.fe, ps);
+}
+
+std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
+                                                         const std::vector<std::string>& out) {
+  std::vector<std::pair<int, std::string>> files;
+  for (const std::string& item : out) {
+    auto [name, path] = split_assign(item, "--out", "NAME=FILE.npy");
+    int index = -1;
+    for (size_t t = 0; t < p.ir.tensors.size(); ++t) {
+      if (p.ir.tensors[t].name == name && p.ir.tensors[t].role != ir::Role::in) {
+        index = static_cast<int>(t);
+      }
+    }
+    if (index < 0) {
+      throw ArgumentError(fmt::format("--out {}: kernel '{}' has no output '{}' (outputs: {})",
+                                      item, p.ir.name, name, tensor_names(*p.sig, false)));
+    }
+    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (dir.empty()) dir = ".";
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0) {
+      throw Error(fmt::format(
+          "--out {}: cannot write into {}: {}", item, dir.string(),
+          std::filesystem::exists(dir, ec) ? "permission denied" : "no such directory"));
+    }
+    files.emplace_back(index, path);
+  }
+  return files;
+}
+
+nlohmann::json summarize(const HostTensor& t) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0;
+  int64_t finite = 0, nans = 0, infs = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = t.get(i);
+    if (std::isnan(v)) {
+      ++nans;
+    } else if (std::isinf(v)) {
+      ++infs;
+    } else {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum += v;
+      ++finite;
+    }
+  }
+  nlohmann::json j = {
+      {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"nan", nans}, {"inf", infs}};
+  if (finite) {
+    j["min"] = lo;
+    j["max"] = hi;
+    j["mean"] = sum / static_cast<double>(finite);
+  }
+  return j;
+}
+
+std::string summary_line(const std::string& name, const nlohmann::json& s) {
+  std::string line = fmt::format("{}: {} {}", name, s["dtype"].get<std::string>(),
+                                 shape_text(s["shape"].get<std::vector<int64_t>>()));
+  if (s.contains("min")) {
+    line += fmt::format(": min {:.6g}, max {:.6g}, mean {:.6g}", s["min"].get<double>(),
+                        s["max"].get<double>(), s["mean"].get<double>());
+  }
+  if (s["nan"].get<int64_t>()) line += fmt::format(", {} NaN", s["nan"].get<int64_t>());
+  if (s["inf"].get<int64_t>()) line += fmt::format(", {} infinite", s["inf"].get<int64_t>());
+  return line;
+}
+
+}  // namespace kdsl::cli

@@ -1,0 +1,139 @@
+#include "tuning.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cache.h"
+#include "kdsl/error.h"
+#include "log.h"
+
+namespace kdsl {
+
+std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specialization& spec,
+                                            const DeviceTarget& target) {
+  std::vector<ScheduleHint> out = {ScheduleHint{}};
+  auto add = [&](const ScheduleHint& h) {
+    RowSchedule s = choose_row_schedule(k, spec, target, h);
+    for (const ScheduleHint& o : out) {
+      RowSchedule t = choose_row_schedule(k, spec, target, o);
+      if (t.group == s.group && t.persistent == s.persistent && t.prefetch == s.prefetch &&
+          t.vec == s.vec && t.pack == s.pack) {
+        return;  // the same schedule as an earlier candidate
+      }
+    }
+    out.push_back(h);
+  };
+  for (bool persistent : {true, false}) {
+    ScheduleHint base;
+    base.persistent = persistent;
+    int g0 = choose_row_schedule(k, spec, target, base).group;
+    for (int g : {g0, g0 / 2, g0 * 2}) {
+      if (g < 1 || g > 1024) continue;
+      ScheduleHint h = base;
+      h.group = g;
+      if (persistent) {
+        for (bool prefetch : {false, true}) {
+          h.prefetch = prefetch;
+          add(h);
+        }
+      } else {
+        add(h);
+      }
+      if (g == g0) {  // packing 16-bit rows in pairs, or not, at the default grid and group
+        ScheduleHint p = h;
+        p.prefetch.reset();
+        for (bool pack : {false, true}) {
+          p.pack = pack;
+          add(p);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string tuning_key(const std::string& kernel, const Specialization& spec) {
+  std::string dtypes;
+  for (DType t : spec.binding) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(t));
+  return fmt::format("{}:{}:n{}:a{:x}:c{:x}", kernel, dtypes, spec.vector_extent, spec.aligned_mask,
+                     spec.contiguous_mask);
+}
+
+TuningDb* TuningDb::default_db() {
+  static std::optional<TuningDb> db = []() -> std::optional<TuningDb> {
+    CacheConfig c = CacheConfig::from_env();
+    if (!c.enabled) return std::nullopt;
+    return TuningDb(c.dir);
+  }();
+  return db ? &*db : nullptr;
+}
+
+namespace {
+
+nlohmann::json read_db(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return nlohmann::json::object();
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    nlohmann::json j = nlohmann::json::parse(ss.str());
+    if (j.is_object()) return j;
+  } catch (const nlohmann::json::exception&) {
+  }
+  log().warn("ignoring the damaged tuning database {} (run kdsl tune again to rebuild it)",
+             path.string());
+  return nlohmann::json::object();
+}
+
+}  // namespace
+
+std::optional<TunedSchedule> TuningDb::lookup(const std::string& gpu, const std::string& key) const {
+  nlohmann::json db = read_db(path());
+  if (!db.contains(gpu) || !db[gpu].is_object() || !db[gpu].contains(key)) return std::nullopt;
+  const nlohmann::json& r = db[gpu][key];
+  try {
+    TunedSchedule t;
+    t.hint = r.at("hint").get<std::string>();
+    t.us = r.at("us").get<double>();
+    t.default_us = r.at("default_us").get<double>();
+    t.shape = r.value("shape", "");
+    ScheduleHint::parse(t.hint);  // reject records this version cannot use
+    return t;
+  } catch (const std::exception& e) {
+    log().warn("ignoring the tuning record for {} on {}: {}", key, gpu, e.what());
+    return std::nullopt;
+  }
+}
+
+void TuningDb::record(const std::string& gpu, const std::string& key, const TunedSchedule& t) const {
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  std::string lock_path = (dir_ / "tuning.json.lock").string();
+  int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+    if (lock >= 0) ::close(lock);
+    throw Error(fmt::format("cannot lock {}: {}", lock_path, std::strerror(errno)));
+  }
+  nlohmann::json db = read_db(path());
+  db[gpu][key] = {{"hint", t.hint}, {"us", t.us}, {"default_us", t.default_us}, {"shape", t.shape}};
+  std::string tmp = path().string() + fmt::format(".tmp{}", ::getpid());
+  {
+    std::ofstream out(tmp);
+    out << db.dump(2) << "\n";
+    if (!out) {
+      ::close(lock);
+      throw Error(fmt::format("cannot write {}", tmp));
+    }
+  }
+  std::filesystem::rename(tmp, path(), ec);
+  ::close(lock);
+  if (ec) throw Error(fmt::format("cannot replace {}: {}", path().string(), ec.message()));
+}
+
+}  // namespace kdsl

@@ -1,0 +1,52 @@
+// Autotuning: candidate schedules for a specialization, and the database of measured winners
+// (`kdsl tune` writes it; the runtime reads it when it compiles a specialization).
+#pragma once
+
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "schedule.h"
+#include "specialization.h"
+
+namespace kdsl {
+
+/// The schedules `kdsl tune` times for a kernel: the scheduler's default first (an empty hint),
+/// then variations of the grid (persistent or one CTA per row), the threads per row (half and
+/// twice the default) and next-row prefetching. Deterministic.
+std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specialization& spec,
+                                            const DeviceTarget& target);
+
+/// The key of a specialization in the database: kernel, dtypes, vector length, alignment and
+/// contiguity bits, e.g. "rms_norm:bf16:n8192:a1f:c1f".
+std::string tuning_key(const std::string& kernel, const Specialization& spec);
+
+/// A measured winner: the schedule hint (empty: the default was fastest) and the times, us.
+struct TunedSchedule {
+  std::string hint;
+  double us = 0;
+  double default_us = 0;
+  std::string shape;  // the shape it was measured at, e.g. "M=8192,N=8192"
+};
+
+/// `tuning.json` in a cache directory: {GPU name: {key: record}}. Reads tolerate a missing or
+/// damaged file (damaged: one warning, then ignored); writes go to a temporary file renamed into
+/// place under a lock file, so concurrent `kdsl tune` runs do not lose each other's records.
+class TuningDb {
+ public:
+  explicit TuningDb(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  /// The database in the disk cache's directory (KDSL_CACHE_DIR, ...); none when the cache is off.
+  static TuningDb* default_db();
+
+  std::optional<TunedSchedule> lookup(const std::string& gpu, const std::string& key) const;
+  /// Adds or replaces a record. Throws kdsl::Error when the file cannot be written.
+  void record(const std::string& gpu, const std::string& key, const TunedSchedule& t) const;
+  std::filesystem::path path() const { return dir_ / "tuning.json"; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+}  // namespace kdsl

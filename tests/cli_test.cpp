@@ -1,0 +1,738 @@
+// Drives the `kdsl` binary through every subcommand (no GPU needed; the GPU runs are in
+// cli_gpu_test.cpp): output text, files and exit codes (docs/cli.md).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "cli_test_util.h"
+#include "src/driver.h"
+#include "src/host_tensor.h"
+#include "src/npy.h"
+
+namespace kdsl::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool have_gpu() {
+  return driver_or_null() && device_count() > 0;
+}
+
+void write_file(const std::string& path, const std::string& text, bool executable = false) {
+  std::ofstream(path) << text;
+  if (executable) fs::permissions(path, fs::perms::owner_all);
+}
+
+HostTensor tensor(DType t, std::vector<int64_t> shape, const std::vector<double>& values) {
+  HostTensor h(t, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i) h.set(static_cast<int64_t>(i), values[i]);
+  return h;
+}
+
+const std::string kRms = "stdlib/rms_norm.kdsl";
+const std::string kColSum = "tests/data/col_sum.kdsl";
+
+// ---------------------------------------------------------------------------------------------
+// Help, usage
+
+TEST_F(CliTest, EverySubcommandHasHelpWithAnExample) {
+  for (std::vector<std::string> cmd : {std::vector<std::string>{},
+                                       {"check"},
+                                       {"list"},
+                                       {"emit"},
+                                       {"compile"},
+                                       {"run"},
+                                       {"bench"},
+                                       {"cache"},
+                                       {"cache", "stats"},
+                                       {"cache", "list"},
+                                       {"cache", "clear"},
+                                       {"cache", "prune"}}) {
+    cmd.push_back("--help");
+    CliResult r = kdsl(cmd);
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.out.find("Example"), std::string::npos) << cmd[0] << "\n" << show(r);
+  }
+  CliResult top = kdsl({"--help"});
+  EXPECT_NE(top.out.find("Exit codes: 0 ok, 1 user error, 2 usage error, 3 verification failed, "
+                         "4 no GPU"),
+            std::string::npos);
+}
+
+TEST_F(CliTest, MissingOrUnknownCommandIsAUsageError) {
+  CliResult none = kdsl({});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_EQ(none.err,
+            "kdsl: usage error: a command is required (check, list, emit, compile, run, bench, "
+            "tune, cache) (see kdsl --help)\n");
+  CliResult bogus = kdsl({"-v", "frobnicate"});
+  EXPECT_EQ(bogus.code, 2);
+  EXPECT_NE(bogus.err.find("unknown command 'frobnicate'"), std::string::npos) << show(bogus);
+  CliResult sub = kdsl({"cache", "wipe"});
+  EXPECT_EQ(sub.code, 2);
+  EXPECT_EQ(sub.err,
+            "kdsl cache: usage error: unknown command 'wipe' (commands: stats, list, clear, "
+            "prune) (see kdsl cache --help)\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// check, list
+
+TEST_F(CliTest, CheckCleanFiles) {
+  CliResult r = kdsl({"check", kRms, kColSum});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_EQ(r.out, kRms + ": ok (4 kernels)\n" + kColSum + ": ok (1 kernel)\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CliTest, CheckReportsErrorsWithPositionAndCaretAndGoesOn) {
+  std::string bad = path("bad.kdsl");
+  write_file(bad,
+             "@kernel\n"
+             "def copy[T: (f32, bf16)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):\n"
+             "    for m in parallel(M)\n"
+             "        y[m, :] = x[m, :]\n");
+  CliResult r = kdsl({"check", bad, "missing.kdsl", kColSum});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find(bad + ":3:25: error: expected ':' at the end of the 'for' line\n"
+                             "    for m in parallel(M)\n"
+                             "                        ^\n"),
+            std::string::npos)
+      << show(r);
+  EXPECT_NE(r.err.find(bad + ": 1 error\n"), std::string::npos);
+  EXPECT_NE(r.err.find("kdsl: error: cannot open 'missing.kdsl': No such file or directory\n"),
+            std::string::npos);
+  EXPECT_EQ(r.out, kColSum + ": ok (1 kernel)\n");  // the files after the bad ones are checked
+}
+
+TEST_F(CliTest, CheckReportsTypeErrors) {
+  std::string bad = path("unknown_name.kdsl");
+  write_file(bad,
+             "@kernel\n"
+             "def scale[T: (f32,)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):\n"
+             "    for m in parallel(M):\n"
+             "        y[m, :] = x[m, :] * factor\n");
+  CliResult r = kdsl({"check", bad});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(bad + ":4:29: error: unknown name 'factor'"), std::string::npos) << show(r);
+  // A run of a file with errors prints the same diagnostics and exits 1.
+  CliResult run =
+      kdsl({"run", bad, "-k", "scale", "--dtype", "f32", "--shape", "M=1,N=2", "--device", "cpu"});
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find("unknown name 'factor'"), std::string::npos) << show(run);
+}
+
+TEST_F(CliTest, ListShowsSignaturesDocsAndSpecializedSymbols) {
+  CliResult r = kdsl({"list", kRms});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("rms_norm[T: f32 | f16 | bf16](x: Tensor[T, (M, N)], w: Tensor[T, (N,)], "
+                       "eps: f32 = 1e-06, *, y: Out[T, (M, N)], rstd: Out[f32, (M,)])\n"
+                       "    RMSNorm forward: y = x * r * w with r = 1 / sqrt(mean(x^2) + eps), "
+                       "per row.\n"
+                       "    specialized (compile-time): N; run-time: M\n"),
+            std::string::npos)
+      << show(r);
+  CliResult j = kdsl({"list", kColSum, "--json"});
+  ASSERT_EQ(j.code, 0) << show(j);
+  auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc.size(), 1u);
+  EXPECT_EQ(doc[0]["name"], "col_sum");
+  EXPECT_EQ(doc[0]["generics"][0]["dtypes"], nlohmann::json({"f32", "bf16"}));
+  EXPECT_EQ(doc[0]["params"][1]["kind"], "InOut");
+  EXPECT_EQ(doc[0]["symbols"][1], nlohmann::json({{"name", "N"}, {"specialized", true}}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// emit
+
+TEST_F(CliTest, EmitIrCudaExplainPtx) {
+  CliResult ir = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "bf16", "--ir"});
+  EXPECT_EQ(ir.code, 0) << show(ir);
+  EXPECT_TRUE(ir.out.starts_with("kernel rms_norm[T=bf16](x: Tensor[bf16, (M, N)]")) << ir.out;
+
+  std::vector<std::string> spec = {"emit",   kRms,      "-k",    "rms_norm", "-D",
+                                   "T=bf16", "--shape", "N=256", "--arch",   "sm_90"};
+  auto with = [&](std::initializer_list<std::string> extra) {
+    std::vector<std::string> a = spec;
+    a.insert(a.end(), extra);
+    return kdsl(a);
+  };
+  CliResult cuda = with({});
+  EXPECT_EQ(cuda.code, 0) << show(cuda);
+  EXPECT_NE(cuda.out.find("__global__"), std::string::npos);
+  EXPECT_NE(cuda.out.find("kdsl_rms_norm_bf16_n256("), std::string::npos);
+  EXPECT_EQ(with({"--cuda"}).out, cuda.out);  // deterministic, --cuda is the default
+
+  CliResult explain = with({"--explain"});
+  EXPECT_EQ(explain.code, 0) << show(explain);
+  EXPECT_TRUE(explain.out.starts_with("kdsl_rms_norm_bf16_n256 for sm_90: schedule rows."))
+      << explain.out;
+  EXPECT_NE(explain.out.find("\n  N = 256: VEC = 8"), std::string::npos) << explain.out;
+  EXPECT_EQ(explain.out.find("__global__"), std::string::npos);
+
+  CliResult ptx = with({"--ptx"});
+  EXPECT_EQ(ptx.code, 0) << show(ptx);
+  EXPECT_NE(ptx.out.find(".target sm_90"), std::string::npos);
+  EXPECT_NE(ptx.out.find(".entry kdsl_rms_norm_bf16_n256("), std::string::npos);
+  CliResult ptx80 = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=256",
+                          "--arch", "sm_80", "--ptx"});
+  EXPECT_NE(ptx80.out.find(".target sm_80"), std::string::npos) << show(ptx80);
+
+  CliResult two = with({"--ptx", "--cuda"});
+  EXPECT_EQ(two.code, 2);
+  EXPECT_EQ(count_lines(two.err), 1u) << two.err;
+}
+
+TEST_F(CliTest, EmitSassRunsTheToolkitDisassemblerOnTheCubin) {
+  fs::create_directories(tmp() / "cuda" / "bin");
+  std::string fake = (tmp() / "cuda" / "bin" / "cuobjdump").string();
+  // Prints its option and the first bytes of the file it is given (a cubin is an ELF file).
+  write_file(fake, "#!/bin/sh\necho \"fake cuobjdump $1\"\nhead -c 4 \"$2\" | tail -c 3\necho\n",
+             true);
+  std::vector<std::string> args = {"emit",    kRms,    "-k",     "rms_norm", "--dtype", "f32",
+                                   "--shape", "N=128", "--arch", "sm_90",    "--sass"};
+  CliResult r = kdsl(args, {{"CUDA_HOME", (tmp() / "cuda").string()}});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_EQ(r.out, "fake cuobjdump -sass\nELF\n");
+
+  write_file(fake, "#!/bin/sh\nexit 3\n", true);
+  CliResult failed = kdsl(args, {{"CUDA_HOME", (tmp() / "cuda").string()}});
+  EXPECT_EQ(failed.code, 1);
+  EXPECT_NE(
+      failed.err.find("cuobjdump failed on the cubin of kdsl_rms_norm_f32_n128 (exit code 3)"),
+      std::string::npos)
+      << show(failed);
+}
+
+TEST_F(CliTest, EmitSassWithoutADisassemblerSaysSo) {
+  for (const char* tool : {"/usr/local/cuda/bin/cuobjdump", "/usr/local/cuda/bin/nvdisasm"}) {
+    if (fs::exists(tool)) GTEST_SKIP() << "skipped: " << tool << " is installed";
+  }
+  fs::create_directories(tmp() / "empty");
+  CliResult r =
+      kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=128", "--sass"},
+           {{"CUDA_HOME", (tmp() / "empty").string()},
+            {"CUDA_PATH", ""},
+            {"PATH", (tmp() / "empty").string()}});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err,
+            "kdsl: error: --sass needs the CUDA toolkit's disassembler (cuobjdump or nvdisasm), "
+            "and none is installed: looked in $CUDA_HOME/bin, $CUDA_PATH/bin, PATH and "
+            "/usr/local/cuda/bin (--ptx needs no tool)\n");
+}
+
+TEST_F(CliTest, EmitSassWithTheInstalledDisassembler) {
+  std::vector<fs::path> dirs;
+  for (const char* v : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* d = std::getenv(v)) dirs.push_back(fs::path(d) / "bin");
+  }
+  dirs.emplace_back("/usr/local/cuda/bin");
+  bool found = false;
+  for (const auto& d : dirs) found |= fs::exists(d / "cuobjdump") || fs::exists(d / "nvdisasm");
+  if (!found) GTEST_SKIP() << "skipped: no cuobjdump or nvdisasm installed";
+  CliResult r = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=128",
+                      "--arch", "sm_90", "--sass"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("kdsl_rms_norm_f32_n128"), std::string::npos) << show(r);
+  EXPECT_NE(r.out.find("EXIT"), std::string::npos) << show(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// compile, cache
+
+TEST_F(CliTest, CompileMissThenHit) {
+  std::vector<std::string> args = {"compile", kRms,      "-k",   "rms_norm", "--dtype",
+                                   "f32",     "--shape", "N=64", "--arch",   "sm_90"};
+  CliResult first = kdsl(args);
+  EXPECT_EQ(first.code, 0) << show(first);
+  EXPECT_TRUE(first.out.starts_with("kdsl_rms_norm_f32_n64 (sm_90): compiled in ")) << first.out;
+  EXPECT_NE(first.out.find("\n1 specialization: 1 compiled, 0 disk-cache hits, 0 failed in "),
+            std::string::npos)
+      << first.out;
+  CliResult second = kdsl(args);
+  EXPECT_EQ(second.code, 0) << show(second);
+  EXPECT_TRUE(second.out.starts_with("kdsl_rms_norm_f32_n64 (sm_90): disk cache hit ("))
+      << second.out;
+  EXPECT_NE(second.out.find("\n1 specialization: 0 compiled, 1 disk-cache hit, 0 failed in "),
+            std::string::npos)
+      << second.out;
+}
+
+TEST_F(CliTest, CompileAListOfSpecializationsInOrder) {
+  CliResult r = kdsl({"compile", kRms, "-k", "rms_norm", "--dtype", "f32,bf16", "--shape",
+                      "M=8,N=64,128", "--arch", "sm_90", "-j", "3", "--force-progress"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  std::vector<std::string> symbols = {"kdsl_rms_norm_f32_n64", "kdsl_rms_norm_f32_n128",
+                                      "kdsl_rms_norm_bf16_n64", "kdsl_rms_norm_bf16_n128"};
+  size_t at = 0;
+  for (const std::string& s : symbols) {
+    size_t pos = r.out.find(s + " (sm_90): compiled in ", at);
+    EXPECT_NE(pos, std::string::npos) << s << "\n" << r.out;
+    at = pos;
+  }
+  EXPECT_NE(r.out.find("4 specializations: 4 compiled, 0 disk-cache hits, 0 failed in "),
+            std::string::npos);
+  EXPECT_NE(r.err.find("\r[##############################] 4/4 "), std::string::npos) << r.err;
+
+  CliResult j = kdsl({"compile", kRms, "-k", "rms_norm", "--dtype", "bf16,f32", "--shape",
+                      "N=128,64", "--arch", "sm_90", "--json"});
+  ASSERT_EQ(j.code, 0) << show(j);
+  auto report = nlohmann::json::parse(j.out);
+  EXPECT_EQ(report["hits"], 4);
+  EXPECT_EQ(report["compiled"], 0);
+  ASSERT_EQ(report["results"].size(), 4u);
+  EXPECT_EQ(report["results"][0]["symbol"], "kdsl_rms_norm_bf16_n128");
+  EXPECT_EQ(report["results"][0]["status"], "hit");
+  EXPECT_EQ(report["results"][3]["shape"], nlohmann::json({{"N", 64}}));
+}
+
+TEST_F(CliTest, CompileAWholeFileTakesEveryKernelAndAllowedDtype) {
+  CliResult r = kdsl({"compile", kColSum, "--shape", "N=32", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("kdsl_col_sum_f32_n32 (sm_90): compiled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kdsl_col_sum_bf16_n32 (sm_90): compiled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 specializations: 2 compiled"), std::string::npos);
+  // A dtype one kernel of a file does not allow is left out for that kernel; one no kernel
+  // allows is an error.
+  CliResult f16 =
+      kdsl({"compile", kColSum, "--dtype", "f16", "--shape", "N=32", "--arch", "sm_90"});
+  EXPECT_EQ(f16.code, 1);
+  EXPECT_EQ(f16.err, "kdsl: error: --dtype f16: no selected kernel allows f16\n");
+}
+
+TEST_F(CliTest, CompileFailuresAreReportedAndExitOne) {
+  CliResult r = kdsl({"compile", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=0,64",
+                      "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.out.find("kdsl_rms_norm_f32_n0 (sm_90): FAILED\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kdsl_rms_norm_f32_n64 (sm_90): compiled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 specializations: 1 compiled, 0 disk-cache hits, 1 failed"),
+            std::string::npos);
+  EXPECT_NE(r.err.find("kdsl: error: kernel 'rms_norm': the vector axis N must have a positive "
+                       "size (got 0)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(CliTest, CompileWithoutGpuOrArchSaysWhatItCompilesFor) {
+  if (have_gpu()) GTEST_SKIP() << "skipped: a GPU is present";
+  CliResult r = kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_EQ(r.err,
+            "kdsl: note: no GPU found: compiling for sm_90 (an H100/H200); choose another with "
+            "--arch\n");
+  CliResult quiet = kdsl({"-q", "compile", kColSum, "--dtype", "f32", "--shape", "N=16"});
+  EXPECT_EQ(quiet.err, "");
+}
+
+TEST_F(CliTest, CompileWithTheCacheOffSaysNothingWasStored) {
+  CliResult r = kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16", "--arch", "sm_90"},
+                     {{"KDSL_CACHE", "off"}});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_EQ(r.err, "kdsl: note: the disk cache is off (KDSL_CACHE): nothing was stored\n");
+  EXPECT_EQ(kdsl({"cache", "list"}).out, "no entries in " + cache_dir() + "\n");
+}
+
+TEST_F(CliTest, VerboseLogsCompileAndCacheDecisionsWithTimes) {
+  std::vector<std::string> args = {"compile", kColSum, "--dtype", "f32",
+                                   "--shape", "N=8",   "--arch",  "sm_90"};
+  args.insert(args.begin(), "-v");
+  CliResult miss = kdsl(args);
+  EXPECT_EQ(miss.code, 0) << show(miss);
+  EXPECT_NE(miss.err.find("kdsl: info: " + kColSum + ": parsed and checked in "), std::string::npos)
+      << miss.err;
+  EXPECT_NE(miss.err.find("kdsl: info: kdsl cache: miss, compiled and stored 'kdsl_col_sum_f32_n8' "
+                          "for sm_90"),
+            std::string::npos)
+      << miss.err;
+  EXPECT_NE(miss.err.find("kdsl: info: kdsl_col_sum_f32_n8 compiled for sm_90: "),
+            std::string::npos);
+  EXPECT_NE(miss.err.find("ms NVRTC"), std::string::npos);
+  args.erase(args.begin());
+  CliResult hit = kdsl(args, {{"KDSL_LOG_LEVEL", "info"}});  // the same through the environment
+  EXPECT_NE(hit.err.find("kdsl: info: kdsl_col_sum_f32_n8 loaded from the disk cache for sm_90: "),
+            std::string::npos)
+      << hit.err;
+}
+
+TEST_F(CliTest, CacheStatsListPruneClear) {
+  CliResult empty = kdsl({"cache", "list"});
+  EXPECT_EQ(empty.code, 0);
+  EXPECT_EQ(empty.out, "no entries in " + cache_dir() + "\n");
+  ASSERT_EQ(kdsl({"compile", kColSum, "--shape", "N=16", "--arch", "sm_90"}).code, 0);
+
+  CliResult stats = kdsl({"cache", "stats"});
+  EXPECT_EQ(stats.code, 0) << show(stats);
+  EXPECT_NE(stats.out.find("cache directory       " + cache_dir() + "\n"), std::string::npos)
+      << stats.out;
+  EXPECT_NE(stats.out.find("entries               2\n  sm_90               2\n"), std::string::npos)
+      << stats.out;
+  EXPECT_NE(stats.out.find("size limit            1.0 GiB ("), std::string::npos) << stats.out;
+  auto sj = nlohmann::json::parse(kdsl({"cache", "stats", "--json"}).out);
+  EXPECT_EQ(sj["entries"], 2);
+  EXPECT_EQ(sj["dir"], cache_dir());
+  EXPECT_GT(sj["bytes"].get<uint64_t>(), 1000u);
+  EXPECT_EQ(sj["max_bytes"], uint64_t{1} << 30);
+
+  CliResult list = kdsl({"cache", "list"});
+  EXPECT_EQ(count_lines(list.out), 3u) << list.out;  // header + 2 entries
+  EXPECT_NE(list.out.find("kdsl_col_sum_f32_n16"), std::string::npos);
+  EXPECT_NE(list.out.find("kdsl_col_sum_bf16_n16"), std::string::npos);
+  auto lj = nlohmann::json::parse(kdsl({"cache", "list", "--json"}).out);
+  ASSERT_EQ(lj.size(), 2u);
+  EXPECT_EQ(lj[0]["arch"], "sm_90");
+  EXPECT_EQ(lj[0]["key"].get<std::string>().size(), 32u);
+
+  CliResult keep = kdsl({"cache", "prune"});
+  EXPECT_EQ(keep.code, 0);
+  EXPECT_TRUE(
+      keep.out.starts_with("removed 0 entries (0 bytes) from " + cache_dir() + "; 2 entries ("))
+      << keep.out;
+  CliResult pruned = kdsl({"cache", "prune", "--max-size", "1", "--json"});
+  auto pj = nlohmann::json::parse(pruned.out);
+  EXPECT_EQ(pj["removed_entries"], 2);
+  EXPECT_EQ(pj["entries"], 0);
+  EXPECT_EQ(pj["max_bytes"], 1);
+  CliResult bad = kdsl({"cache", "prune", "--max-size", "12X"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(count_lines(bad.err), 1u);
+
+  ASSERT_EQ(kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16", "--arch", "sm_90"}).code,
+            0);
+  CliResult clear = kdsl({"cache", "clear"});
+  EXPECT_EQ(clear.code, 0);
+  EXPECT_TRUE(clear.out.starts_with("removed 1 entry (")) << clear.out;
+  EXPECT_NE(clear.out.find("; 0 entries (0 bytes) left"), std::string::npos) << clear.out;
+
+  CliResult off = kdsl({"cache", "stats"}, {{"KDSL_CACHE", "off"}});
+  EXPECT_NE(off.out.find("cache                 off (KDSL_CACHE)\n"), std::string::npos) << off.out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// run on the CPU reference
+
+TEST_F(CliTest, RunOnCpuReadsAndWritesNpyFiles) {
+  // RMSNorm by hand with eps = 0: row [3, 4, 0, 0] has mean square 6.25, r = 0.4; row
+  // [2, 2, 2, 2] has mean square 4, r = 0.5; y = x * r * w.
+  write_npy(path("x.npy"), tensor(DType::f32, {2, 4}, {3, 4, 0, 0, 2, 2, 2, 2}));
+  write_npy(path("w.npy"), tensor(DType::f32, {4}, {1, 2, 0.5, -1}));
+  CliResult r = kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--device", "cpu", "--in",
+                      "x=" + path("x.npy"), "--in", "w=" + path("w.npy"), "--arg", "eps=0", "--out",
+                      "y=" + path("y.npy"), "--out", "rstd=" + path("r.npy")});
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_EQ(r.out,
+            "rms_norm (f32, M=2,N=4): ran on the CPU reference interpreter (float64) in " +
+                r.out.substr(r.out.find(" in ") + 4, r.out.find(" ms\n") - r.out.find(" in ") - 4) +
+                " ms\n"
+                "y: f32 (2, 4): min -1, max 3.2, mean 0.8625 -> " +
+                path("y.npy") +
+                "\n"
+                "rstd: f32 (2,): min 0.4, max 0.5, mean 0.45 -> " +
+                path("r.npy") + "\n");
+  HostTensor y = read_npy(path("y.npy"), DType::f32);
+  ASSERT_EQ(y.shape, (std::vector<int64_t>{2, 4}));
+  std::vector<double> want = {1.2, 3.2, 0, 0, 1, 2, 0.5, -1};
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(y.get(i), want[i], 1e-6) << i;
+  HostTensor rstd = read_npy(path("r.npy"), DType::f32);
+  EXPECT_NEAR(rstd.get(0), 0.4, 1e-7);
+  EXPECT_NEAR(rstd.get(1), 0.5, 1e-7);
+}
+
+TEST_F(CliTest, RunOnCpuWithBf16NpyAndConstantInputs) {
+  // bf16 travels as raw 16-bit patterns (<u2); w = const:2 gives y = 2 * x * r.
+  write_npy(path("x.npy"), tensor(DType::bf16, {1, 4}, {1, -1, 1, -1}));
+  CliResult r = kdsl({"run", kRms, "-k", "rms_norm", "-D", "T=bf16", "--device", "cpu", "--in",
+                      "x=" + path("x.npy"), "--in", "w=const:2", "--arg", "eps=0", "--out",
+                      "y=" + path("y.npy")});
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(read_text(path("y.npy")).find("'descr': '<u2'"), std::string::npos);
+  HostTensor y = read_npy(path("y.npy"), DType::bf16);
+  ASSERT_EQ(y.dtype, DType::bf16);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(y.get(i), i % 2 ? -2.0 : 2.0);
+}
+
+TEST_F(CliTest, RunOnCpuInOutStartsFromTheGivenValues) {
+  // acc (InOut) starts at 1 and gets the column sums of x = 2 over M = 3 rows: 1 + 6 = 7.
+  CliResult r = kdsl({"run", kColSum, "-k", "col_sum", "--dtype", "f32", "--shape", "M=3,N=5",
+                      "--in", "x=const:2", "--in", "acc=const:1", "--device", "cpu", "--out",
+                      "acc=" + path("acc.npy")});
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("acc: f32 (5,): min 7, max 7, mean 7 -> "), std::string::npos) << r.out;
+  HostTensor acc = read_npy(path("acc.npy"), DType::f32);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(acc.get(i), 7.0);
+}
+
+TEST_F(CliTest, RunConvertsNpyDtypesOnlyWhenAsked) {
+  write_npy(path("x.npy"), tensor(DType::f64, {1, 2}, {3, 4}));
+  std::vector<std::string> args = {
+      "run",      kRms,    "-k",    "rms_norm",           "--dtype", "bf16",
+      "--device", "cpu",   "--in",  "x=" + path("x.npy"), "--in",    "w=const:1",
+      "--arg",    "eps=0", "--out", "y=" + path("y.npy")};
+  CliResult refused = kdsl(args);
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_EQ(refused.err, "kdsl: error: " + path("x.npy") +
+                             ": holds f64 values but 'x' is bf16 (add --convert to round them to "
+                             "bf16)\n");
+  args.push_back("--convert");
+  CliResult ok = kdsl(args);
+  ASSERT_EQ(ok.code, 0) << show(ok);
+  HostTensor y = read_npy(path("y.npy"), DType::bf16);  // r = 1 / sqrt(12.5)
+  EXPECT_NEAR(y.get(0), 3 / std::sqrt(12.5), 1e-2);
+  EXPECT_NEAR(y.get(1), 4 / std::sqrt(12.5), 1e-2);
+}
+
+TEST_F(CliTest, RunRandomInputsAreSeeded) {
+  auto run = [&](const std::string& seed, const std::string& out) {
+    return kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f16", "--shape", "M=3,N=16", "--device",
+                 "cpu", "--seed", seed, "--out", "y=" + path(out)});
+  };
+  ASSERT_EQ(run("7", "a.npy").code, 0);
+  ASSERT_EQ(run("7", "b.npy").code, 0);
+  ASSERT_EQ(run("8", "c.npy").code, 0);
+  EXPECT_EQ(read_text(path("a.npy")), read_text(path("b.npy")));
+  EXPECT_NE(read_text(path("a.npy")), read_text(path("c.npy")));
+}
+
+TEST_F(CliTest, RunJsonReport) {
+  CliResult r = kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=2,N=8", "--in",
+                      "w=const:0.5", "--device", "cpu", "--json"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  auto j = nlohmann::json::parse(r.out);  // stdout is only the JSON
+  EXPECT_EQ(j["kernel"], "rms_norm");
+  EXPECT_EQ(j["dtype"], "f32");
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["shape"], nlohmann::json({{"M", 2}, {"N", 8}}));
+  EXPECT_EQ(j["inputs"]["x"]["source"], "random");
+  EXPECT_EQ(j["inputs"]["w"], nlohmann::json({{"source", "const"}, {"value", 0.5}}));
+  EXPECT_EQ(j["outputs"]["y"]["shape"], nlohmann::json({2, 8}));
+  EXPECT_EQ(j["outputs"]["rstd"]["nan"], 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU-only actions without a GPU
+
+TEST_F(CliTest, RunWithoutGpuCompilesAndExitsFour) {
+  if (have_gpu()) GTEST_SKIP() << "skipped: a GPU is present (cli_gpu_test covers it)";
+  CliResult r =
+      kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=4,N=64", "--verify"});
+  EXPECT_EQ(r.code, 4) << show(r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(
+      r.err.starts_with("kdsl: no GPU, so nothing ran: compiled kdsl_rms_norm_f32_n64 for "
+                        "sm_90 (NVRTC); --device cpu runs the CPU reference. Reason: "))
+      << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+}
+
+TEST_F(CliTest, BenchWithoutGpuExitsFour) {
+  if (have_gpu()) GTEST_SKIP() << "skipped: a GPU is present (cli_gpu_test covers it)";
+  CliResult r =
+      kdsl({"bench", kRms, "-k", "rms_norm", "--dtype", "bf16", "--shape", "M=64,N=1024,2048"});
+  EXPECT_EQ(r.code, 4) << show(r);
+  EXPECT_TRUE(
+      r.err.starts_with("kdsl: no GPU, so nothing was timed: kdsl bench needs one. "
+                        "Reason: "))
+      << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u);
+  // The command line is checked first: a symbol without values is a usage error.
+  CliResult usage = kdsl({"bench", kRms, "-k", "rms_norm", "--shape", "N=1024"});
+  EXPECT_EQ(usage.code, 2);
+  EXPECT_EQ(usage.err,
+            "kdsl bench: usage error: kernel 'rms_norm' needs a value for M: add "
+            "--shape M=SIZE\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The README's quick start, with the kernel it shows
+
+TEST_F(CliTest, ReadmeQuickStartKernel) {
+  std::string readme = read_text(src("README.md"));
+  size_t at = readme.find("`masked_softmax.kdsl`:\n\n```python\n");
+  ASSERT_NE(at, std::string::npos) << "README.md lost its quick-start kernel";
+  size_t begin = readme.find('\n', readme.find("```python", at)) + 1;
+  std::string kernel = readme.substr(begin, readme.find("```\n", begin) - begin);
+  write_file(path("masked_softmax.kdsl"), kernel);
+  const std::string file = path("masked_softmax.kdsl");
+
+  CliResult check = kdsl({"check", file});
+  EXPECT_EQ(check.code, 0) << show(check);
+  CliResult list = kdsl({"list", file});
+  EXPECT_NE(list.out.find("masked_softmax[T: f32 | f16 | bf16](x: Tensor[T, (M, N)], mask: "
+                          "Tensor[bool, (M, N)], scale: f32 = 1, *, y: Out[T, (M, N)])"),
+            std::string::npos)
+      << show(list);
+  CliResult emit = kdsl({"emit", file, "-k", "masked_softmax", "--dtype", "bf16", "--shape",
+                         "N=4096", "--explain", "--cuda", "--arch", "sm_90"});
+  EXPECT_EQ(emit.code, 0) << show(emit);
+  EXPECT_TRUE(emit.out.starts_with("kdsl_masked_softmax_bf16_n4096 for sm_90: schedule "))
+      << emit.out;
+  EXPECT_NE(emit.out.find("__global__"), std::string::npos);
+
+  // Row 0 keeps entries 0, 1, 3 of x = 0: each 1/3; row 1 keeps none: zeros.
+  HostTensor mask(DType::b8, {2, 4});
+  for (int i : {0, 1, 3}) mask.set(i, 1);
+  write_npy(path("mask.npy"), mask);
+  CliResult run =
+      kdsl({"run", file, "-k", "masked_softmax", "--dtype", "f32", "--in", "x=const:0", "--in",
+            "mask=" + path("mask.npy"), "--device", "cpu", "--out", "y=" + path("y.npy")});
+  ASSERT_EQ(run.code, 0) << show(run);
+  HostTensor y = read_npy(path("y.npy"), DType::f32);
+  std::vector<double> want = {1 / 3.0, 1 / 3.0, 0, 1 / 3.0, 0, 0, 0, 0};
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(y.get(i), want[i], 1e-7) << i;
+
+  CliResult compile =
+      kdsl({"compile", file, "--dtype", "f16,bf16", "--shape", "N=1024,4096", "--arch", "sm_90"});
+  EXPECT_EQ(compile.code, 0) << show(compile);
+  EXPECT_NE(compile.out.find("4 specializations: 4 compiled"), std::string::npos) << compile.out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Malformed command lines: one line on stderr, exit code 1 or 2, nothing else.
+
+struct Malformed {
+  std::vector<std::string> args;
+  int code;
+  std::string message;  // the whole line
+  bool prefix = false;  // message is only the start of the line
+};
+
+TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
+  write_npy(path("x24.npy"), tensor(DType::f32, {2, 4}, {}));
+  write_npy(path("x3d.npy"), tensor(DType::f32, {2, 4, 1}, {}));
+  write_npy(path("i32.npy"), tensor(DType::i32, {2, 4}, {}));
+  write_file(path("junk.npy"), "not a numpy file");
+  const std::string t = tmp().string();
+  const std::vector<std::string> run = {"run", kRms, "-k", "rms_norm", "--device", "cpu"};
+  auto cmd = [&](std::initializer_list<std::string> extra) {
+    std::vector<std::string> a = run;
+    a.insert(a.end(), extra);
+    return a;
+  };
+  std::vector<Malformed> cases = {
+      {cmd({"--dtype", "f32", "--shape", "N=8", "--in", "x=" + t + "/x24.npy"}), 1,
+       "kdsl: error: " + t + "/x24.npy: has shape (2, 4) but 'x' has shape (M, N) with N = 8"},
+      {cmd({"--dtype", "f32", "--in", "x=" + t + "/x3d.npy"}), 1,
+       "kdsl: error: " + t + "/x3d.npy: has shape (2, 4, 1) but 'x' has shape (M, N)"},
+      {cmd({"--dtype", "f32", "--in", "w=" + t + "/x24.npy"}), 1,
+       "kdsl: error: " + t + "/x24.npy: has shape (2, 4) but 'w' has shape (N,)"},
+      {cmd({"--dtype", "f32", "--in", "x=" + t + "/i32.npy"}), 1,
+       "kdsl: error: " + t +
+           "/i32.npy: holds i32 values but 'x' is f32 (add --convert to round "
+           "them to f32)"},
+      {cmd({"--dtype", "f32", "--in", "x=" + t + "/missing.npy"}), 1,
+       "kdsl: error: " + t + "/missing.npy: cannot open: No such file or directory"},
+      {cmd({"--dtype", "f32", "--in", "x=" + t + "/junk.npy"}), 1,
+       "kdsl: error: " + t + "/junk.npy: not a .npy file (bad magic)"},
+      {cmd({"--dtype", "f32", "--in", "x=" + t}), 1,
+       "kdsl: error: " + t + ": is a directory, not a .npy file"},
+      {{"run", t + "/missing.kdsl", "-k", "rms_norm"},
+       1,
+       "kdsl: error: cannot open '" + t + "/missing.kdsl': No such file or directory"},
+      {{"run", kRms, "-k", "rms_nrom", "--dtype", "f32"},
+       1,
+       "kdsl: error: no kernel named 'rms_nrom' in stdlib/rms_norm.kdsl (kernels: rms_norm, "
+       "rms_norm_bwd, add_rms_norm, add_rms_norm_bwd)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=x"}), 2,
+       "kdsl run: usage error: bad --shape entry 'N=x': a size is a non-negative integer; e.g. "
+       "--shape M=1024,N=4096,8192"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=-8"}), 2,
+       "kdsl run: usage error: bad --shape entry 'N=-8': a size is a non-negative integer; e.g. "
+       "--shape M=1024,N=4096,8192"},
+      {cmd({"--dtype", "f32", "--shape", "4,N=8"}), 2,
+       "kdsl run: usage error: bad --shape entry '4': a size needs a NAME= before it; e.g. "
+       "--shape M=1024,N=4096,8192"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,M=5"}), 2,
+       "kdsl run: usage error: --shape sets M twice"},
+      {cmd({"--dtype", "f32", "--shape", "M=4"}), 2,
+       "kdsl run: usage error: kernel 'rms_norm' needs a value for shape symbol N: add --shape "
+       "N=SIZE (or an --in file that has it)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8,K=2"}), 1,
+       "kdsl: error: kernel 'rms_norm' has no shape symbol K (symbols: M, N)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8,16"}), 2,
+       "kdsl run: usage error: this command takes one value per shape symbol, got 2 for N (kdsl "
+       "compile and kdsl bench take lists)"},
+      {cmd({"--dtype", "f64", "--shape", "M=4,N=8"}), 1,
+       "kdsl: error: kernel 'rms_norm' does not allow T = f64 (allowed: f32, f16, bf16)"},
+      {cmd({"--dtype", "f17", "--shape", "M=4,N=8"}), 2,
+       "kdsl run: usage error: --dtype: unknown dtype 'f17' (dtypes: f16, bf16, f32, f64, i32, "
+       "i64, bool, c64)"},
+      {cmd({"--shape", "M=4,N=8"}), 2,
+       "kdsl run: usage error: kernel 'rms_norm' needs a dtype for T (one of f32, f16, bf16): add "
+       "--dtype or -D T=DTYPE"},
+      {cmd({"-D", "U=f32", "--shape", "M=4,N=8"}), 1,
+       "kdsl: error: kernel 'rms_norm' has no generic named U"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--frobnicate"}), 2,
+       "kdsl run: usage error: The following argument was not expected: --frobnicate (see kdsl "
+       "run --help)"},
+      {{"run", kRms, "--dtype", "f32"},
+       2,
+       "kdsl run: usage error: --kernel is required (see kdsl run --help)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--device", "tpu"}), 2,
+       "kdsl run: usage error: --device: tpu not in {gpu,cpu} (see kdsl run --help)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--in", "x"}), 2,
+       "kdsl run: usage error: bad --in 'x': expected NAME=FILE.npy or NAME=const:VALUE"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--in", "q=const:1"}), 1,
+       "kdsl: error: --in q=const:1: kernel 'rms_norm' has no input tensor 'q' (inputs: x, w)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--in", "x=const:one"}), 2,
+       "kdsl run: usage error: --in x=const:one: 'one' is not a number (e.g. const:1.5, "
+       "const:-inf, const:nan)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "z=" + t + "/z.npy"}), 1,
+       "kdsl: error: --out z=" + t +
+           "/z.npy: kernel 'rms_norm' has no output 'z' (outputs: y, "
+           "rstd)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/no/dir/y.npy"}), 1,
+       "kdsl: error: --out y=" + t + "/no/dir/y.npy: cannot write into " + t +
+           "/no/dir: no such directory"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "eps=small"}), 2,
+       "kdsl run: usage error: --arg eps=small: 'small' is not a number"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "gamma=1"}), 1,
+       "kdsl: error: kernel 'rms_norm' has no scalar parameter 'gamma'"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--verify"}), 2,
+       "kdsl run: usage error: --verify needs the GPU: with --device cpu the CPU reference is all "
+       "that runs"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--schedule", "group=3"}), 2,
+       "kdsl run: usage error: --schedule: schedule hint 'group=3': keys are vec (1, 2, 4, 8), "
+       "group (a power of two up to 1024), cache_rows, cache_invariant, prefetch, pack, stream, "
+       "persistent, smem_columns (0 or 1), min_ctas (1 to 32)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=0"}), 1,
+       "kdsl: error: kernel 'rms_norm': the vector axis N must have a positive size (got 0)"},
+      {{"compile", kRms, "-k", "rms_norm", "--dtype", "f32"},
+       2,
+       "kdsl compile: usage error: kernel 'rms_norm' needs a value for N (specialized: a "
+       "compile-time constant): add --shape N=SIZE"},
+      {{"compile", kRms, "-k", "rms_norm", "--shape", "N=8", "--arch", "sm_1"},
+       2,
+       "kdsl compile: usage error: --arch sm_1: NVRTC ",
+       true},
+      {{"compile", kRms, "-k", "rms_norm,nope", "--shape", "N=8"},
+       1,
+       "kdsl: error: no kernel named 'nope' in stdlib/rms_norm.kdsl (kernels: rms_norm, "
+       "rms_norm_bwd, add_rms_norm, add_rms_norm_bwd)"},
+      {{"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--cuda"},
+       2,
+       "kdsl emit: usage error: kernel 'rms_norm' specializes N (a compile-time constant): give "
+       "its value, e.g. --shape N=8192"},
+      {{"list", t + "/missing.kdsl"},
+       1,
+       "kdsl: error: cannot open '" + t + "/missing.kdsl': No such file or directory"},
+  };
+  for (const Malformed& c : cases) {
+    std::string line;
+    for (const auto& a : c.args) line += a + " ";
+    CliResult r = kdsl(c.args);
+    EXPECT_EQ(r.code, c.code) << line << "\n" << show(r);
+    EXPECT_EQ(count_lines(r.err), 1u) << line << "\n" << show(r);
+    if (c.prefix) {
+      EXPECT_TRUE(r.err.starts_with(c.message)) << line << "\n" << r.err;
+    } else {
+      EXPECT_EQ(r.err, c.message + "\n") << line;
+    }
+    EXPECT_EQ(r.out, "") << line;
+  }
+}
+
+}  // namespace
+}  // namespace kdsl::testing

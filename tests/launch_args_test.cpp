@@ -1,0 +1,267 @@
+// Argument checking of launches (detail::KernelImpl::bind, pure host code: no GPU needed): every
+// error with its exact message, the alignment and contiguity flags that pick a specialization,
+// and the symbols and rows a correct call binds.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "src/runtime_impl.h"
+
+namespace kdsl {
+namespace {
+
+// Two generics, a constant-size axis, scalars with and without a default, three kinds of outputs.
+constexpr const char* kSource = R"(
+@kernel
+def mix[T: (f32, f16), U: (f32, f64)](x: Tensor[T, (M, N)], w: Tensor[T, (N,)],
+                                      p: Tensor[U, (M, 2)], alpha: f32, beta: f32 = 2.0,
+                                      *, y: Out[T, (M, N)], s: Out[U, (M,)],
+                                      acc: InOut[f32, (N,)]):
+    """y = x * w * alpha + beta; s = p[:, 0] + p[:, 1]; acc += column sums of x."""
+    for m in parallel(M):
+        xf = f32(x[m, :])
+        y[m, :] = T(xf * f32(w) * alpha + beta)
+        s[m] = p[m, 0] + p[m, 1]
+        acc[:] += xf
+)";
+
+// Fake device addresses: far apart, 256-byte aligned; nothing is dereferenced.
+void* address(int i) {
+  return reinterpret_cast<void*>(uintptr_t{0x7f0000000000} + (uintptr_t(i) << 32));
+}
+
+class LaunchArgs : public ::testing::Test {
+ protected:
+  static constexpr int64_t M = 48, N = 64;
+  Module module_ = Module::from_source(kSource, "args.kdsl");
+  Kernel kernel_ = module_.kernel("mix");
+  const detail::KernelImpl& k_ = kernel_.impl();
+
+  TensorRef x_ = TensorRef::contiguous(address(1), DType::f16, {M, N});
+  TensorRef w_ = TensorRef::contiguous(address(2), DType::f16, {N});
+  TensorRef p_ = TensorRef::contiguous(address(3), DType::f64, {M, 2});
+  TensorRef y_ = TensorRef::contiguous(address(4), DType::f16, {M, N});
+  TensorRef s_ = TensorRef::contiguous(address(5), DType::f64, {M});
+  TensorRef acc_ = TensorRef::contiguous(address(6), DType::f32, {N});
+
+  std::vector<Arg> args() const { return {x_, w_, p_, 0.5, Arg::use_default(), y_, s_, acc_}; }
+
+  detail::BoundArgs bind(const std::vector<Arg>& a) const {
+    detail::BoundArgs b;
+    k_.bind(a, b);
+    return b;
+  }
+  std::string error(const std::vector<Arg>& a) const {
+    try {
+      bind(a);
+    } catch (const ArgumentError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+  int32_t symbol(const std::string& name) const {
+    for (size_t i = 0; i < k_.sig().symbols.size(); ++i) {
+      if (k_.sig().symbols[i].name == name) return static_cast<int32_t>(i);
+    }
+    ADD_FAILURE() << "no symbol " << name;
+    return 0;
+  }
+  // Bit of parameter `i` (in parameter order) in BoundArgs::aligned / contiguous.
+  uint32_t bit(size_t i) const { return 1u << k_.slot_of(i); }
+};
+
+TEST_F(LaunchArgs, CorrectCallBindsDtypesSymbolsRowsScalarsAndTensors) {
+  std::vector<Arg> a = args();
+  detail::BoundArgs b = bind(a);
+  EXPECT_EQ(b.binding[0], DType::f16);
+  EXPECT_EQ(b.binding[1], DType::f64);
+  EXPECT_EQ(b.symbols[symbol("M")], M);
+  EXPECT_EQ(b.symbols[symbol("N")], N);
+  EXPECT_EQ(b.rows, M);
+  EXPECT_EQ(b.scalars[k_.slot_of(3)], 0.5);
+  EXPECT_EQ(b.scalars[k_.slot_of(4)], 2.0);  // beta's default
+  for (size_t i : {0, 1, 2, 5, 6, 7}) {
+    EXPECT_EQ(b.tensors[k_.slot_of(i)], &a[i].tensor()) << "parameter " << i;
+  }
+  // Aligned: a 16-byte aligned base and every non-vector axis stepping a multiple of 16 bytes.
+  // Not p (its constant axis steps 8 bytes) nor s (8-byte rows).
+  EXPECT_EQ(b.aligned, bit(0) | bit(1) | bit(5) | bit(7));
+  EXPECT_EQ(b.contiguous, bit(0) | bit(1) | bit(2) | bit(5) | bit(6) | bit(7));
+}
+
+TEST_F(LaunchArgs, WrongArgumentCount) {
+  std::vector<Arg> a = args();
+  a.pop_back();
+  EXPECT_EQ(error(a),
+            "mix takes 8 arguments (x, w, p, alpha, beta, y, s, acc), 7 given; pass "
+            "kdsl::Arg::use_default() for a scalar with a default");
+}
+
+TEST_F(LaunchArgs, TensorWhereANumberIsExpected) {
+  std::vector<Arg> a = args();
+  a[3] = x_;
+  EXPECT_EQ(error(a), "mix: argument 'alpha' (4th of 8): expected a number (f32), got a tensor");
+}
+
+TEST_F(LaunchArgs, NumberOrDefaultWhereATensorIsExpected) {
+  std::vector<Arg> a = args();
+  a[0] = 1.0;
+  EXPECT_EQ(error(a),
+            "mix: argument 'x' (1st of 8): expected a tensor of T in (f32, f16) with shape (M, "
+            "N), got a number");
+  a = args();
+  a[7] = Arg::use_default();
+  EXPECT_EQ(error(a),
+            "mix: argument 'acc' (8th of 8): expected a tensor of f32 with shape (N,), got a "
+            "default");
+}
+
+TEST_F(LaunchArgs, WrongFixedDtype) {
+  acc_.dtype = DType::f16;
+  EXPECT_EQ(error(args()), "mix: argument 'acc' (8th of 8): expected dtype f32, got f16");
+}
+
+TEST_F(LaunchArgs, DtypeOutsideTheGenericsDomain) {
+  x_.dtype = DType::bf16;
+  EXPECT_EQ(error(args()),
+            "mix: argument 'x' (1st of 8): dtype bf16 is not allowed: expected T in (f32, f16)");
+  x_.dtype = DType::f16;
+  p_.dtype = s_.dtype = DType::f16;
+  EXPECT_EQ(error(args()),
+            "mix: argument 'p' (3rd of 8): dtype f16 is not allowed: expected U in (f32, f64)");
+}
+
+TEST_F(LaunchArgs, GenericBoundInconsistently) {
+  w_.dtype = DType::f32;
+  EXPECT_EQ(error(args()),
+            "mix: argument 'w' (2nd of 8): dtype f32 does not match T = f16 (set by 'x')");
+  w_.dtype = DType::f16;
+  s_.dtype = DType::f32;
+  EXPECT_EQ(error(args()),
+            "mix: argument 's' (7th of 8): dtype f32 does not match U = f64 (set by 'p')");
+}
+
+TEST_F(LaunchArgs, WrongRank) {
+  w_ = TensorRef::contiguous(address(2), DType::f16, {1, N});
+  EXPECT_EQ(error(args()),
+            "mix: argument 'w' (2nd of 8): expected 1 axis (N,), got 2 axes (1, 64)");
+  w_ = TensorRef::contiguous(address(2), DType::f16, {N});
+  x_ = TensorRef::contiguous(address(1), DType::f16, {M * N});
+  EXPECT_EQ(error(args()),
+            "mix: argument 'x' (1st of 8): expected 2 axes (M, N), got 1 axis (3072,)");
+}
+
+TEST_F(LaunchArgs, SizeContradictingASymbolNamesBothArguments) {
+  y_ = TensorRef::contiguous(address(4), DType::f16, {M, N + 1});
+  EXPECT_EQ(error(args()),
+            "mix: argument 'y' (6th of 8): axis 1 has size 65, but N = 64 (set by 'x' axis 1)");
+  y_ = TensorRef::contiguous(address(4), DType::f16, {M, N});
+  s_ = TensorRef::contiguous(address(5), DType::f64, {M - 1});
+  EXPECT_EQ(error(args()),
+            "mix: argument 's' (7th of 8): axis 0 has size 47, but M = 48 (set by 'x' axis 0)");
+}
+
+TEST_F(LaunchArgs, ConstantSizeAxisMismatch) {
+  p_ = TensorRef::contiguous(address(3), DType::f64, {M, 3});
+  EXPECT_EQ(error(args()), "mix: argument 'p' (3rd of 8): axis 1 must have size 2, got 3");
+}
+
+TEST_F(LaunchArgs, NullPointer) {
+  w_.data = nullptr;
+  EXPECT_EQ(error(args()), "mix: argument 'w' (2nd of 8): is a null pointer");
+}
+
+TEST_F(LaunchArgs, NegativeSizeOrStride) {
+  x_.shape[0] = -1;
+  EXPECT_EQ(error(args()), "mix: argument 'x' (1st of 8): axis 0 has negative size -1");
+  x_.shape[0] = M;
+  x_.strides[0] = -N;
+  EXPECT_EQ(error(args()), "mix: argument 'x' (1st of 8): axis 0 has negative stride -64");
+}
+
+TEST_F(LaunchArgs, OutputOverlappingAnInput) {
+  // y starts at x's last element.
+  y_.data = static_cast<char*>(x_.data) + (M * N - 1) * 2;
+  EXPECT_EQ(error(args()),
+            "mix: argument 'y' (6th of 8): overlaps argument 'x'; outputs must not alias other "
+            "arguments (an InOut parameter updates a tensor in place)");
+  // One past x's last element: adjacent, not overlapping.
+  y_.data = static_cast<char*>(x_.data) + M * N * 2;
+  EXPECT_EQ(error(args()), "(no error)");
+  // An InOut output may not alias an input either.
+  acc_.data = w_.data;
+  EXPECT_NE(error(args()).find("argument 'acc' (8th of 8): overlaps argument 'w'"),
+            std::string::npos);
+}
+
+TEST_F(LaunchArgs, MissingDefault) {
+  std::vector<Arg> a = args();
+  a[3] = Arg::use_default();
+  EXPECT_EQ(error(a), "mix: argument 'alpha' (4th of 8): has no default value; pass a number");
+}
+
+TEST_F(LaunchArgs, VectorAxisOfSizeZero) {
+  x_ = TensorRef::contiguous(address(1), DType::f16, {M, 0});
+  w_ = TensorRef::contiguous(address(2), DType::f16, {0});
+  y_ = TensorRef::contiguous(address(4), DType::f16, {M, 0});
+  acc_ = TensorRef::contiguous(address(6), DType::f32, {0});
+  EXPECT_EQ(error(args()), "mix: the vector axis N has size 0; it must be at least 1");
+}
+
+TEST_F(LaunchArgs, EmptyParallelLoopBindsWithNullPointersForEmptyTensors) {
+  x_ = TensorRef::contiguous(nullptr, DType::f16, {0, N});
+  p_ = TensorRef::contiguous(nullptr, DType::f64, {0, 2});
+  y_ = TensorRef::contiguous(nullptr, DType::f16, {0, N});
+  s_ = TensorRef::contiguous(nullptr, DType::f64, {0});
+  detail::BoundArgs b = bind(args());
+  EXPECT_EQ(b.rows, 0);
+  EXPECT_EQ(b.symbols[symbol("M")], 0);
+  EXPECT_EQ(b.symbols[symbol("N")], N);
+  // acc still needs its memory: the column sum over no rows is written to it.
+  acc_.data = nullptr;
+  EXPECT_EQ(error(args()), "mix: argument 'acc' (8th of 8): is a null pointer");
+}
+
+TEST_F(LaunchArgs, MisalignedPointerIsNotAligned) {
+  x_.data = static_cast<char*>(x_.data) + 2;  // f16-aligned, not 16-byte aligned
+  y_.data = static_cast<char*>(y_.data) + 8;
+  detail::BoundArgs b = bind(args());
+  EXPECT_EQ(b.aligned, bit(1) | bit(7));
+  EXPECT_EQ(b.contiguous, bit(0) | bit(1) | bit(2) | bit(5) | bit(6) | bit(7));
+}
+
+TEST_F(LaunchArgs, RowStrideNotAMultipleOf16BytesIsNotAligned) {
+  int64_t shape[] = {M, N}, strides[] = {N + 4, 1};  // f16 rows of 136 bytes
+  x_ = TensorRef::strided(address(1), DType::f16, shape, strides);
+  EXPECT_EQ(bind(args()).aligned, bit(1) | bit(5) | bit(7));
+  strides[0] = N + 8;  // 144 bytes: aligned again
+  x_ = TensorRef::strided(address(1), DType::f16, shape, strides);
+  EXPECT_EQ(bind(args()).aligned, bit(0) | bit(1) | bit(5) | bit(7));
+}
+
+TEST_F(LaunchArgs, StridedVectorAxisIsNotContiguous) {
+  int64_t shape[] = {M, N}, strides[] = {2 * N, 2};  // every other column
+  x_ = TensorRef::strided(address(1), DType::f16, shape, strides);
+  detail::BoundArgs b = bind(args());
+  EXPECT_EQ(b.contiguous, bit(1) | bit(2) | bit(5) | bit(6) | bit(7));
+  // Any stride is contiguous along a vector axis of length 1.
+  TensorRef one = TensorRef::contiguous(address(1), DType::f16, {M, 1});
+  one.strides[1] = 7;
+  std::vector<Arg> a = {one, TensorRef::contiguous(address(2), DType::f16, {1}),
+                        p_,  0.5,
+                        3.0, TensorRef::contiguous(address(4), DType::f16, {M, 1}),
+                        s_,  TensorRef::contiguous(address(6), DType::f32, {1})};
+  EXPECT_EQ(bind(a).contiguous & bit(0), bit(0));
+}
+
+TEST_F(LaunchArgs, ErrorsAreArgumentErrorsThroughThePublicLaunch) {
+  // Kernel::launch checks before it needs a driver, so this throws the same error without a GPU.
+  std::vector<Arg> a = args();
+  a[3] = x_;
+  EXPECT_THROW(kernel_.launch(nullptr, a), ArgumentError);
+  EXPECT_THROW(kernel_.prepare(a), ArgumentError);
+}
+
+}  // namespace
+}  // namespace kdsl

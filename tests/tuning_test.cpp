@@ -1,0 +1,81 @@
+#include "src/tuning.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "kdsl/error.h"
+#include "src/compiler.h"
+
+namespace kdsl {
+namespace {
+
+std::shared_ptr<const FrontEnd> rms_norm_module() {
+  return run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/rms_norm.kdsl"));
+}
+
+TEST(Tuning, CandidatesStartWithTheDefaultAndAreDistinctSchedules) {
+  auto fe = rms_norm_module();
+  Specialization spec{{DType::bf16}, 8192, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(*fe, "rms_norm", spec);
+  DeviceTarget target;
+  std::vector<ScheduleHint> c = tuning_candidates(k, spec, target);
+  ASSERT_GE(c.size(), 4u);
+  EXPECT_TRUE(c[0].empty());
+  std::set<std::string> sources;
+  for (const ScheduleHint& h : c) sources.insert(generate(k, spec, target, h).source);
+  EXPECT_EQ(sources.size(), c.size()) << "two candidates generate the same kernel";
+}
+
+TEST(Tuning, KeyNamesKernelDtypesLengthAndLayoutBits) {
+  Specialization spec{{DType::bf16}, 8192, 0x1f, 0x1b};
+  EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b");
+}
+
+class TuningDbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kdsl-tuning-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(TuningDbTest, RecordsAreFoundByGpuAndKey) {
+  TuningDb db(dir_);
+  EXPECT_FALSE(db.lookup("NVIDIA H200", "k:bf16:n8:a1:c1"));
+  db.record("NVIDIA H200", "k:bf16:n8:a1:c1", {"group=512,persistent=0", 70.5, 80.25, "M=8,N=8"});
+  db.record("NVIDIA H100", "k:bf16:n8:a1:c1", {"", 90, 90, "M=8,N=8"});
+  auto r = db.lookup("NVIDIA H200", "k:bf16:n8:a1:c1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->hint, "group=512,persistent=0");
+  EXPECT_DOUBLE_EQ(r->us, 70.5);
+  EXPECT_DOUBLE_EQ(r->default_us, 80.25);
+  EXPECT_EQ(db.lookup("NVIDIA H100", "k:bf16:n8:a1:c1")->hint, "");
+  EXPECT_FALSE(db.lookup("NVIDIA A100", "k:bf16:n8:a1:c1"));
+}
+
+TEST_F(TuningDbTest, DamagedFileOrUnusableRecordIsIgnored) {
+  { std::ofstream(dir_ / "tuning.json") << "{not json"; }
+  TuningDb db(dir_);
+  EXPECT_FALSE(db.lookup("NVIDIA H200", "k"));
+  db.record("NVIDIA H200", "k", {"group=64", 1, 2, ""});  // rebuilds the file
+  EXPECT_EQ(db.lookup("NVIDIA H200", "k")->hint, "group=64");
+  { std::ofstream(dir_ / "tuning.json") << R"({"G": {"k": {"hint": "bogus=1", "us": 1, "default_us": 2}}})"; }
+  EXPECT_FALSE(db.lookup("G", "k"));
+}
+
+TEST(ScheduleHint, ParsesAndPrintsCanonically) {
+  ScheduleHint h = ScheduleHint::parse("prefetch=1,group=512,persistent=0");
+  EXPECT_EQ(h.str(), "group=512,prefetch=1,persistent=0");
+  EXPECT_THROW(ScheduleHint::parse("group=500"), ArgumentError);
+  EXPECT_THROW(ScheduleHint::parse("speed=11"), ArgumentError);
+  EXPECT_TRUE(ScheduleHint::parse("").empty());
+}
+
+}  // namespace
+}  // namespace kdsl
