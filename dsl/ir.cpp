@@ -33,7 +33,13 @@ const char* name(CompareFn fn) {
 }
 
 const char* name(ReduceKind kind) {
-  static const char* const names[] = {"sum", "max", "min", "var", "argmax", "argmin"};
+  static const char* const names[] = {"sum",    "max",    "min",   "var",
+                                      "argmax", "argmin", "first", "last"};
+  return names[static_cast<int>(kind)];
+}
+
+const char* name(ScanKind kind) {
+  static const char* const names[] = {"custom", "sum", "prod", "max", "min", "logaddexp"};
   return names[static_cast<int>(kind)];
 }
 
@@ -83,8 +89,9 @@ std::string node_str(const Kernel& k, const Node& n) {
     case Op::compare: s += std::string(" ") + name(static_cast<CompareFn>(n.fn)); break;
     case Op::reduce: s += std::string(" ") + name(static_cast<ReduceKind>(n.fn)); break;
     case Op::scan:
-      s += fmt::format(" region{}{}{}{}", n.index, n.reverse ? " reverse" : "",
-                       n.exclusive ? " exclusive" : "", n.has_init ? " init" : "");
+      s += fmt::format(" {} region{}{}{}{} -> {}", name(static_cast<ScanKind>(n.fn)), n.index,
+                       n.reverse ? " reverse" : "", n.exclusive ? " exclusive" : "",
+                       n.has_init ? " init" : "", n.results.size());
       break;
     case Op::extract: s += fmt::format(" #{}", n.index); break;
     case Op::shift: s += fmt::format(" by {}", n.index); break;
@@ -194,6 +201,28 @@ bool has_vector_axis(const View& v) {
   return false;
 }
 
+// A scan: k values (any form) and k scalar initial values of the result dtypes; a region of 2k
+// scalar arguments whose results have those dtypes.
+void verify_scan(const Kernel& k, const std::vector<Node>& nodes, const Node& n, size_t i) {
+  if (n.index < 0 || n.index >= (int32_t)k.regions.size()) broken(k, "bad scan region");
+  const Region& r = k.regions[n.index];
+  size_t m = n.results.size();
+  bool ok = m > 0 && n.args.size() == (n.has_init ? 2 * m : m) && r.results.size() == m &&
+            r.num_args == static_cast<int32_t>(2 * m) && n.type == n.results[0];
+  for (size_t j = 0; ok && j < m; ++j) {
+    DType t = n.results[j].dtype;
+    ok = n.results[j].form == Form::vector && nodes[n.args[j]].type.dtype == t &&
+         r.nodes[r.results[j]].type.dtype == t &&
+         (!n.has_init || (nodes[n.args[m + j]].type == Type{t, Form::scalar}));
+  }
+  for (const Node& rn : r.nodes) {
+    ok = ok && rn.type.form == Form::scalar &&
+         (rn.op == Op::arg || rn.op == Op::constant || rn.op == Op::cast || rn.op == Op::unary ||
+          rn.op == Op::binary || rn.op == Op::compare || rn.op == Op::select);
+  }
+  if (!ok) broken(k, fmt::format("%{} is a malformed scan", i));
+}
+
 void verify_nodes(const Kernel& k, const std::vector<Node>& nodes, int32_t num_args) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
@@ -241,11 +270,19 @@ void verify_nodes(const Kernel& k, const std::vector<Node>& nodes, int32_t num_a
         }
         break;
       case Op::scan:
-        if (n.index < 0 || n.index >= (int32_t)k.regions.size()) broken(k, "bad scan region");
+        verify_scan(k, nodes, n, i);
         break;
       case Op::extract:
-        if (n.args.size() != 1 || arg(0).results.size() <= static_cast<size_t>(n.index)) {
+        if (n.args.size() != 1 || arg(0).results.size() <= static_cast<size_t>(n.index) ||
+            !(arg(0).results[n.index] == n.type)) {
           broken(k, fmt::format("%{} extracts a missing result", i));
+        }
+        break;
+      case Op::shift:
+        if (n.args.size() != 2 || arg(0).type.form != Form::vector ||
+            arg(1).type.form != Form::scalar || arg(0).type.dtype != n.type.dtype ||
+            arg(1).type.dtype != n.type.dtype || n.type.form != Form::vector) {
+          broken(k, fmt::format("%{} is a malformed shift", i));
         }
         break;
       default: break;

@@ -46,8 +46,9 @@ enum class Op : uint8_t {
   compare,   // fn = CompareFn; args[0], args[1]; bool result
   select,    // args[0] (bool) ? args[1] : args[2]
   reduce,    // fn = ReduceKind; args[0] is a vector; scalar result
-  scan,      // associative scan along the vector axis: region `index` combines; args = k values
-             // then k initial scalars (when has_init); results = the k scanned vectors
+  scan,      // associative scan along the vector axis: region `index` combines (fn = ScanKind);
+             // args = k values then k initial scalars (when has_init); results = the k scanned
+             // vectors (read through extract); type = results[0] (SPEC section 10)
   extract,   // result `index` of the multi-result node args[0]
   shift,     // args[0] shifted by `index` positions (out[t] = in[t - index]); args[1] = fill scalar
 };
@@ -60,13 +61,19 @@ enum class BinaryFn : uint8_t { add, sub, mul, div, floordiv, mod, pow, min, max
 enum class CompareFn : uint8_t { lt, le, eq, ne, gt, ge };
 /// sum, max and min accumulate in the node's dtype (f32 for 16-bit floats); var is the population
 /// variance (Welford/Chan on the GPU); argmax/argmin give the first index of the extreme (i64).
-enum class ReduceKind : uint8_t { sum, max, min, var, argmax, argmin };
+/// first/last: the element at position 0 / N - 1, in the operand's dtype (SPEC section 10).
+enum class ReduceKind : uint8_t { sum, max, min, var, argmax, argmin, first, last };
+/// The combine function of a scan: a built-in with an identity element (sum 0, prod 1,
+/// max -inf, min +inf, logaddexp -inf), or `custom` (a user helper, no identity known).
+/// The node's region computes the combine in every case.
+enum class ScanKind : uint8_t { custom, sum, prod, max, min, logaddexp };
 
 const char* name(Op op);
 const char* name(UnaryFn fn);
 const char* name(BinaryFn fn);
 const char* name(CompareFn fn);
 const char* name(ReduceKind kind);
+const char* name(ScanKind kind);
 
 /// How one axis of a tensor is indexed in a view: by a loop variable, along the vector axis, or at
 /// a constant position.

@@ -35,10 +35,10 @@ constexpr UnaryBuiltin kUnaryBuiltins[] = {
     {"imag", ir::UnaryFn::imag},     {"conj", ir::UnaryFn::conj},
 };
 
-const char* const kOtherBuiltins[] = {
-    "min",  "max",  "pow",   "where",  "sum",      "mean",    "var",     "argmax",
-    "argmin", "position", "scan", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-    "shift", "parallel"};
+const char* const kOtherBuiltins[] = {"min",          "max",    "pow",     "where",  "sum",
+                                      "mean",         "var",    "argmax",  "argmin", "position",
+                                      "scan",         "cumsum", "cumprod", "cummax", "cummin",
+                                      "logcumsumexp", "shift",  "first",   "last",   "parallel"};
 
 const UnaryBuiltin* find_unary(const std::string& name) {
   for (const auto& b : kUnaryBuiltins) {
@@ -558,6 +558,8 @@ Value Lowerer::unary_math(ir::UnaryFn fn, const Value& a0, const ast::Expr& at) 
     return Value::weak(ref_unary(fn, a.num), false);
   }
   DType t = a.type.dtype;
+  // conj of a real number is the number (so one generic kernel serves real and complex dtypes).
+  if (fn == ir::UnaryFn::conj && (is_float(t) || is_int(t))) return a;
   DType result = is_bool_result(fn) ? DType::b8 : t;
   bool ok = is_float(t);
   if (fn == ir::UnaryFn::abs) {
@@ -990,7 +992,7 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e,
     return unary_math(u->fn, args[0], a0);
   }
   if (name == "scan" || name == "cumsum" || name == "cumprod" || name == "cummax" ||
-      name == "cummin" || name == "logcumsumexp") {
+      name == "cummin" || name == "logcumsumexp" || name == "first" || name == "last") {
     return scan_call(name, e, args);
   }
   if (name == "shift") return shift_call(e, args);
@@ -1064,14 +1066,6 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e,
   return Value::error();
 }
 
-Value Lowerer::scan_call(const std::string& name, const ast::Expr& e, std::vector<Value>&) {
-  diags().error(e.loc, fmt::format("{}() is not supported yet", name), e.span());
-  return Value::error();
-}
-
-Value Lowerer::shift_call(const ast::Expr& e, std::vector<Value>&) {
-  diags().error(e.loc, "shift() is not supported yet", e.span());
-  return Value::error();
-}
+// scan_call and shift_call are in sema_scan.cpp.
 
 }  // namespace kdsl::sema

@@ -185,8 +185,15 @@ class Lowerer {
   Value compare(ir::CompareFn fn, Value a, Value b, const ast::Expr& at, const char* spelling);
   Value logical(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at, const char* spelling);
   Value vector_of_tensor(int32_t tensor, const ast::Expr& at);
+  // Scans, shift, first and last (sema_scan.cpp).
   Value scan_call(const std::string& name, const ast::Expr& e, std::vector<Value>& args);
   Value shift_call(const ast::Expr& e, std::vector<Value>& args);
+  Value first_last(const std::string& name, const ast::Expr& e, std::vector<Value>& args);
+  bool scan_values(const ast::Expr& at, Value v, bool builtin, std::vector<Value>* out);
+  bool scan_options(const std::string& name, const ast::Expr& e, size_t k, bool custom,
+                    const std::vector<Value>& values, ir::Node* node);
+  int32_t combine_region(const ast::FunctionDef& fn, const ast::Expr& e,
+                         const std::vector<Value>& values, bool tuple);
   bool unify(Value& a, Value& b, const ast::Expr& at, const char* spelling);
   bool expect_node(const Value& v, const ast::Expr& at, const char* what);
   std::string describe(const Value& v) const;

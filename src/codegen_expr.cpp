@@ -249,8 +249,11 @@ ReduceSpelling reduce_spelling(ir::ReduceKind kind, DType acc) {
       return {fmt::format("kdsl_arg<{}>", t),
               fmt::format("kdsl_arg<{}>{{{}, 0x7fffffffffffffffLL}}", t, highest(acc)),
               "kdsl_op_argmin{}", "{0}.i"};
+    case ir::ReduceKind::first:
+    case ir::ReduceKind::last:
+      break;  // positional: only the scan schedule computes them
   }
-  return {t, zero(acc), "kdsl_op_sum{}", "{0}"};
+  throw InternalError(fmt::format("codegen: no reduction spelling for {}", ir::name(kind)));
 }
 
 }  // namespace kdsl::cuda

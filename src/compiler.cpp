@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "codegen_scan.h"
 #include "dsl/parser.h"
 #include "kdsl/error.h"
 #include "nvrtc.h"
@@ -58,6 +59,15 @@ ir::Kernel lower_specialized(const FrontEnd& fe, const std::string& name,
 
 GeneratedKernel generate(const ir::Kernel& k, const Specialization& spec,
                          const DeviceTarget& target, const ScheduleHint& hint) {
+  if (needs_scan_schedule(k)) {
+    ScanSchedule s = choose_scan_schedule(k, spec, target);
+    if (debug_enabled()) {
+      std::string why;
+      for (const auto& r : s.reasons) why += "\n  " + r;
+      log().info("schedule {} for {}:{}", s.name, k.name, why);
+    }
+    return generate_scan_kernel(k, spec, s);
+  }
   RowSchedule s = choose_row_schedule(k, spec, target, hint);
   if (debug_enabled()) {
     std::string why;

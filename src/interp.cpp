@@ -6,26 +6,23 @@
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include "dsl/math_ref.h"
 #include "dsl/numeric.h"
+#include "interp_internal.h"
 #include "kdsl/error.h"
 
 namespace kdsl {
+
+using interp_detail::Cplx;
+using interp_detail::Val;
+
 namespace {
 
 using ir::Form;
 using ir::Op;
-
-// A value for one loop iteration: one element (scalar) or n elements (vector); `im` is used by
-// c64 values only.
-struct Val {
-  bool vec = false;
-  std::vector<double> re, im;
-  double r(size_t j) const { return re[vec ? j : 0]; }
-  double i(size_t j) const { return im.empty() ? 0.0 : im[vec ? j : 0]; }
-};
 
 bool has_vector_axis(const ir::View& v) {
   return std::any_of(v.begin(), v.end(),
@@ -107,83 +104,36 @@ class RowEval {
         return;
       }
       case Op::reduce: reduce(n, out); return;
-      case Op::scan:
-      case Op::shift:
+      case Op::scan: {
+        std::vector<const Val*> args;
+        for (ir::ValueId a : n.args) args.push_back(&vals_[a]);
+        interp_detail::eval_scan(k_, n, args, static_cast<size_t>(sh_.n), scans_[id]);
+        out = scans_[id][0];
+        return;
+      }
       case Op::extract:
-      case Op::arg: throw InternalError("interpreter: scans are not supported yet");
+        out = scans_.at(n.args[0]).at(n.index);
+        return;
+      case Op::shift:
+        interp_detail::eval_shift(n, vals_[n.args[0]], vals_[n.args[1]], static_cast<size_t>(sh_.n),
+                                  out);
+        return;
+      case Op::arg:
+        throw InternalError("interpreter: an arg node outside a region");
       default: break;
     }
     for (size_t j = 0; j < len; ++j) elementwise(n, j, out);
   }
 
   void elementwise(const ir::Node& n, size_t j, Val& out) {
-    const Val& a = vals_[n.args[0]];
-    DType at = k_.node(n.args[0]).type.dtype;
-    switch (n.op) {
-      case Op::cast:
-        out.re[j] = round_to(n.type.dtype, a.r(j));
-        return;
-      case Op::unary: {
-        auto fn = static_cast<ir::UnaryFn>(n.fn);
-        if (at == DType::c64) {
-          std::complex<double> z(a.r(j), a.i(j));
-          switch (fn) {
-            case ir::UnaryFn::neg: out.re[j] = -z.real(); out.im[j] = -z.imag(); return;
-            case ir::UnaryFn::abs: out.re[j] = std::abs(z); return;
-            case ir::UnaryFn::real: out.re[j] = z.real(); return;
-            case ir::UnaryFn::imag: out.re[j] = z.imag(); return;
-            case ir::UnaryFn::conj: out.re[j] = z.real(); out.im[j] = -z.imag(); return;
-            default: throw InternalError("interpreter: complex unary");
-          }
-        }
-        out.re[j] = ref_unary(fn, a.r(j));
-        return;
-      }
-      case Op::binary: {
-        const Val& b = vals_[n.args[1]];
-        auto fn = static_cast<ir::BinaryFn>(n.fn);
-        if (fn == ir::BinaryFn::complex) {
-          out.re[j] = a.r(j);
-          out.im[j] = b.r(j);
-          return;
-        }
-        if (at == DType::c64) {
-          std::complex<double> x(a.r(j), a.i(j)), y(b.r(j), b.i(j)), z;
-          switch (fn) {
-            case ir::BinaryFn::add: z = x + y; break;
-            case ir::BinaryFn::sub: z = x - y; break;
-            case ir::BinaryFn::mul: z = x * y; break;
-            case ir::BinaryFn::div: z = x / y; break;
-            default: throw InternalError("interpreter: complex binary");
-          }
-          out.re[j] = z.real();
-          out.im[j] = z.imag();
-          return;
-        }
-        out.re[j] = ref_binary(fn, a.r(j), b.r(j));
-        return;
-      }
-      case Op::compare: {
-        const Val& b = vals_[n.args[1]];
-        auto fn = static_cast<ir::CompareFn>(n.fn);
-        if (at == DType::c64) {
-          bool eq = a.r(j) == b.r(j) && a.i(j) == b.i(j);
-          out.re[j] = (fn == ir::CompareFn::eq ? eq : !eq) ? 1 : 0;
-          return;
-        }
-        out.re[j] = ref_compare(fn, a.r(j), b.r(j)) ? 1 : 0;
-        return;
-      }
-      case Op::select: {
-        const Val& x = vals_[n.args[1]];
-        const Val& y = vals_[n.args[2]];
-        bool c = a.r(j) != 0;
-        out.re[j] = c ? x.r(j) : y.r(j);
-        if (!out.im.empty()) out.im[j] = c ? x.i(j) : y.i(j);
-        return;
-      }
-      default: throw InternalError(fmt::format("interpreter: unexpected {}", ir::name(n.op)));
+    Cplx args[3];
+    for (size_t a = 0; a < n.args.size() && a < 3; ++a) {
+      const Val& v = vals_[n.args[a]];
+      args[a] = {v.r(j), v.i(j)};
     }
+    Cplx r = eval_elementwise(n, k_.node(n.args[0]).type.dtype, args);
+    out.re[j] = r.re;
+    if (!out.im.empty()) out.im[j] = r.im;
   }
 
   void reduce(const ir::Node& n, Val& out) {
@@ -225,6 +175,13 @@ class RowEval {
         out.re[0] = m2 / static_cast<double>(len);
         return;
       }
+      case ir::ReduceKind::first:
+      case ir::ReduceKind::last: {
+        size_t j = static_cast<ir::ReduceKind>(n.fn) == ir::ReduceKind::first ? 0 : len - 1;
+        out.re[0] = a.r(j);
+        if (!out.im.empty()) out.im[0] = a.i(j);
+        return;
+      }
       case ir::ReduceKind::argmax:
       case ir::ReduceKind::argmin: {
         bool is_max = static_cast<ir::ReduceKind>(n.fn) == ir::ReduceKind::argmax;
@@ -260,6 +217,7 @@ class RowEval {
   const ir::Kernel& k_;
   Partial& part_;
   std::vector<Val> vals_;
+  std::map<size_t, std::vector<Val>> scans_;  // the results of each scan node
   const std::vector<int64_t>* idx_ = nullptr;
 };
 
@@ -315,6 +273,84 @@ std::vector<uint8_t> reachable_offsets(const Shared& sh, const ir::Store& st) {
 }
 
 }  // namespace
+
+namespace interp_detail {
+
+Cplx eval_elementwise(const ir::Node& n, DType at, const Cplx* args) {
+  const Cplx& a = args[0];
+  Cplx out;
+  switch (n.op) {
+    case Op::cast:
+      out.re = round_to(n.type.dtype, a.re);
+      return out;
+    case Op::unary: {
+      auto fn = static_cast<ir::UnaryFn>(n.fn);
+      if (at == DType::c64) {
+        std::complex<double> z(a.re, a.im);
+        switch (fn) {
+          case ir::UnaryFn::neg:
+            return {-z.real(), -z.imag()};
+          case ir::UnaryFn::abs:
+            return {std::abs(z), 0};
+          case ir::UnaryFn::real:
+            return {z.real(), 0};
+          case ir::UnaryFn::imag:
+            return {z.imag(), 0};
+          case ir::UnaryFn::conj:
+            return {z.real(), -z.imag()};
+          default:
+            throw InternalError("interpreter: complex unary");
+        }
+      }
+      out.re = ref_unary(fn, a.re);
+      return out;
+    }
+    case Op::binary: {
+      const Cplx& b = args[1];
+      auto fn = static_cast<ir::BinaryFn>(n.fn);
+      if (fn == ir::BinaryFn::complex) return {a.re, b.re};
+      if (at == DType::c64) {
+        std::complex<double> x(a.re, a.im), y(b.re, b.im), z;
+        switch (fn) {
+          case ir::BinaryFn::add:
+            z = x + y;
+            break;
+          case ir::BinaryFn::sub:
+            z = x - y;
+            break;
+          case ir::BinaryFn::mul:
+            z = x * y;
+            break;
+          case ir::BinaryFn::div:
+            z = x / y;
+            break;
+          default:
+            throw InternalError("interpreter: complex binary");
+        }
+        return {z.real(), z.imag()};
+      }
+      out.re = ref_binary(fn, a.re, b.re);
+      return out;
+    }
+    case Op::compare: {
+      const Cplx& b = args[1];
+      auto fn = static_cast<ir::CompareFn>(n.fn);
+      if (at == DType::c64) {
+        bool eq = a.re == b.re && a.im == b.im;
+        out.re = (fn == ir::CompareFn::eq ? eq : !eq) ? 1 : 0;
+        return out;
+      }
+      out.re = ref_compare(fn, a.re, b.re) ? 1 : 0;
+      return out;
+    }
+    case Op::select:
+      return a.re != 0 ? args[1] : args[2];
+    default:
+      throw InternalError(fmt::format("interpreter: unexpected {}", ir::name(n.op)));
+  }
+}
+
+}  // namespace interp_detail
 
 void interpret(const ir::Kernel& k, std::vector<HostTensor>& tensors,
                const std::vector<double>& scalars, const std::vector<int64_t>& symbols) {

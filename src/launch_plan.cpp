@@ -23,6 +23,7 @@ std::string LaunchPlan::to_json() const {
   j["reasons"] = reasons;
   j["block_threads"] = block_threads;
   j["rows_per_cta"] = rows_per_cta;
+  j["row_splits"] = row_splits;
   j["max_ctas_per_sm"] = max_ctas_per_sm;
   j["persistent"] = persistent;
   j["dynamic_smem"] = dynamic_smem;
@@ -35,7 +36,12 @@ std::string LaunchPlan::to_json() const {
   }
   j["slots"] = slots_j;
   json ws = json::array();
-  for (const WorkspaceSpec& w : workspaces) ws.push_back({{"bytes_per_cta", w.bytes_per_cta}});
+  for (const WorkspaceSpec& w : workspaces) {
+    ws.push_back({{"bytes_per_cta", w.bytes_per_cta},
+                  {"bytes_per_row", w.bytes_per_row},
+                  {"bytes_fixed", w.bytes_fixed},
+                  {"zeroed", w.zeroed}});
+  }
   j["workspaces"] = ws;
   json fu = json::array();
   for (const FollowUp& f : follow_ups) {
@@ -56,6 +62,7 @@ LaunchPlan LaunchPlan::from_json(const std::string& text) {
     p.reasons = j.at("reasons").get<std::vector<std::string>>();
     p.block_threads = j.at("block_threads").get<uint32_t>();
     p.rows_per_cta = j.at("rows_per_cta").get<uint32_t>();
+    p.row_splits = j.value("row_splits", 1u);
     p.max_ctas_per_sm = j.at("max_ctas_per_sm").get<uint32_t>();
     p.persistent = j.at("persistent").get<bool>();
     p.dynamic_smem = j.at("dynamic_smem").get<uint32_t>();
@@ -73,7 +80,9 @@ LaunchPlan LaunchPlan::from_json(const std::string& text) {
       p.slots.push_back(slot);
     }
     for (const json& w : j.at("workspaces")) {
-      p.workspaces.push_back({w.at("bytes_per_cta").get<uint64_t>()});
+      p.workspaces.push_back({w.at("bytes_per_cta").get<uint64_t>(),
+                              w.value("bytes_per_row", uint64_t{0}),
+                              w.value("bytes_fixed", uint64_t{0}), w.value("zeroed", false)});
     }
     for (const json& f : j.at("follow_ups")) {
       p.follow_ups.push_back({f.at("symbol").get<std::string>(), f.at("block_threads").get<uint32_t>(),

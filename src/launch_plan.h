@@ -30,9 +30,14 @@ struct ParamSlot {
   DType dtype = DType::i64;
 };
 
-/// A scratch buffer the launch needs (per-CTA partial sums of a column reduction).
+/// A scratch buffer the launch needs (per-CTA partial sums of a column reduction; the scan
+/// schedule's look-back flags, published tile states and per-row partials). Its size is
+/// bytes_per_cta * grid + bytes_per_row * rows + bytes_fixed.
 struct WorkspaceSpec {
   uint64_t bytes_per_cta = 0;  // multiplied by the grid size at launch
+  uint64_t bytes_per_row = 0;  // multiplied by the number of loop iterations (rows)
+  uint64_t bytes_fixed = 0;
+  bool zeroed = false;  // cleared to zero (on the launch's stream) before the main kernel
 };
 
 /// A second kernel launched after the main one (e.g. the final, fixed-order reduction of the
@@ -49,6 +54,7 @@ struct LaunchPlan {
   std::vector<std::string> reasons;  // why this schedule (kdsl emit --explain)
   uint32_t block_threads = 256;
   uint32_t rows_per_cta = 1;        // loop iterations a CTA works on at once
+  uint32_t row_splits = 1;          // CTAs of work per rows_per_cta rows (scan chunks)
   uint32_t max_ctas_per_sm = 1;     // persistent grid: at most this many CTAs per SM
   bool persistent = true;           // false: one CTA per rows_per_cta rows
   uint32_t dynamic_smem = 0;        // bytes

@@ -533,12 +533,18 @@ void put_scalar(unsigned char* buf, const ParamSlot& s, double v) {
   }
 }
 
-// Where the launch's workspace regions start (bytes from the buffer's start); returns the total.
-uint64_t workspace_layout(const LaunchPlan& plan, uint32_t grid, uint64_t* offsets) {
+// Where the launch's workspace regions start (bytes from the buffer's start) and their sizes
+// (bytes_per_cta * grid + bytes_per_row * rows + bytes_fixed); returns the total.
+uint64_t workspace_layout(const LaunchPlan& plan, uint32_t grid, int64_t rows, uint64_t* offsets,
+                          uint64_t* sizes) {
   uint64_t total = 0;
   for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+    const WorkspaceSpec& spec = plan.workspaces[w];
     offsets[w] = total;
-    total += (plan.workspaces[w].bytes_per_cta * std::max<uint32_t>(grid, 1) + 255) / 256 * 256;
+    sizes[w] = spec.bytes_per_cta * std::max<uint32_t>(grid, 1) +
+               spec.bytes_per_row * static_cast<uint64_t>(std::max<int64_t>(rows, 0)) +
+               spec.bytes_fixed;
+    total += (sizes[w] + 255) / 256 * 256;
   }
   return total;
 }
@@ -566,11 +572,14 @@ void KernelImpl::prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* 
                                 PreparedLaunch& out) const {
   const LoadedSpec& ls = loaded(b, ctx);
   const LaunchPlan& plan = ls.plan;
-  uint64_t groups = static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta);
-  if (!plan.persistent && groups > 0x7fffffffu) {  // one CTA per R rows: the grid's x limit
-    throw ArgumentError(fmt::format("{}: {} rows need {} CTAs of {} rows; a launch has at most "
-                                    "2^31 - 1",
-                                    sig_->name, b.rows, groups, plan.rows_per_cta));
+  // row_splits: CTAs of work per group of rows (the scan schedule's chunks along the sequence).
+  uint64_t groups = static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta) *
+                    plan.row_splits;
+  if (!plan.persistent && groups > 0x7fffffffu) {  // one CTA per piece of work: the grid's x limit
+    throw ArgumentError(fmt::format("{}: {} rows need {} CTAs of {} rows ({} per row group); a "
+                                    "launch has at most 2^31 - 1",
+                                    sig_->name, b.rows, groups, plan.rows_per_cta,
+                                    plan.row_splits));
   }
   uint32_t grid = static_cast<uint32_t>(
       std::min<uint64_t>(groups, plan.persistent ? ls.grid_limit : 0x7fffffffu));
@@ -578,9 +587,16 @@ void KernelImpl::prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* 
   // the column reductions' empty sums (zeros for Out, the old contents for InOut).
   int64_t partials = static_cast<int64_t>(grid) * plan.rows_per_cta;
   CUdeviceptr ws = 0;
-  uint64_t ws_offsets[kMaxWorkspaces] = {};
+  uint64_t ws_offsets[kMaxWorkspaces] = {}, ws_sizes[kMaxWorkspaces] = {};
   if (!plan.workspaces.empty()) {
-    ws = workspace(sig_->name, ctx, stream, workspace_layout(plan, grid, ws_offsets));
+    ws = workspace(sig_->name, ctx, stream,
+                   workspace_layout(plan, grid, b.rows, ws_offsets, ws_sizes));
+  }
+  out.zero_count = 0;
+  for (size_t w = 0; w < plan.workspaces.size(); ++w) {
+    if (!plan.workspaces[w].zeroed || ws_sizes[w] == 0) continue;
+    out.zero_ptr[out.zero_count] = ws + ws_offsets[w];
+    out.zero_bytes[out.zero_count++] = ws_sizes[w];
   }
   pack_params(plan, b, partials, ws, ws_offsets, out.params);
   out.spec = &ls;
@@ -592,6 +608,9 @@ void KernelImpl::enqueue(const PreparedLaunch& p, CUstream_st* stream) {
   const LaunchPlan& plan = p.spec->plan;
   void* params[] = {const_cast<unsigned char*>(p.params)};
   CUstream st = reinterpret_cast<CUstream>(stream);
+  for (uint32_t z = 0; z < p.zero_count; ++z) {  // e.g. the scan schedule's look-back flags
+    check(d.cuMemsetD8Async(p.zero_ptr[z], 0, p.zero_bytes[z], st), "cuMemsetD8Async (workspace)");
+  }
   if (p.grid > 0) {
     check(d.cuLaunchKernel(p.spec->main, p.grid, 1, 1, plan.block_threads, 1, 1,
                            plan.dynamic_smem, st, params, nullptr),

@@ -1,0 +1,511 @@
+// CUDA C++ for the scan schedule (schedule_scan.h): the kernel's declarations, its main loop over
+// tiles and the follow-up reduction of column-reduction partials. The tile itself is emitted by
+// codegen_scan_tile.cpp.
+#include "codegen_scan.h"
+
+#include <fmt/format.h>
+
+#include "codegen_expr.h"
+#include "codegen_scan_emit.h"
+#include "cuda_prelude.h"
+#include "kdsl/error.h"
+
+namespace kdsl::scan_codegen {
+
+using ir::Form;
+using ir::Op;
+
+bool has_vector_axis(const ir::View& v) {
+  for (const ir::AxisIndex& a : v) {
+    if (a.kind == ir::AxisIndex::Kind::vector) return true;
+  }
+  return false;
+}
+
+int vector_axis(const ir::View& v) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i].kind == ir::AxisIndex::Kind::vector) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Emitter::Emitter(const ir::Kernel& k, const Specialization& spec, const ScanSchedule& s,
+                 const Plan& p)
+    : k_(k), spec_(spec), s_(s), p_(p) {
+  len_ = k.vector_symbol >= 0 ? k.symbols[k.vector_symbol].value.value_or(1) : 1;
+}
+
+std::string Emitter::state_type(size_t i) const {
+  return fmt::format("kdsl_st{}_{}", i, sym_);
+}
+
+void Emitter::plan_params() {
+  uint32_t off = 0;
+  auto add = [&](ParamSlot::Kind kind, int32_t index, int32_t axis, uint32_t size, DType dt) {
+    plan_.slots.push_back({kind, index, axis, off, size, dt});
+    off += 8;
+  };
+  for (size_t t = 0; t < k_.tensors.size(); ++t) {
+    add(ParamSlot::Kind::tensor_ptr, static_cast<int32_t>(t), 0, 8, DType::i64);
+    for (size_t ax = 0; ax < k_.tensors[t].shape.size(); ++ax) {
+      add(ParamSlot::Kind::stride, static_cast<int32_t>(t), static_cast<int32_t>(ax), 8,
+          DType::i64);
+    }
+  }
+  for (size_t i = 0; i < k_.scalars.size(); ++i) {
+    DType dt = k_.scalars[i].dtype;
+    DType reg = dt == DType::f16 || dt == DType::bf16 ? DType::f32
+                : dt == DType::b8                     ? DType::i32
+                                                      : dt;
+    add(ParamSlot::Kind::scalar, static_cast<int32_t>(i), 0, static_cast<uint32_t>(dtype_size(reg)),
+        reg);
+  }
+  for (size_t i = 0; i < k_.symbols.size(); ++i) {
+    add(ParamSlot::Kind::symbol, static_cast<int32_t>(i), 0, 8, DType::i64);
+  }
+  add(ParamSlot::Kind::rows, 0, 0, 8, DType::i64);
+  // Workspaces: look-back flags (zeroed) and published states, then one per column reduction.
+  const int64_t nch = s_.chunks;
+  const uint64_t td = static_cast<uint64_t>(s_.wr * s_.lr);  // the smallest tile (VR = 1)
+  const uint64_t td_max = static_cast<uint64_t>(s_.td());
+  int ws = 0;
+  if (p_.lookback) {
+    WorkspaceSpec flags;
+    flags.bytes_per_row = (static_cast<uint64_t>(nch) * 4 + td - 1) / td;
+    flags.bytes_fixed = 16 + static_cast<uint64_t>(nch) * 4;
+    flags.zeroed = true;
+    plan_.workspaces.push_back(flags);
+    add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
+    uint64_t state_bytes = 0;  // an upper bound of the states' sizes (8 bytes per field)
+    for (const State& st : p_.states) state_bytes += 8 * (st.dtypes.size() + 1);
+    WorkspaceSpec states;
+    states.bytes_per_row = 2 * static_cast<uint64_t>(nch) * state_bytes;
+    states.bytes_fixed = 2 * static_cast<uint64_t>(nch) * td_max * state_bytes + 256;
+    plan_.workspaces.push_back(states);
+    add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
+  }
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const StorePlan& sp = p_.stores[j];
+    if (sp.ws < 0) continue;
+    WorkspaceSpec w;
+    w.bytes_per_row =
+        static_cast<uint64_t>(sp.per_row) * dtype_size(k_.node(k_.stores[j].value).type.dtype);
+    plan_.workspaces.push_back(w);
+    add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
+  }
+  plan_.param_bytes = off;
+}
+
+std::string Emitter::ws_name(int partial_ws) const {
+  return fmt::format("p.ws{}", partial_ws + (p_.lookback ? 2 : 0));
+}
+
+void Emitter::emit_params_struct() {
+  t_.line("struct kdsl_params_{} {{", sym_);
+  t_.in();
+  for (const ParamSlot& s : plan_.slots) {
+    switch (s.kind) {
+      case ParamSlot::Kind::tensor_ptr: {
+        const ir::TensorParam& tp = k_.tensors[s.index];
+        t_.line("{}{}* t{};  // {}", tp.role == ir::Role::in ? "const " : "",
+                cuda::storage_type(tp.dtype), s.index, tp.name);
+        break;
+      }
+      case ParamSlot::Kind::stride:
+        t_.line("long long st{}_{};", s.index, s.axis);
+        break;
+      case ParamSlot::Kind::scalar:
+        t_.line("{} sc{};  // {}", cuda::reg_type(s.dtype), s.index, k_.scalars[s.index].name);
+        if (s.size < 8) t_.line("int pad_sc{};", s.index);
+        break;
+      case ParamSlot::Kind::symbol:
+        t_.line("long long sym{};  // {}", s.index, k_.symbols[s.index].name);
+        break;
+      case ParamSlot::Kind::rows:
+        t_.line("long long rows;");
+        break;
+      case ParamSlot::Kind::partials:
+        t_.line("long long partials;");
+        break;
+      case ParamSlot::Kind::workspace:
+        t_.line("unsigned char* ws{};", s.index);
+        break;
+    }
+  }
+  t_.out();
+  t_.line("}};");
+  t_.line("static_assert(sizeof(kdsl_params_{}) == {}, \"parameter block layout\");", sym_,
+          plan_.param_bytes);
+  t_.line("");
+}
+
+// One struct per carried state, its identity ("empty") and its combine function, from the
+// scan's region (or the built-in operator of a reduction). Custom combine functions have no known
+// identity: their states carry a flag h (0: empty) and the combine skips empty operands.
+void Emitter::emit_states() {
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    const State& st = p_.states[i];
+    const std::string ty = state_type(i);
+    const size_t m = st.dtypes.size();
+    t_.line("// carried state {}: {} of %{} ({})", i, st.scan ? "scan" : "reduction", st.node,
+            ir::name(st.kind));
+    t_.line("struct {} {{", ty);
+    t_.in();
+    for (size_t c = 0; c < m; ++c) t_.line("{} c{};", cuda::reg_type(st.dtypes[c]), c);
+    if (st.custom()) t_.line("int h;");
+    t_.out();
+    t_.line("}};");
+    t_.line("__device__ __forceinline__ {0} {0}_empty() {{", ty);
+    t_.in();
+    t_.line("{} s;", ty);
+    for (size_t c = 0; c < m; ++c) t_.line("s.c{} = {};", c, identity(st, c));
+    if (st.custom()) t_.line("s.h = 0;");
+    t_.line("return s;");
+    t_.out();
+    t_.line("}}");
+    t_.line("__device__ __forceinline__ {0} {0}_op(const {0}& l, const {0}& r) {{", ty);
+    t_.in();
+    if (st.custom()) {
+      t_.line("if (!r.h) return l;");
+      t_.line("if (!l.h) return r;");
+    }
+    t_.line("{} o;", ty);
+    if (st.region) {
+      const ir::Region& r = *st.region;
+      for (size_t n = 0; n < r.nodes.size(); ++n) {
+        const ir::Node& node = r.nodes[n];
+        std::string value;
+        if (node.op == Op::arg) {
+          auto a = static_cast<size_t>(node.index);
+          value = a < m ? fmt::format("l.c{}", a) : fmt::format("r.c{}", a - m);
+        } else {
+          std::vector<std::string> args;
+          std::vector<DType> dts;
+          for (ir::ValueId a : node.args) {
+            args.push_back(fmt::format("g{}", a));
+            dts.push_back(r.nodes[a].type.dtype);
+          }
+          value = cuda::op_expr(k_, node, args, dts);
+        }
+        t_.line("const {} g{} = {};", cuda::reg_type(node.type.dtype), n, value);
+      }
+      for (size_t c = 0; c < m; ++c) t_.line("o.c{} = g{};", c, r.results[c]);
+    } else {
+      const char* f = st.kind == ir::ScanKind::sum   ? "l.c0 + r.c0"
+                      : st.kind == ir::ScanKind::max ? "kdsl_max(l.c0, r.c0)"
+                                                     : "kdsl_min(l.c0, r.c0)";
+      t_.line("o.c0 = {};", f);
+    }
+    if (st.custom()) t_.line("o.h = 1;");
+    t_.line("return o;");
+    t_.out();
+    t_.line("}}");
+    for (const char* kind : {"up", "idx"}) {
+      t_.line("__device__ __forceinline__ {0} kdsl_sc_shfl_{1}(const {0}& s, int d) {{", ty, kind);
+      t_.in();
+      t_.line("{} o;", ty);
+      for (size_t c = 0; c < m; ++c) t_.line("o.c{0} = kdsl_sc_shfl_{1}(s.c{0}, d);", c, kind);
+      // Shuffled states are never empty when every position is valid.
+      if (st.custom() && len_ % s_.cl() == 0) t_.line("o.h = 1;");
+      if (st.custom() && len_ % s_.cl() != 0) t_.line("o.h = kdsl_sc_shfl_{}(s.h, d);", kind);
+      t_.line("return o;");
+      t_.out();
+      t_.line("}}");
+    }
+    t_.line("");
+  }
+}
+
+std::string Emitter::identity(const State& st, size_t c) const {
+  DType t = st.dtypes[c];
+  const bool integer = is_int(t);
+  switch (st.kind) {
+    case ir::ScanKind::sum:
+    case ir::ScanKind::custom:
+      return cuda::zero(t);
+    case ir::ScanKind::prod:
+      return cuda::literal(t, 1);
+    case ir::ScanKind::max:
+      return integer ? (t == DType::i64 ? "(-0x7fffffffffffffffLL - 1)" : "(-0x7fffffff - 1)")
+                     : "(-" + cuda::literal(t, INFINITY) + ")";
+    case ir::ScanKind::min:
+      return integer ? (t == DType::i64 ? "0x7fffffffffffffffLL" : "0x7fffffff")
+                     : cuda::literal(t, INFINITY);
+    case ir::ScanKind::logaddexp:
+      return "(-" + cuda::literal(t, INFINITY) + ")";
+  }
+  return cuda::zero(t);
+}
+
+void Emitter::emit_smem() {
+  t_.line("struct kdsl_smem_{} {{", sym_);
+  t_.in();
+  t_.line("long long ticket;");
+  if (p_.lookback)
+    t_.line("unsigned lbs[{}];  // look-back: the predecessors' flags", lookback_window());
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    if (warp_smem()) t_.line("{} w{}[{}][{}];", state_type(i), i, s_.wp, s_.td());
+    if (p_.lookback) {
+      t_.line("{} x{}[{}];", state_type(i), i, s_.td());
+      t_.line("{} lbv{}[{}][{}];", state_type(i), i, lookback_window(), s_.td());
+    }
+    if (p_.lookback && !p_.states[i].inits.empty()) {
+      t_.line("{} in{}[{}];", state_type(i), i, s_.td());
+    }
+  }
+  for (size_t j = 0; j < p_.stores.size(); ++j) {
+    if (p_.stores[j].how != StorePlan::How::tile_partial) continue;
+    t_.line("{} pp{}[{}][{}];", cuda::reg_type(k_.node(k_.stores[j].value).type.dtype), j, s_.wp,
+            s_.td());
+  }
+  t_.out();
+  t_.line("}};");
+  t_.line("");
+}
+
+// The kernel: whether every access may be vectorized (scan.columns, checked on the launch's
+// strides and pointers), then the tiles: in ticket order when tiles depend on each other, else
+// a grid-stride loop.
+void Emitter::emit_main() {
+  emit_run();
+  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
+          s_.threads(), sym_, sym_);
+  t_.in();
+  t_.line("__shared__ kdsl_smem_{} sm;", sym_);
+  t_.line("const bool fast = {};", fast_condition());
+  t_.line("if (fast) kdsl_run_{0}<{1}>(p, sm); else kdsl_run_{0}<1>(p, sm);", sym_,
+          s_.columns ? s_.vr : 1);
+  t_.out();
+  t_.line("}}");
+  t_.line("");
+}
+
+// The tiles of one launch: in ticket order when tiles depend on each other (look-back), else a
+// grid-stride loop. VRT: rows per access (1 when the launch does not allow 16-byte accesses).
+void Emitter::emit_run() {
+  t_.line("template <int VRT>");
+  t_.line(
+      "__device__ __forceinline__ void kdsl_run_{0}(const kdsl_params_{0}& p, kdsl_smem_{0}& sm) "
+      "{{",
+      sym_);
+  t_.in();
+  if (!pipelined()) {
+    t_.line("constexpr int TD = {} * VRT;", s_.wr * s_.lr);
+    t_.line("const long long tiles = (p.rows + TD - 1) / TD * {}LL;", s_.chunks);
+    if (p_.lookback) {
+      // Tiles in ticket order (chunk-major), so a tile only waits for tiles that started before.
+      t_.line("unsigned long long* counter = reinterpret_cast<unsigned long long*>(p.ws0);");
+      t_.line("for (;;) {{");
+      t_.in();
+      t_.line(
+          "if (threadIdx.x == 0) sm.ticket = static_cast<long long>(atomicAdd(counter, 1ULL));");
+      t_.line("__syncthreads();  // also: the previous tile is done with shared memory");
+      t_.line("const long long tile = sm.ticket;");
+      t_.line("if (tile >= tiles) return;");
+    } else {
+      t_.line("for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {{");
+      t_.in();
+      t_.line("__syncthreads();  // the previous tile is done with shared memory");
+    }
+    t_.line("kdsl_tile_{}<VRT>(p, sm, tile);", sym_);
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+    t_.line("");
+    return;
+  }
+  // Tiles in ticket order; while tile n looks back and writes its outputs, the loads of tile
+  // n + 1 (its ticket taken at the start of tile n) are in flight.
+  emit_constants();
+  emit_uniforms();
+  t_.line("const long long RT = (p.rows + TD - 1) / TD;");
+  t_.line("const long long tiles = RT * {}LL;", s_.chunks);
+  t_.line("unsigned long long* counter = reinterpret_cast<unsigned long long*>(p.ws0);");
+  t_.line("if (tid == 0) sm.ticket = static_cast<long long>(atomicAdd(counter, 1ULL));");
+  t_.line("__syncthreads();");
+  t_.line("const long long tk = sm.ticket;");
+  t_.line("if (tk >= tiles) return;");
+  emit_row_decls("");
+  emit_row_decls("_n");
+  emit_row_assign("", "tk");
+  emit_loads(true, "", true);
+  t_.line("for (;;) {{");
+  t_.in();
+  t_.line("__syncthreads();  // the previous tile is done with shared memory and the ticket");
+  t_.line("if (tid == 0) sm.ticket = static_cast<long long>(atomicAdd(counter, 1ULL));");
+  emit_tile_body([&] {
+    t_.line("const long long nt = sm.ticket;  // the next tile: its loads overlap this look-back");
+    t_.line("if (nt < tiles) {{");
+    t_.in();
+    emit_row_assign("_n", "nt");
+    emit_loads(true, "_n", false);
+    t_.out();
+    t_.line("}}");
+  });
+  t_.line("if (nt >= tiles) return;");
+  emit_row_copy();
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line("");
+}
+
+std::string Emitter::fast_condition() const {
+  if (!s_.columns || s_.vr == 1 || s_.fast_loop < 0) return "false";
+  std::string cond = fmt::format("p.sym{} % {} == 0", k_.loop[s_.fast_loop].extent, s_.vr);
+  std::set<int32_t> seen;
+  auto check = [&](int32_t tensor, const ir::View& view) {
+    bool uses_fast = false;
+    for (const ir::AxisIndex& a : view) {
+      uses_fast |= a.kind == ir::AxisIndex::Kind::loop && a.value == s_.fast_loop;
+    }
+    if (!has_vector_axis(view) || !uses_fast || !seen.insert(tensor).second) return;
+    const size_t bytes = dtype_size(k_.tensors[tensor].dtype) * static_cast<size_t>(s_.vr);
+    cond += fmt::format(" && reinterpret_cast<unsigned long long>(p.t{}) % {} == 0", tensor, bytes);
+    for (size_t ax = 0; ax < view.size(); ++ax) {
+      const ir::AxisIndex& a = view[ax];
+      if (a.kind == ir::AxisIndex::Kind::loop && a.value == s_.fast_loop) {
+        cond += fmt::format(" && p.st{}_{} == 1", tensor, ax);
+      } else {
+        cond += fmt::format(" && p.st{}_{} % {} == 0", tensor, ax, s_.vr);
+      }
+    }
+  };
+  for (const Access& a : p_.accesses) check(a.tensor, a.view);
+  for (const ir::Store& st : k_.stores) check(st.tensor, st.view);
+  return cond;
+}
+
+// Column reductions: partial sums per row (and chunk) in a workspace, summed here in a fixed order
+// by one warp per output element (lanes stride over the partials, then a butterfly).
+void Emitter::emit_finalize() {
+  std::string fsym = sym_ + "_finalize";
+  FollowUp f;
+  f.symbol = fsym;
+  f.block_threads = 256;
+  f.grid_elements = 256ULL * 1024;
+  t_.line("// Fixed-order sums of the column reductions' partials (deterministic).");
+  t_.line("extern \"C\" __global__ void __launch_bounds__(256) {}(const kdsl_params_{} p) {{", fsym,
+          sym_);
+  t_.in();
+  t_.line("const long long warp = (static_cast<long long>(blockIdx.x) * 256 + threadIdx.x) >> 5;");
+  t_.line("const long long warps = static_cast<long long>(gridDim.x) * 8;");
+  t_.line("const int lane = threadIdx.x & 31;");
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const StorePlan& sp = p_.stores[j];
+    if (sp.ws < 0) continue;
+    const ir::Store& st = k_.stores[j];
+    const ir::TensorParam& tp = k_.tensors[st.tensor];
+    DType acc = k_.node(st.value).type.dtype;
+    std::vector<int> kept, omitted;
+    split_loop(st.view, &kept, &omitted);
+    t_.line("{{  // {} (store {})", tp.name, j);
+    t_.in();
+    t_.line("const long long kn = {};", extent_product(kept));
+    t_.line("const long long terms = {} * {}LL;", extent_product(omitted), sp.per_row);
+    t_.line("const {}* ws = reinterpret_cast<const {}*>({});", cuda::reg_type(acc),
+            cuda::reg_type(acc), ws_name(sp.ws));
+    t_.line("for (long long kk = warp; kk < kn; kk += warps) {{");
+    t_.in();
+    t_.line("{} a = {};", cuda::reg_type(acc), cuda::zero(acc));
+    t_.line("for (long long u = lane; u < terms; u += 32) a = a + ws[u * kn + kk];");
+    t_.line("a = kdsl_warp_reduce<32>(a, kdsl_op_sum{{}});");
+    t_.line("if (lane == 0) {{");
+    t_.in();
+    t_.line("long long rest = kk;");
+    for (size_t i = kept.size(); i-- > 0;) {
+      t_.line("const long long i{} = rest % p.sym{};", kept[i], k_.loop[kept[i]].extent);
+      t_.line("rest /= p.sym{};", k_.loop[kept[i]].extent);
+    }
+    std::string off = "0LL";
+    for (size_t ax = 0; ax < st.view.size(); ++ax) {
+      const ir::AxisIndex& a = st.view[ax];
+      if (a.kind == ir::AxisIndex::Kind::loop)
+        off += fmt::format(" + i{} * p.st{}_{}", a.value, st.tensor, ax);
+      if (a.kind == ir::AxisIndex::Kind::constant && a.value != 0) {
+        off += fmt::format(" + {}LL * p.st{}_{}", a.value, st.tensor, ax);
+      }
+    }
+    t_.line("{}* out = p.t{} + ({});", cuda::storage_type(tp.dtype), st.tensor, off);
+    if (tp.role == ir::Role::inout) {
+      t_.line("a = a + {};", cuda::convert(tp.dtype, acc, cuda::from_storage(tp.dtype, "*out")));
+    }
+    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(acc, tp.dtype, "a")));
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  plan_.follow_ups.push_back(f);
+}
+
+void Emitter::split_loop(const ir::View& view, std::vector<int>* kept,
+                         std::vector<int>* omitted) const {
+  for (int l : s_.row_order) {
+    bool in = false;
+    for (const ir::AxisIndex& a : view) in |= a.kind == ir::AxisIndex::Kind::loop && a.value == l;
+    (in ? kept : omitted)->push_back(l);
+  }
+}
+
+std::string Emitter::extent_product(const std::vector<int>& loops) const {
+  std::string e = "1LL";
+  for (int l : loops) e += fmt::format(" * p.sym{}", k_.loop[l].extent);
+  return e;
+}
+
+GeneratedKernel Emitter::run() {
+  uint32_t vector_tensors = 0;
+  for (const Access& a : p_.accesses) vector_tensors |= 1u << a.tensor;
+  for (const ir::Store& st : k_.stores) {
+    if (has_vector_axis(st.view)) vector_tensors |= 1u << st.tensor;
+  }
+  // Only scan.rows with vector accesses depends on the alignment flags of the specialization.
+  sym_ = spec_.symbol(k_.name, s_.columns || s_.vp == 1 ? 0u : vector_tensors);
+  if (!s_.columns && !s_.vector_fast) sym_ = spec_.symbol(k_.name, 0u);
+  plan_.symbol = sym_;
+  plan_.schedule = s_.name;
+  plan_.reasons = s_.reasons;
+  plan_.block_threads = static_cast<uint32_t>(s_.threads());
+  plan_.rows_per_cta = static_cast<uint32_t>(s_.td());
+  plan_.row_splits = static_cast<uint32_t>(s_.chunks);
+  plan_.max_ctas_per_sm = static_cast<uint32_t>(s_.ctas_per_sm);
+  if (s_.vector_fast) {
+    for (size_t t = 0; t < k_.tensors.size(); ++t) {
+      if ((vector_tensors >> t) & 1u) plan_.aligned_tensors.push_back(static_cast<uint32_t>(t));
+    }
+  }
+  plan_params();
+  t_.line("// Generated by kdsl {} for kernel '{}' ({}).", KDSL_VERSION, k_.name, sym_);
+  t_.line("// Schedule {}:", s_.name);
+  for (const std::string& r : s_.reasons) t_.line("//   {}", r);
+  t_.raw(cuda_prelude());
+  t_.raw(cuda_scan_prelude());
+  t_.line("");
+  emit_params_struct();
+  emit_states();
+  emit_smem();
+  emit_tile();
+  emit_main();
+  if (p_.partial_workspaces > 0) emit_finalize();
+  return {t_.str(), plan_};
+}
+
+}  // namespace kdsl::scan_codegen
+
+namespace kdsl {
+
+GeneratedKernel generate_scan_kernel(const ir::Kernel& k, const Specialization& spec,
+                                     const ScanSchedule& s) {
+  scan_codegen::Plan p = scan_codegen::plan_scan_kernel(k, s);
+  scan_codegen::Emitter e(k, spec, s, p);
+  return e.run();
+}
+
+}  // namespace kdsl

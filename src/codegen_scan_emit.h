@@ -1,0 +1,112 @@
+// Internal to the scan codegen: the emitter, split over codegen_scan.cpp (declarations, main
+// kernel, follow-up) and codegen_scan_tile.cpp (the tile: rows, loads, local scans, look-back,
+// epilogue).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <iterator>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen_cuda.h"
+#include "codegen_scan_plan.h"
+
+namespace kdsl::scan_codegen {
+
+/// Indented text, one statement a line.
+class Text {
+ public:
+  template <class... A>
+  void line(fmt::format_string<A...> f, A&&... a) {
+    out_.append(static_cast<size_t>(indent_) * 2, ' ');
+    fmt::format_to(std::back_inserter(out_), f, std::forward<A>(a)...);
+    out_ += '\n';
+  }
+  void raw(const std::string& s) { out_ += s; }
+  void in() { ++indent_; }
+  void out() { --indent_; }
+  std::string str() const { return out_; }
+
+ private:
+  std::string out_;
+  int indent_ = 0;
+};
+
+bool has_vector_axis(const ir::View& v);
+int vector_axis(const ir::View& v);
+
+class Emitter {
+ public:
+  Emitter(const ir::Kernel& k, const Specialization& spec, const ScanSchedule& s, const Plan& p);
+  GeneratedKernel run();
+
+ private:
+  // Declarations and kernels (codegen_scan.cpp).
+  void plan_params();
+  void emit_params_struct();
+  void emit_states();
+  void emit_smem();
+  void emit_main();
+  void emit_run();
+  void emit_finalize();
+  std::string fast_condition() const;
+  std::string identity(const State& st, size_t c) const;
+  std::string state_type(size_t i) const;
+  std::string ws_name(int partial_ws) const;
+  void split_loop(const ir::View& view, std::vector<int>* kept, std::vector<int>* omitted) const;
+  std::string extent_product(const std::vector<int>& loops) const;
+  bool warp_smem() const { return s_.wp > 1 || p_.lookback; }
+  /// Look-back mode: the next tile's phase-A loads are issued during this tile's look-back.
+  bool pipelined() const { return p_.lookback && s_.pipeline; }
+
+  // The tile (codegen_scan_tile.cpp).
+  void emit_tile();
+  std::string q0_expr(const std::string& sfx) const;
+  void emit_lane_scan(size_t i, const std::string& x);
+  void emit_prefix_steps(size_t i);
+  void emit_constants();
+  std::vector<ir::ValueId> row_nodes() const;
+  void emit_row_decls(const std::string& sfx);
+  void emit_row_assign(const std::string& sfx, const std::string& tile);
+  void emit_row_copy();
+  void emit_uniforms();
+  void emit_tile_body(const std::function<void()>& between);
+  void emit_loads(bool phase_a, const std::string& sfx, bool declare);
+  void emit_load(int a, const std::string& sfx, const std::string& array, bool declare);
+  bool loaded_in_b(int a) const;
+  void emit_phase_a();
+  void emit_lookback_setup();
+  void emit_state_loads(const std::string& w0);
+  int lookback_window() const;
+  void emit_lookback(const std::function<void()>& between);
+  void emit_phase_b();
+  void emit_step_stores();
+  void emit_end(bool begin, std::map<At, std::string> memo);
+  void emit_tile_partials();
+  std::string offset(int32_t tensor, const ir::View& view, const std::string& suffix) const;
+  void emit_row_functions();
+  bool uses_fast(const ir::View& view) const;
+  std::string vstride(int32_t tensor, const ir::View& view) const;
+  std::string init_state(size_t i) const;
+  std::string scalar(ir::ValueId id) const;
+  std::string end_scalar(ir::ValueId id, std::map<At, std::string>& memo,
+                         std::map<ir::ValueId, std::string>& scalars);
+  std::string elem(ir::ValueId id, int delta, std::map<At, std::string>& memo);
+  void row_index_code(const std::string& r, const std::string& prefix, const std::string& suffix);
+
+  const ir::Kernel& k_;
+  const Specialization& spec_;
+  const ScanSchedule& s_;
+  const Plan& p_;
+  int64_t len_ = 1;
+  std::string sym_;
+  LaunchPlan plan_;
+  Text t_;
+  bool in_phase_b_ = false;
+};
+
+}  // namespace kdsl::scan_codegen

@@ -1,0 +1,306 @@
+#include "codegen_scan_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dsl/diagnostics.h"
+#include "kdsl/error.h"
+
+namespace kdsl::scan_codegen {
+namespace {
+
+using ir::Op;
+
+bool has_kind(const ir::View& v, ir::AxisIndex::Kind kind) {
+  return std::any_of(v.begin(), v.end(), [&](const ir::AxisIndex& a) { return a.kind == kind; });
+}
+
+[[noreturn]] void unsupported(const ir::Kernel& k, ir::ValueId id, SourceLoc loc,
+                              const std::string& msg, const std::string& hint) {
+  // Nodes made by sema for an expression may have no location; use the closest operand's.
+  for (ir::ValueId at = id; !loc.valid() && at >= 0;) {
+    const ir::Node& n = k.node(at);
+    loc = n.loc;
+    at = n.args.empty() ? -1 : n.args[0];
+  }
+  Diagnostic d;
+  d.loc = loc;
+  d.message = msg + " (in the GPU scan schedule)";
+  d.hint = hint;
+  throw SourceError(loc.valid() ? render_diagnostic(d)
+                                : fmt::format("kernel '{}': {}; {}", k.name, d.message, hint));
+}
+
+class Planner {
+ public:
+  Planner(const ir::Kernel& k, const ScanSchedule& s) : k_(k), s_(s) {}
+
+  Plan run() {
+    classify();
+    find_states();
+    plan_stores();
+    for (const State& st : p_.states) {
+      for (ir::ValueId a : st.args) need(a, 0, true);
+    }
+    p_.lookback = s_.chunks > 1 && !p_.states.empty();
+    return std::move(p_);
+  }
+
+ private:
+  void classify();
+  Where join(Where a, Where b, ir::ValueId at);
+  void find_states();
+  void plan_stores();
+  void need_scalar(ir::ValueId id);
+  void need(ir::ValueId id, int delta, bool phase_a);
+
+  const ir::Kernel& k_;
+  const ScanSchedule& s_;
+  Plan p_;
+  std::vector<bool> scan_dep_;
+  std::vector<std::vector<ir::ValueId>> users_;
+  std::vector<bool> store_sum_only_;  // reduce(sum) nodes used only as reduce-store values
+  std::set<ir::ValueId> scalars_seen_;
+};
+
+Where Planner::join(Where a, Where b, ir::ValueId at) {
+  if (a == Where::vec || b == Where::vec) {
+    Where other = a == Where::vec ? b : a;
+    if (other == Where::begin || other == Where::end) {
+      unsupported(k_, at, k_.node(at).loc,
+                  "a value computed along the whole sequence (first, last or a reduction) is "
+                  "used in vector math",
+                  "in a kernel with scans, such values can only be stored (or combined into "
+                  "stored scalars)");
+    }
+    return Where::vec;
+  }
+  if ((a == Where::begin && b == Where::end) || (a == Where::end && b == Where::begin)) {
+    unsupported(k_, at, k_.node(at).loc, "this value combines the two ends of the sequence",
+                "one tile holds the first position and another the last; store them separately");
+  }
+  return std::max(a, b);
+}
+
+void Planner::classify() {
+  const size_t n = k_.nodes.size();
+  p_.where.assign(n, Where::uniform);
+  scan_dep_.assign(n, false);
+  users_.assign(n, {});
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Node& node = k_.nodes[i];
+    auto id = static_cast<ir::ValueId>(i);
+    for (ir::ValueId a : node.args) {
+      users_[a].push_back(id);
+      scan_dep_[i] = scan_dep_[i] || scan_dep_[a];
+    }
+    Where w = Where::uniform;
+    switch (node.op) {
+      case Op::constant:
+      case Op::param:
+      case Op::shape:
+        break;
+      case Op::position:
+      case Op::scan:
+      case Op::extract:
+      case Op::shift:
+        w = Where::vec;
+        break;
+      case Op::load:
+        w = has_kind(node.view, ir::AxisIndex::Kind::vector) ? Where::vec
+            : has_kind(node.view, ir::AxisIndex::Kind::loop) ? Where::row
+                                                             : Where::uniform;
+        break;
+      case Op::reduce: {
+        auto kind = static_cast<ir::ReduceKind>(node.fn);
+        if (kind == ir::ReduceKind::var || kind == ir::ReduceKind::argmax ||
+            kind == ir::ReduceKind::argmin) {
+          unsupported(k_, id, node.loc,
+                      fmt::format("{}() along the sequence is not supported", ir::name(kind)),
+                      "compute it in a kernel without scans");
+        }
+        // In processing order: the first position of a reverse scan is its end.
+        if (kind == ir::ReduceKind::first) {
+          w = s_.reverse ? Where::end : Where::begin;
+        } else if (kind == ir::ReduceKind::last) {
+          w = s_.reverse ? Where::begin : Where::end;
+        } else {
+          w = Where::end;  // a total, carried through the look-back
+        }
+        break;
+      }
+      default:
+        for (ir::ValueId a : node.args) w = join(w, p_.where[a], id);
+        break;
+    }
+    if (node.op == Op::scan) scan_dep_[i] = true;
+    p_.where[i] = w;
+  }
+}
+
+void Planner::find_states() {
+  store_sum_only_.assign(k_.nodes.size(), false);
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const ir::Node& n = k_.nodes[i];
+    if (n.op != Op::reduce || static_cast<ir::ReduceKind>(n.fn) != ir::ReduceKind::sum) continue;
+    bool stored = false, only = users_[i].empty();
+    for (const ir::Store& st : k_.stores) {
+      if (st.value != static_cast<ir::ValueId>(i)) continue;
+      stored = true;
+      only = only && st.kind == ir::StoreKind::reduce;
+    }
+    store_sum_only_[i] = stored && only;
+  }
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const ir::Node& n = k_.nodes[i];
+    auto id = static_cast<ir::ValueId>(i);
+    State st;
+    st.node = id;
+    if (n.op == Op::scan) {
+      st.scan = true;
+      st.kind = static_cast<ir::ScanKind>(n.fn);
+      st.region = &k_.regions.at(n.index);
+      st.exclusive = n.exclusive;
+      size_t m = n.results.size();
+      for (size_t j = 0; j < m; ++j) {
+        st.dtypes.push_back(n.results[j].dtype);
+        st.args.push_back(n.args[j]);
+        if (n.has_init) st.inits.push_back(n.args[m + j]);
+      }
+      for (ir::ValueId a : n.args) {
+        if (scan_dep_[a]) {
+          unsupported(k_, id, n.loc, "this scan's values depend on another scan's result",
+                      "the GPU schedule runs one level of scans per kernel; split the kernel");
+        }
+      }
+    } else if (n.op == Op::reduce) {
+      auto kind = static_cast<ir::ReduceKind>(n.fn);
+      if (kind == ir::ReduceKind::first || kind == ir::ReduceKind::last) continue;
+      if (store_sum_only_[i]) continue;
+      st.scan = false;
+      st.kind = kind == ir::ReduceKind::sum   ? ir::ScanKind::sum
+                : kind == ir::ReduceKind::max ? ir::ScanKind::max
+                                              : ir::ScanKind::min;
+      st.dtypes = {n.type.dtype};
+      st.args = {n.args[0]};
+      if (scan_dep_[n.args[0]]) {
+        unsupported(k_, id, n.loc,
+                    "a reduction along the sequence of a scan's result is only supported as a "
+                    "column reduction (out[...] += sum(...))",
+                    "store it with += over a loop variable, or split the kernel");
+      }
+    } else {
+      continue;
+    }
+    p_.any_custom = p_.any_custom || st.custom();
+    p_.state_of[id] = static_cast<int>(p_.states.size());
+    p_.states.push_back(std::move(st));
+  }
+}
+
+void Planner::plan_stores() {
+  for (const ir::Store& st : k_.stores) {
+    StorePlan sp;
+    const ir::Node& v = k_.node(st.value);
+    bool vec_view = has_kind(st.view, ir::AxisIndex::Kind::vector);
+    Where w = p_.where[st.value];
+    if (vec_view) {
+      if (st.kind == ir::StoreKind::reduce) {
+        unsupported(k_, st.value, st.loc,
+                    "a column reduction of a vector along the sequence is not supported",
+                    "reduce it in a kernel without scans");
+      }
+      if (w == Where::begin || w == Where::end) {
+        unsupported(k_, st.value, st.loc,
+                    "a value computed along the whole sequence is stored along the sequence",
+                    "store it into an element view");
+      }
+      sp.how = StorePlan::How::vector;
+      need(st.value, 0, false);
+    } else if (st.kind == ir::StoreKind::reduce && v.op == Op::reduce &&
+               static_cast<ir::ReduceKind>(v.fn) == ir::ReduceKind::sum &&
+               store_sum_only_[st.value]) {
+      sp.how = StorePlan::How::tile_partial;
+      sp.sum = v.args[0];
+      sp.ws = p_.partial_workspaces++;
+      sp.per_row = s_.chunks;
+      need(sp.sum, 0, false);
+    } else {
+      sp.how =
+          st.kind == ir::StoreKind::reduce ? StorePlan::How::row_partial : StorePlan::How::scalar;
+      sp.where = w == Where::end ? Where::end : Where::begin;
+      if (sp.how == StorePlan::How::row_partial) sp.ws = p_.partial_workspaces++;
+      need_scalar(st.value);
+    }
+    p_.stores.push_back(sp);
+  }
+}
+
+// The vector values a begin/end scalar needs at its element.
+void Planner::need_scalar(ir::ValueId id) {
+  if (!scalars_seen_.insert(id).second) return;
+  const ir::Node& n = k_.node(id);
+  if (p_.where[id] == Where::uniform || p_.where[id] == Where::row) return;
+  if (n.op == Op::reduce) {
+    auto kind = static_cast<ir::ReduceKind>(n.fn);
+    if (kind == ir::ReduceKind::first || kind == ir::ReduceKind::last) need(n.args[0], 0, false);
+    return;  // carried reductions: the state's value at the end
+  }
+  for (ir::ValueId a : n.args) need_scalar(a);
+}
+
+void Planner::need(ir::ValueId id, int delta, bool phase_a) {
+  const ir::Node& n = k_.node(id);
+  if (p_.where[id] != Where::vec) {
+    need_scalar(id);
+    return;
+  }
+  if (!(phase_a ? p_.phase_a : p_.phase_b).insert({id, delta}).second) return;
+  switch (n.op) {
+    case Op::load: {
+      auto it = p_.access_of.find({id, delta});
+      int a = -1;
+      if (it != p_.access_of.end()) {
+        a = it->second;
+      } else {
+        for (size_t i = 0; i < p_.accesses.size(); ++i) {
+          const Access& x = p_.accesses[i];
+          if (x.tensor == n.index && x.view == n.view && x.delta == delta) a = static_cast<int>(i);
+        }
+        if (a < 0) {
+          p_.accesses.push_back({n.index, n.view, delta, false, false});
+          a = static_cast<int>(p_.accesses.size() - 1);
+        }
+        p_.access_of[{id, delta}] = a;
+      }
+      (phase_a ? p_.accesses[a].phase_a : p_.accesses[a].phase_b) = true;
+      return;
+    }
+    case Op::extract:
+    case Op::scan:
+      if (phase_a || delta != 0) {
+        unsupported(k_, id, k_.node(n.op == Op::extract ? n.args[0] : id).loc,
+                    "a scan's result is shifted",
+                    "shift the scan's inputs instead, or use an exclusive scan for the previous "
+                    "element");
+      }
+      return;  // from the carried state
+    case Op::shift:
+      need(n.args[0], delta + n.index, phase_a);
+      return;
+    case Op::position:
+      return;
+    default:
+      for (ir::ValueId a : n.args) need(a, delta, phase_a);
+      return;
+  }
+}
+
+}  // namespace
+
+Plan plan_scan_kernel(const ir::Kernel& k, const ScanSchedule& s) {
+  return Planner(k, s).run();
+}
+
+}  // namespace kdsl::scan_codegen

@@ -1,0 +1,771 @@
+// The tile function of the scan schedule (schedule_scan.h): one tile of TD rows by CL positions,
+// processed by one CTA. Generated code, in order:
+//   rows     the loop indices, validity and access offsets of the thread's VR rows; per-row
+//            scalars (scalar loads and math on them) as arrays over the VR rows
+//   phase A  loads of what the scans need; per element, the carried states' elements; the
+//            thread's local inclusive scan over its VP positions (kept: s), the scan across the
+//            LP lanes (the prefix before each step: pr) and the thread's carry over its T steps
+//   look-back  warp aggregates through shared memory; one thread per row publishes the tile's
+//            aggregate, finds the closest inclusive prefix before it and publishes its own
+//   phase B  the element outputs z (+) s, the epilogue math, stores, column-reduction partials
+//            and the scalars of the sequence's first and last position
+#include <fmt/format.h>
+
+#include <functional>
+
+#include "codegen_expr.h"
+#include "codegen_scan_emit.h"
+#include "kdsl/error.h"
+
+namespace kdsl::scan_codegen {
+
+using ir::Form;
+using ir::Op;
+
+bool Emitter::uses_fast(const ir::View& view) const {
+  for (const ir::AxisIndex& a : view) {
+    if (a.kind == ir::AxisIndex::Kind::loop && a.value == s_.fast_loop) return true;
+  }
+  return false;
+}
+
+// The row part of an element's offset (loop and constant axes), from the loop indices i<l>.
+std::string Emitter::offset(int32_t tensor, const ir::View& view, const std::string& suffix) const {
+  std::string e = "0LL";
+  for (size_t ax = 0; ax < view.size(); ++ax) {
+    const ir::AxisIndex& a = view[ax];
+    if (a.kind == ir::AxisIndex::Kind::loop) {
+      e += fmt::format(" + i{}{} * p.st{}_{}", a.value, suffix, tensor, ax);
+    } else if (a.kind == ir::AxisIndex::Kind::constant && a.value != 0) {
+      e += fmt::format(" + {}LL * p.st{}_{}", a.value, tensor, ax);
+    }
+  }
+  return e;
+}
+
+// Functions of a flattened row: the row offsets of each access and store, and the partial-sum
+// index of row-partial column reductions.
+void Emitter::emit_row_functions() {
+  auto fn = [&](const std::string& name, const std::string& body) {
+    t_.line("__device__ __forceinline__ long long {}_{}(const kdsl_params_{}& p, long long r) {{",
+            name, sym_, sym_);
+    t_.in();
+    for (size_t l = 0; l < k_.loop.size(); ++l) t_.line("long long i{} = 0;", l);
+    row_index_code("r", "i", "");
+    t_.line("return {};", body);
+    t_.out();
+    t_.line("}}");
+  };
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    fn(fmt::format("kdsl_ao{}", a), offset(p_.accesses[a].tensor, p_.accesses[a].view, ""));
+  }
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    fn(fmt::format("kdsl_so{}", j), offset(k_.stores[j].tensor, k_.stores[j].view, ""));
+    if (p_.stores[j].how != StorePlan::How::row_partial) continue;
+    std::vector<int> kept, omitted;
+    split_loop(k_.stores[j].view, &kept, &omitted);
+    std::string ko = "0LL", oo = "0LL";
+    for (int l : kept) ko = fmt::format("({}) * p.sym{} + i{}", ko, k_.loop[l].extent, l);
+    for (int l : omitted) oo = fmt::format("({}) * p.sym{} + i{}", oo, k_.loop[l].extent, l);
+    fn(fmt::format("kdsl_pi{}", j),
+       fmt::format("({}) * ({}) + ({})", oo, extent_product(kept), ko));
+  }
+  t_.line("");
+}
+
+std::string Emitter::vstride(int32_t tensor, const ir::View& view) const {
+  if (s_.vector_fast) return "1LL";  // scan.rows with vector accesses: contiguous (specialized)
+  return fmt::format("p.st{}_{}", tensor, vector_axis(view));
+}
+
+std::string Emitter::scalar(ir::ValueId id) const {
+  return p_.where[id] == Where::row ? fmt::format("rs{}[v]", id) : fmt::format("u{}", id);
+}
+
+std::string Emitter::init_state(size_t i) const {
+  const State& st = p_.states[i];
+  std::string e = fmt::format("{}{{", state_type(i));
+  for (size_t c = 0; c < st.inits.size(); ++c) e += (c ? ", " : "") + scalar(st.inits[c]);
+  if (st.custom()) e += ", 1";
+  return e + "}";
+}
+
+// The first position (processing order) of step j of the thread: the steps are interleaved with
+// the lanes (scan.rows: each step of a warp covers LP * VP consecutive positions) or blocked (scan.
+// columns: a thread's T steps are consecutive positions).
+std::string Emitter::q0_expr(const std::string& sfx) const {
+  if (s_.blocked)
+    return fmt::format("qt{} + ((static_cast<long long>(wp) * LP + lp) * T + j) * VP", sfx);
+  return fmt::format("qt{} + ((static_cast<long long>(wp) * T + j) * LP + lp) * VP", sfx);
+}
+
+void Emitter::emit_constants() {
+  t_.line("constexpr long long L = {}LL;", len_);
+  t_.line("constexpr int VR = VRT, VP = {}, LR = {}, LP = {}, WR = {}, WP = {}, T = {};", s_.vp,
+          s_.lr, s_.lp, s_.wr, s_.wp, s_.t);
+  t_.line("constexpr int TD = WR * LR * VR;  // rows per tile");
+  t_.line("constexpr bool FAST = VR > 1;  // 16-byte accesses of VR rows (scan.columns)");
+  t_.line("constexpr long long CL = {}LL;", s_.cl());
+  t_.line("constexpr bool REV = {}, ALL_VALID = L % CL == 0;", s_.reverse ? "true" : "false");
+  t_.line("const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;");
+  t_.line("const int wp = warp % WP, wr = warp / WP, lr = lane % LR, lp = lane / LR;");
+  t_.line("const int rr0 = (wr * LR + lr) * VR;  // the thread's first row in the tile");
+  t_.line("(void)lp; (void)wp; (void)tid;");
+  for (size_t t = 0; t < k_.tensors.size(); ++t) {
+    t_.line("{}{}* __restrict__ t{} = p.t{};", k_.tensors[t].role == ir::Role::in ? "const " : "",
+            cuda::storage_type(k_.tensors[t].dtype), t, t);
+  }
+}
+
+// Splits flattened row `r` into the loop indices <prefix><l><suffix>, the innermost fastest.
+void Emitter::row_index_code(const std::string& r, const std::string& prefix,
+                             const std::string& suffix) {
+  t_.line("{{");
+  t_.in();
+  t_.line("long long rest = {};", r);
+  for (size_t i = s_.row_order.size(); i-- > 0;) {
+    int l = s_.row_order[i];
+    if (i == 0) {
+      t_.line("{}{}{} = rest;", prefix, l, suffix);
+    } else {
+      t_.line("{}{}{} = rest % p.sym{};", prefix, l, suffix, k_.loop[l].extent);
+      t_.line("rest /= p.sym{};", k_.loop[l].extent);
+    }
+  }
+  t_.out();
+  t_.line("}}");
+}
+
+std::vector<ir::ValueId> Emitter::row_nodes() const {
+  std::vector<ir::ValueId> rows;
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    if (p_.where[i] == Where::row) rows.push_back(static_cast<ir::ValueId>(i));
+  }
+  return rows;
+}
+
+// The per-tile values of the thread's rows (suffix: "" the current tile, "_n" the next one).
+void Emitter::emit_row_decls(const std::string& sfx) {
+  t_.line("long long c{0} = 0, rt{0} = 0, r0{0} = 0, qt{0} = 0;", sfx);
+  t_.line("bool rv{}[VR];", sfx);
+  for (size_t a = 0; a < p_.accesses.size(); ++a) t_.line("long long ao{}{} = 0;", a, sfx);
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    if (p_.stores[j].how == StorePlan::How::vector) t_.line("long long so{}{} = 0;", j, sfx);
+  }
+  for (ir::ValueId id : row_nodes()) {
+    t_.line("{} rs{}{}[VR];", cuda::reg_type(k_.node(id).type.dtype), id, sfx);
+  }
+}
+
+// Tile `tile`: its chunk and row tile (chunk-major, so that predecessors come first), row
+// validity, the offsets of row r0 and the per-row scalars.
+void Emitter::emit_row_assign(const std::string& sfx, const std::string& tile) {
+  t_.line("c{0} = {1} / RT;", sfx, tile);
+  t_.line("rt{0} = {1} - c{0} * RT;", sfx, tile);
+  t_.line("r0{0} = rt{0} * TD + rr0;", sfx);
+  t_.line("qt{0} = c{0} * CL;  // the tile's first position (processing order)", sfx);
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VR; ++v) rv{0}[v] = r0{0} < p.rows;  // VR divides the rows", sfx);
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    t_.line("ao{0}{2} = kdsl_ao{0}_{1}(p, r0{2});", a, sym_, sfx);
+  }
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    if (p_.stores[j].how == StorePlan::How::vector) {
+      t_.line("so{0}{2} = kdsl_so{0}_{1}(p, r0{2});", j, sym_, sfx);
+    }
+  }
+  std::vector<ir::ValueId> rows = row_nodes();
+  if (rows.empty()) return;
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VR; ++v) {{");
+  t_.in();
+  for (size_t l = 0; l < k_.loop.size(); ++l) t_.line("long long i{} = 0;", l);
+  row_index_code(fmt::format("r0{} + v", sfx), "i", "");
+  for (ir::ValueId id : rows) {
+    const ir::Node& n = k_.node(id);
+    if (n.op == Op::load) {
+      std::string v = cuda::from_storage(
+          n.type.dtype, fmt::format("t{}[{}]", n.index, offset(n.index, n.view, "")));
+      t_.line("rs{}{}[v] = rv{}[v] ? {} : {};", id, sfx, sfx, v, cuda::zero(n.type.dtype));
+      continue;
+    }
+    std::vector<std::string> args;
+    std::vector<DType> dts;
+    for (ir::ValueId a : n.args) {
+      args.push_back(p_.where[a] == Where::row ? fmt::format("rs{}{}[v]", a, sfx) : scalar(a));
+      dts.push_back(k_.node(a).type.dtype);
+    }
+    t_.line("rs{}{}[v] = {};", id, sfx, cuda::op_expr(k_, n, args, dts));
+  }
+  t_.out();
+  t_.line("}}");
+}
+
+// The current tile's row values := the next tile's.
+void Emitter::emit_row_copy() {
+  t_.line("c = c_n; rt = rt_n; r0 = r0_n; qt = qt_n;");
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VR; ++v) rv[v] = rv_n[v];");
+  for (size_t a = 0; a < p_.accesses.size(); ++a) t_.line("ao{0} = ao{0}_n;", a);
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    if (p_.stores[j].how == StorePlan::How::vector) t_.line("so{0} = so{0}_n;", j);
+  }
+  for (ir::ValueId id : row_nodes()) {
+    t_.line("#pragma unroll");
+    t_.line("for (int v = 0; v < VR; ++v) rs{0}[v] = rs{0}_n[v];", id);
+  }
+}
+
+// Loads of access `a` for all T steps into R<a>[T][VR * VP] (storage format), zero where the row
+// or the position is outside the tensor.
+void Emitter::emit_load(int a, const std::string& sfx, const std::string& array, bool declare) {
+  const Access& x = p_.accesses[a];
+  const DType dt = k_.tensors[x.tensor].dtype;
+  const std::string st = cuda::storage_type(dt);
+  const std::string base = fmt::format("t{}", x.tensor);
+  const std::string vs = vstride(x.tensor, x.view);
+  if (declare) t_.line("{} {}[T][VR * VP];", st, array);
+  auto q0 = [&]() { t_.line("const long long q0 = {};", q0_expr(sfx)); };
+  if (s_.columns) {
+    // 16-byte accesses of VR rows when the launch allows them; else one row at a time (its
+    // offset computed once for the T steps).
+    t_.line("if constexpr (FAST) {{");
+    t_.in();
+    t_.line("#pragma unroll");
+    t_.line("for (int j = 0; j < T; ++j) {{");
+    t_.in();
+    q0();
+    t_.line("const long long pp = (REV ? L - 1 - q0 : q0) - ({});", x.delta);
+    t_.line("const bool ok = (ALL_VALID || q0 < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    if (uses_fast(x.view)) {
+      t_.line("if (ok) {{");
+      t_.in();
+      t_.line("kdsl_sc_vld<VR>({} + ao{}{} + pp * {}, &{}[j][0]);", base, a, sfx, vs, array);
+      t_.out();
+      t_.line("}} else {{");
+      t_.in();
+      t_.line("#pragma unroll");
+      t_.line("for (int v = 0; v < VR; ++v) {}[j][v] = {}{{}};", array, st);
+      t_.out();
+      t_.line("}}");
+    } else {
+      t_.line("const {} y = ok ? {}[ao{}{} + pp * {}] : {}{{}};", st, base, a, sfx, vs, st);
+      t_.line("#pragma unroll");
+      t_.line("for (int v = 0; v < VR; ++v) {}[j][v] = y;", array);
+    }
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}} else {{  // one row per thread (VR = 1), element accesses");
+    t_.in();
+    t_.line("#pragma unroll");
+    t_.line("for (int j = 0; j < T; ++j) {{");
+    t_.in();
+    q0();
+    t_.line("const long long pp = (REV ? L - 1 - q0 : q0) - ({});", x.delta);
+    t_.line("const bool ok = (ALL_VALID || q0 < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    t_.line("{}[j][0] = ok ? {}[ao{}{} + pp * {}] : {}{{}};", array, base, a, sfx, vs, st);
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+    return;
+  }
+  t_.line("#pragma unroll");
+  t_.line("for (int j = 0; j < T; ++j) {{");
+  t_.in();
+  q0();
+  if (s_.vector_fast && x.delta % s_.vp == 0) {
+    t_.line("const long long pl = (REV ? L - q0 - VP : q0) - ({});", x.delta);
+    t_.line("if ((ALL_VALID || q0 < L) && pl >= 0 && pl + VP <= L && rv{}[0]) {{", sfx);
+    t_.in();
+    t_.line("{} tmp[VP];", st);
+    t_.line("kdsl_sc_vld<VP>({} + ao{}{} + pl, tmp);", base, a, sfx);
+    t_.line("#pragma unroll");
+    t_.line("for (int vp = 0; vp < VP; ++vp) {}[j][vp] = tmp[REV ? VP - 1 - vp : vp];", array);
+    t_.out();
+    t_.line("}} else {{");
+    t_.in();
+    t_.line("#pragma unroll");
+    t_.line("for (int vp = 0; vp < VP; ++vp) {}[j][vp] = {}{{}};", array, st);
+    t_.out();
+    t_.line("}}");
+  } else {
+    t_.line("#pragma unroll");
+    t_.line("for (int vp = 0; vp < VP; ++vp) {{");
+    t_.in();
+    t_.line("const long long q = q0 + vp;");
+    t_.line("const long long pp = (REV ? L - 1 - q : q) - ({});", x.delta);
+    t_.line("const bool ok = (ALL_VALID || q < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    t_.line("{}[j][vp] = ok ? {}[ao{}{} + pp * {}] : {}{{}};", array, base, a, sfx, vs, st);
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+}
+
+// Phase A's loads go to R<a>, phase B's to RB<a>. Pipelined (look-back mode), phase A's loads are
+// the next tile's, so every access phase B needs is loaded again into RB; else an access both
+// phases need is loaded once, into R.
+bool Emitter::loaded_in_b(int a) const {
+  const Access& x = p_.accesses[a];
+  return x.phase_b && (pipelined() || !x.phase_a);
+}
+
+void Emitter::emit_loads(bool phase_a, const std::string& sfx, bool declare) {
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    const auto i = static_cast<int>(a);
+    if (phase_a ? p_.accesses[a].phase_a : loaded_in_b(i)) {
+      emit_load(i, sfx, fmt::format("{}{}", phase_a ? "R" : "RB", a), declare);
+    }
+  }
+}
+
+// The value of vector node `id` at physical position tp - delta of the current element, as a
+// variable name; its statements are emitted on first use (memo holds what is in scope).
+std::string Emitter::elem(ir::ValueId id, int delta, std::map<At, std::string>& memo) {
+  if (p_.where[id] != Where::vec) return scalar(id);
+  auto it = memo.find({id, delta});
+  if (it != memo.end()) return it->second;
+  const ir::Node& n = k_.node(id);
+  std::string name = delta == 0
+                         ? fmt::format("x{}", id)
+                         : fmt::format("x{}{}{}", id, delta > 0 ? "_p" : "_m", std::abs(delta));
+  const char* rt = cuda::reg_type(n.type.dtype);
+  switch (n.op) {
+    case Op::load: {
+      int a = p_.access_of.at({id, delta});
+      const char* array = in_phase_b_ && loaded_in_b(a) ? "RB" : "R";
+      t_.line("const {} {} = {};", rt, name,
+              cuda::from_storage(n.type.dtype, fmt::format("{}{}[j][v * VP + vp]", array, a)));
+      break;
+    }
+    case Op::position:
+      t_.line("const long long {} = tp - ({});", name, delta);
+      break;
+    case Op::shift: {
+      std::string inner = elem(n.args[0], delta + n.index, memo);
+      int d = delta + n.index;
+      t_.line("const {} {} = tp - ({}) >= 0 && tp - ({}) < L ? {} : {};", rt, name, d, d, inner,
+              scalar(n.args[1]));
+      break;
+    }
+    case Op::extract: {
+      int si = p_.state_of.at(n.args[0]);
+      t_.line("const {} {} = o{}.c{};", rt, name, si, n.index);
+      break;
+    }
+    default: {
+      std::vector<std::string> args;
+      std::vector<DType> dts;
+      for (ir::ValueId a : n.args) {
+        args.push_back(elem(a, delta, memo));
+        dts.push_back(k_.node(a).type.dtype);
+      }
+      t_.line("const {} {} = {};", rt, name, cuda::op_expr(k_, n, args, dts));
+      break;
+    }
+  }
+  memo[{id, delta}] = name;
+  return name;
+}
+
+// Inclusive scan of state i's value `x` across the LP lanes of the row group (Hillis-Steele);
+// leaves `before` (the exclusive prefix: empty in lane 0) and `tot` (the group's total).
+void Emitter::emit_lane_scan(size_t i, const std::string& x) {
+  const std::string ty = state_type(i);
+  t_.line("{} x = {};", ty, x);
+  t_.line("#pragma unroll");
+  t_.line("for (int d = 1; d < LP; d *= 2) {{");
+  t_.in();
+  t_.line("const {} y = kdsl_sc_shfl_up(x, d * LR);", ty);
+  t_.line("if (lp >= d) x = {}_op(y, x);", ty);
+  t_.out();
+  t_.line("}}");
+  t_.line("const {0} ex = kdsl_sc_shfl_up(x, LR);", ty);
+  t_.line("const {0} before = lp > 0 ? ex : {0}_empty();", ty);
+  t_.line("const {} tot = kdsl_sc_shfl_idx(x, (LP - 1) * LR + lr);", ty);
+}
+
+void Emitter::emit_phase_a() {
+  t_.line("// phase A: the carried states' elements, scanned in the thread, across lanes, over");
+  t_.line("// steps; s: each element's prefix within the warp (exclusive for exclusive scans)");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("{} s{}[T][VR * VP];", state_type(i), i);
+    if (s_.blocked)
+      t_.line("{} pr{}[VR];  // the prefix before the thread within the warp", state_type(i), i);
+  }
+  if (p_.states.empty()) return;
+  t_.line("#pragma unroll");
+  t_.line("for (int v = 0; v < VR; ++v) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("{0} cy{1} = {0}_empty();  // the carry over the steps", state_type(i), i);
+  }
+  t_.line("#pragma unroll");
+  t_.line("for (int j = 0; j < T; ++j) {{");
+  t_.in();
+  t_.line("const long long q0 = {};", q0_expr(""));
+  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("{} a{};", state_type(i), i);
+  t_.line("#pragma unroll");
+  t_.line("for (int vp = 0; vp < VP; ++vp) {{");
+  t_.in();
+  t_.line("const long long q = q0 + vp;");
+  t_.line("const bool qv = ALL_VALID || q < L;");
+  t_.line("const long long tp = REV ? L - 1 - q : q;");
+  t_.line("(void)tp;");
+  std::map<At, std::string> memo;
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    const State& st = p_.states[i];
+    const std::string ty = state_type(i);
+    std::vector<std::string> vals;
+    for (ir::ValueId a : st.args) vals.push_back(elem(a, 0, memo));
+    std::string e = fmt::format("{}{{", ty);
+    for (size_t c = 0; c < vals.size(); ++c) e += (c ? ", " : "") + vals[c];
+    if (st.custom()) e += ", 1";
+    t_.line("const {} e{} = {}}};", ty, i, e);
+    t_.line("if (vp == 0) {{");
+    t_.in();
+    t_.line("a{0} = qv ? e{0} : {1}_empty();", i, ty);
+    t_.out();
+    t_.line("}} else if (qv) {{");
+    t_.in();
+    t_.line("a{0} = {1}_op(a{0}, e{0});", i, ty);
+    t_.out();
+    t_.line("}}");
+    t_.line("s{0}[j][v * VP + vp] = a{0};", i);
+  }
+  t_.out();
+  t_.line("}}");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    const std::string ty = state_type(i);
+    if (s_.blocked) {
+      // The thread's own positions are consecutive: a sequential scan over its steps now, the
+      // lane scan once after them.
+      t_.line("if (j > 0) {{");
+      t_.in();
+      t_.line("#pragma unroll");
+      t_.line(
+          "for (int vp = 0; vp < VP; ++vp) s{0}[j][v * VP + vp] = {1}_op(cy{0}, s{0}[j][v * VP + "
+          "vp]);",
+          i, ty);
+      t_.out();
+      t_.line("}}");
+      t_.line("cy{0} = s{0}[j][v * VP + VP - 1];", i);
+      continue;
+    }
+    t_.line("{{");
+    t_.in();
+    if (s_.lp > 1) {
+      emit_lane_scan(i, fmt::format("a{}", i));
+      t_.line("const {0} pre = lp > 0 ? {0}_op(cy{1}, before) : cy{1};", ty, i);
+      t_.line("cy{0} = {1}_op(cy{0}, tot);", i, ty);
+    } else {
+      t_.line("const {} pre = cy{};", ty, i);
+      t_.line("cy{0} = {1}_op(cy{0}, a{0});", i, ty);
+    }
+    emit_prefix_steps(i);
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  if (s_.blocked) {
+    // s holds the thread's local inclusive prefixes and cy its total: scan the totals across the
+    // lanes; what comes before the thread (pr) joins the warp's prefix in phase B, once per row.
+    for (size_t i = 0; i < p_.states.size(); ++i) {
+      if (s_.lp > 1) {
+        t_.line("{{");
+        t_.in();
+        emit_lane_scan(i, fmt::format("cy{}", i));
+        t_.line("pr{}[v] = before;", i);
+        t_.line("cy{} = tot;", i);
+        t_.out();
+        t_.line("}}");
+      } else {
+        t_.line("pr{0}[v] = {1}_empty();", i, state_type(i));
+      }
+    }
+  }
+  if (warp_smem()) {
+    t_.line("if (lp == 0) {{");
+    t_.in();
+    for (size_t i = 0; i < p_.states.size(); ++i) t_.line("sm.w{0}[wp][rr0 + v] = cy{0};", i);
+    if (p_.lookback) {
+      for (size_t i = 0; i < p_.states.size(); ++i) {
+        if (!p_.states[i].inits.empty()) {
+          t_.line("if (c == 0 && wp == 0) sm.in{}[rr0 + v] = {};", i, init_state(i));
+        }
+      }
+    }
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+}
+
+// s[j][...] = pre (+) s[j][...] for the VP elements of step j (exclusive scans: shifted by one
+// element).
+void Emitter::emit_prefix_steps(size_t i) {
+  const std::string ty = state_type(i);
+  t_.line("#pragma unroll");
+  if (p_.states[i].exclusive) {
+    t_.line("for (int vp = VP - 1; vp > 0; --vp) {{");
+    t_.in();
+    t_.line("s{0}[j][v * VP + vp] = {1}_op(pre, s{0}[j][v * VP + vp - 1]);", i, ty);
+    t_.out();
+    t_.line("}}");
+    t_.line("s{}[j][v * VP] = pre;", i);
+  } else {
+    t_.line(
+        "for (int vp = 0; vp < VP; ++vp) s{0}[j][v * VP + vp] = {1}_op(pre, s{0}[j][v * VP + vp]);",
+        i, ty);
+  }
+}
+
+// Warp aggregates to shared memory, then (with several chunks) the decoupled look-back: thread
+// rr < TD works on row rr of the tile.
+// The tile's exclusive prefix comes from the chunks before it in the same row tile: the nearest
+// one with an inclusive prefix (flag 2), then the aggregates (flag 1) after it, combined left to
+// right -- exactly incl[c - 1] of the chained definition incl[c] = incl[c - 1] (+) agg[c],
+// whichever tile is found, so the results are deterministic. The CTA looks at KW predecessors'
+// flags at once and loads their states (row rr by the threads tid % TD == rr) in parallel.
+//
+// First a non-blocking peek while the tile's own loads are in flight: when every predecessor up
+// to an inclusive one has published, the states are loaded now and the tile will only publish its
+// inclusive prefix.
+void Emitter::emit_lookback_setup() {
+  if (!p_.lookback) return;
+  t_.line("// look-back: a non-blocking peek at the previous chunks while the loads are in flight");
+  t_.line("constexpr int KW = {};  // predecessors examined at once", lookback_window());
+  t_.line("unsigned* flags = reinterpret_cast<unsigned*>(p.ws0 + 16);");
+  t_.line("const long long tile = c * RT + rt, ntiles = RT * {}LL;", s_.chunks);
+  t_.line("unsigned char* sbase = p.ws1;");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    const std::string ty = state_type(i);
+    t_.line("{0}* agg{1} = reinterpret_cast<{0}*>(sbase);", ty, i);
+    t_.line("{0}* inc{1} = agg{1} + ntiles * TD;", ty, i);
+    t_.line("sbase = reinterpret_cast<unsigned char*>(  // the next state's arrays, 16-byte aligned");
+    t_.line("    (reinterpret_cast<unsigned long long>(inc{} + ntiles * TD) + 15) & ~15ULL);", i);
+  }
+  t_.line(
+      "long long found = -1;  // the chunk of the nearest inclusive prefix (-1: not yet known)");
+  t_.line("if (c > 0) {{");
+  t_.in();
+  t_.line(
+      "if (tid < KW) sm.lbs[tid] = c - 1 - tid >= 0 ? kdsl_sc_ld_acquire(flags + (c - 1 - tid) * "
+      "RT + rt) : 0u;");
+  t_.line("__syncthreads();");
+  t_.line("int k = 0;");
+  t_.line("while (k < KW && sm.lbs[k] == 1u) ++k;");
+  t_.line("if (k < KW && sm.lbs[k] == 2u) found = c - 1 - k;");
+  t_.line("if (found >= 0) {{  // load the states now: incl[found], agg[found + 1 .. c - 1]");
+  t_.in();
+  emit_state_loads("0");
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line("const bool preloaded = found >= 0;");
+}
+
+// Loads states w0 + j of the look-back (j = tid / TD < KW; state 0 is incl[found], state q > 0 is
+// agg[found + q]) into shared memory, for row tid % TD.
+void Emitter::emit_state_loads(const std::string& w0) {
+  t_.line("{{");
+  t_.in();
+  t_.line("const int j = tid / TD, rr = tid % TD;");
+  t_.line("const long long q = ({}) + j, at = ((found + q) * RT + rt) * TD + rr;", w0);
+  t_.line("if (j < KW && q < c - found) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("sm.lbv{0}[j][rr] = q == 0 ? kdsl_sc_ldcg(inc{0} + at) : kdsl_sc_ldcg(agg{0} + at);",
+            i);
+  }
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+}
+
+int Emitter::lookback_window() const {
+  int auto_window = std::max(1, std::min(32, s_.threads() / s_.td()));
+  return s_.window > 0 ? std::min(s_.window, auto_window) : auto_window;
+}
+
+// After phase A (every warp's aggregate in shared memory): the tile's aggregate per row; unless
+// the peek found everything, publish it (flag 1) and look back, waiting for flags; then publish
+// the inclusive prefix (flag 2). Data are written, then the CTA synchronizes, then one thread
+// releases the flag (the release is cumulative over the barrier, PTX memory model).
+void Emitter::emit_lookback(const std::function<void()>& between) {
+  if (p_.states.empty() || !warp_smem()) {
+    between();
+    return;
+  }
+  t_.line("// tile look-back");
+  t_.line("__syncthreads();");
+  between();
+  if (!p_.lookback) return;
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    const std::string ty = state_type(i);
+    t_.line("{0} ag{1} = {0}_empty(), ex{1} = {0}_empty();", ty, i);
+    t_.line("if (tid < TD) {{");
+    t_.in();
+    t_.line("ag{0} = sm.w{0}[0][tid];", i);
+    t_.line("#pragma unroll");
+    t_.line("for (int w = 1; w < WP; ++w) ag{0} = {1}_op(ag{0}, sm.w{0}[w][tid]);", i, ty);
+    if (!p_.states[i].inits.empty()) t_.line("if (c == 0) ex{0} = sm.in{0}[tid];", i);
+    t_.out();
+    t_.line("}}");
+  }
+  t_.line("if (c > 0) {{");
+  t_.in();
+  t_.line("if (!preloaded) {{  // publish the aggregate, then wait for the predecessors");
+  t_.in();
+  t_.line("if (tid < TD) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("agg{0}[tile * TD + tid] = ag{0};", i);
+  t_.out();
+  t_.line("}}");
+  t_.line("__syncthreads();");
+  t_.line("if (tid == 0) kdsl_sc_st_release(flags + tile, 1u);");
+  t_.line("for (long long base = c - 1;; base -= KW) {{");
+  t_.in();
+  t_.line(
+      "if (tid < KW) sm.lbs[tid] = base - tid >= 0 ? kdsl_sc_wait(flags + (base - tid) * RT + rt) "
+      ": 0u;");
+  t_.line("__syncthreads();");
+  t_.line("int k = 0;");
+  t_.line("while (k < KW && sm.lbs[k] == 1u) ++k;");
+  t_.line("const bool hit = k < KW && sm.lbs[k] == 2u;");
+  t_.line("__syncthreads();");
+  t_.line("if (hit) {{");
+  t_.in();
+  t_.line("found = base - k;");
+  t_.line("break;");
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line(
+      "// combine incl[found], agg[found + 1], ..., agg[c - 1] from left to right, KW at a time");
+  t_.line("for (long long w0 = 0; w0 < c - found; w0 += KW) {{");
+  t_.in();
+  t_.line("if (!(preloaded && w0 == 0)) {{");
+  t_.in();
+  emit_state_loads("w0");
+  t_.line("__syncthreads();");
+  t_.out();
+  t_.line("}}");
+  t_.line("if (tid < TD) {{");
+  t_.in();
+  t_.line("for (int jj = 0; jj < KW && w0 + jj < c - found; ++jj) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("ex{0} = w0 + jj == 0 ? sm.lbv{0}[jj][tid] : {1}_op(ex{0}, sm.lbv{0}[jj][tid]);", i,
+            state_type(i));
+  }
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line("__syncthreads();");
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line("if (tid < TD) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("inc{0}[tile * TD + tid] = {1}_op(ex{0}, ag{0});", i, state_type(i));
+    t_.line("sm.x{0}[tid] = ex{0};", i);
+  }
+  t_.out();
+  t_.line("}}");
+  t_.line("__syncthreads();");
+  t_.line("if (tid == 0) kdsl_sc_st_release(flags + tile, 2u);");
+}
+
+void Emitter::emit_uniforms() {
+  for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    if (p_.where[i] != Where::uniform) continue;
+    const ir::Node& n = k_.nodes[i];
+    const char* rt = cuda::reg_type(n.type.dtype);
+    std::string v;
+    switch (n.op) {
+      case Op::param:
+        v = n.type.dtype == DType::b8 ? fmt::format("(p.sc{} != 0)", n.index)
+                                      : fmt::format("p.sc{}", n.index);
+        break;
+      case Op::shape:
+        v = n.index == k_.vector_symbol ? fmt::format("{}LL", len_)
+                                        : fmt::format("p.sym{}", n.index);
+        break;
+      case Op::load: {
+        std::string off = "0LL";
+        for (size_t ax = 0; ax < n.view.size(); ++ax) {
+          if (n.view[ax].value != 0) {
+            off += fmt::format(" + {}LL * p.st{}_{}", n.view[ax].value, n.index, ax);
+          }
+        }
+        v = cuda::from_storage(n.type.dtype, fmt::format("t{}[{}]", n.index, off));
+        break;
+      }
+      default: {
+        std::vector<std::string> args;
+        std::vector<DType> dts;
+        for (ir::ValueId a : n.args) {
+          args.push_back(fmt::format("u{}", a));
+          dts.push_back(k_.node(a).type.dtype);
+        }
+        v = cuda::op_expr(k_, n, args, dts);
+      }
+    }
+    t_.line("const {} u{} = {};", rt, i, v);
+    t_.line("(void)u{};", i);
+  }
+}
+
+// The work of one tile after its rows are set and its phase-A loads issued: phase-B loads, the
+// peek at the previous chunk, phase A, the look-back (`between` is emitted right after the
+// barrier that ends phase A: the pipelined loop issues the next tile's loads there), phase B,
+// the column-reduction partials.
+void Emitter::emit_tile_body(const std::function<void()>& between) {
+  emit_loads(false, "", true);
+  emit_lookback_setup();
+  emit_phase_a();
+  emit_lookback(between);
+  in_phase_b_ = true;
+  emit_phase_b();
+  in_phase_b_ = false;
+  emit_tile_partials();
+}
+
+// Unless pipelined, a function per tile, called from the loop over tiles (kdsl_run).
+void Emitter::emit_tile() {
+  emit_row_functions();
+  if (pipelined()) return;
+  t_.line("template <int VRT>");
+  t_.line(
+      "__device__ __forceinline__ void kdsl_tile_{0}(const kdsl_params_{0}& p, kdsl_smem_{0}& sm,",
+      sym_);
+  t_.line("                                              const long long tile_index) {{");
+  t_.in();
+  emit_constants();
+  emit_uniforms();
+  t_.line("const long long RT = (p.rows + TD - 1) / TD;");
+  emit_row_decls("");
+  emit_row_assign("", "tile_index");
+  t_.line("// every load of the tile, issued at once");
+  emit_loads(true, "", true);
+  emit_tile_body([] {});
+  t_.out();
+  t_.line("}}");
+  t_.line("");
+}
+
+}  // namespace kdsl::scan_codegen

@@ -1,0 +1,247 @@
+#include "schedule_scan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "dsl/diagnostics.h"
+#include "kdsl/error.h"
+
+namespace kdsl {
+namespace {
+
+bool has_kind(const ir::View& v, ir::AxisIndex::Kind kind) {
+  return std::any_of(v.begin(), v.end(), [&](const ir::AxisIndex& a) { return a.kind == kind; });
+}
+
+[[noreturn]] void unsupported(const ir::Node& n, const std::string& msg, const std::string& hint) {
+  Diagnostic d;
+  d.loc = n.loc;
+  d.message = msg;
+  d.hint = hint;
+  throw SourceError(n.loc.valid() ? render_diagnostic(d) : msg + " (" + hint + ")");
+}
+
+// 32-bit registers one element takes: of the carried states (with the emptiness flag of user
+// combine functions) and of the loads (16-bit values take a whole register; a shift adds a load).
+int element_words(const ir::Kernel& k) {
+  int words = 0;
+  for (const ir::Node& n : k.nodes) {
+    if (n.op == ir::Op::scan) {
+      for (const ir::Type& t : n.results) words += dtype_size(t.dtype) == 8 ? 2 : 1;
+      if (static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::custom) words += 1;
+    } else if ((n.op == ir::Op::load || n.op == ir::Op::shift) && n.type.form == ir::Form::vector) {
+      words += dtype_size(n.type.dtype) == 8 ? 2 : 1;
+    }
+  }
+  return std::max(words, 1);
+}
+
+// KDSL_SCAN_SCHEDULE overrides ("key=value,..."); see choose_scan_schedule.
+void apply_hints(ScanSchedule& s) {
+  const char* env = std::getenv("KDSL_SCAN_SCHEDULE");
+  if (!env || !*env) return;
+  std::string text = env;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(at, end - at);
+    at = end + 1;
+    size_t eq = item.find('=');
+    int v = 0;
+    try {
+      v = std::stoi(item.substr(eq == std::string::npos ? item.size() : eq + 1));
+    } catch (const std::exception&) {
+      throw ArgumentError(fmt::format("KDSL_SCAN_SCHEDULE: '{}' is not key=integer", item));
+    }
+    std::string key = item.substr(0, eq);
+    auto pow2 = [&](int lo, int hi) {
+      if (v < lo || v > hi || (v & (v - 1)) != 0) {
+        throw ArgumentError(fmt::format(
+            "KDSL_SCAN_SCHEDULE: {} must be a power of two from {} to {}", key, lo, hi));
+      }
+    };
+    if (key == "t") {
+      pow2(1, 64);
+      s.t = v;
+    } else if (key == "lp") {
+      pow2(1, 32);
+      s.lp = v;
+      s.lr = 32 / v;
+    } else if (key == "wp") {
+      pow2(1, 32);
+      s.wp = v;
+    } else if (key == "window") {
+      pow2(1, 32);
+      s.window = v;
+    } else if (key == "pipeline") {
+      s.pipeline = v != 0;
+    } else {
+      throw ArgumentError(
+          fmt::format("KDSL_SCAN_SCHEDULE: unknown key '{}' (t, lp, wp, pipeline, window)", key));
+    }
+  }
+  s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE={}", text));
+}
+
+}  // namespace
+
+bool needs_scan_schedule(const ir::Kernel& k) {
+  for (const ir::Node& n : k.nodes) {
+    if (n.op == ir::Op::scan || n.op == ir::Op::shift || n.op == ir::Op::extract) return true;
+    if (n.op == ir::Op::reduce && (static_cast<ir::ReduceKind>(n.fn) == ir::ReduceKind::first ||
+                                   static_cast<ir::ReduceKind>(n.fn) == ir::ReduceKind::last)) {
+      return true;
+    }
+  }
+  // Column reductions over part of the loop (dlam[d] += sum(v) in parallel(B, D)); those of vectors
+  // (GroupNorm's dw[g, :] += v) stay with the row schedule, which reduces along rows.
+  for (const ir::Store& s : k.stores) {
+    if (s.kind == ir::StoreKind::reduce && has_kind(s.view, ir::AxisIndex::Kind::loop) &&
+        !has_kind(s.view, ir::AxisIndex::Kind::vector)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spec,
+                                  const DeviceTarget& target) {
+  (void)target;
+  ScanSchedule s;
+  const int64_t len = k.vector_symbol >= 0 ? k.symbols[k.vector_symbol].value.value_or(1) : 1;
+  // Direction: every scan of the kernel runs the same way (one pass over the sequence).
+  const ir::Node* first_scan = nullptr;
+  for (const ir::Node& n : k.nodes) {
+    if (n.op != ir::Op::scan) continue;
+    if (first_scan && n.reverse != first_scan->reverse) {
+      unsupported(n,
+                  "this kernel scans in both directions, which the GPU schedule cannot do in one "
+                  "pass",
+                  "split it into two kernels, one per direction");
+    }
+    if (!first_scan) first_scan = &n;
+  }
+  s.reverse = first_scan && first_scan->reverse;
+
+  // The reference access: the first vector load or store. Its last axis decides the layout; its
+  // loop axes, in order, the flattening of the rows (the innermost fastest).
+  int32_t ref_tensor = -1;
+  ir::View ref;
+  size_t vmin = 16;
+  uint32_t vector_tensors = 0;
+  auto see = [&](int32_t tensor, const ir::View& view) {
+    if (!has_kind(view, ir::AxisIndex::Kind::vector)) return;
+    if (ref_tensor < 0) {
+      ref_tensor = tensor;
+      ref = view;
+    }
+    vector_tensors |= 1u << tensor;
+    vmin = std::min(vmin, dtype_size(k.tensors[tensor].dtype));
+  };
+  for (const ir::Node& n : k.nodes) {
+    if (n.op == ir::Op::load) see(n.index, n.view);
+  }
+  for (const ir::Store& st : k.stores) see(st.tensor, st.view);
+  s.columns = ref_tensor >= 0 && ref.back().kind != ir::AxisIndex::Kind::vector;
+  std::vector<bool> placed(k.loop.size(), false);
+  std::vector<int> inner;
+  for (const ir::AxisIndex& a : ref) {
+    if (a.kind == ir::AxisIndex::Kind::loop && !placed[a.value]) {
+      placed[a.value] = true;
+      inner.push_back(static_cast<int>(a.value));
+    }
+  }
+  for (size_t l = 0; l < k.loop.size(); ++l) {
+    if (!placed[l]) s.row_order.push_back(static_cast<int>(l));
+  }
+  s.row_order.insert(s.row_order.end(), inner.begin(), inner.end());
+  if (s.columns && ref.back().kind == ir::AxisIndex::Kind::loop)
+    s.fast_loop = static_cast<int>(ref.back().value);
+
+  // About 40 registers of elements per thread (the loads, then the local prefixes held between the
+  // look-back and the epilogue).
+  const int words = element_words(k);
+  const int vec = static_cast<int>(std::clamp<size_t>(16 / vmin, 1, 8));
+  if (s.columns) {
+    // One row per lane, LR lanes covering 32 bytes of a position (a sector), the others and the
+    // warps along the positions; a thread's T positions are consecutive (scanned sequentially,
+    // then one lane scan per tile, so shuffles stay well below the memory time).
+    s.name = "scan.columns";
+    s.blocked = true;
+    s.lr = static_cast<int>(std::clamp<size_t>(32 / vmin, 1, 32));
+    s.lp = 32 / s.lr;
+    s.wp = 8;
+  } else {
+    // Lanes along the positions, VP consecutive positions per access: each step of a warp reads
+    // 32 * VP consecutive elements.
+    s.name = "scan.rows";
+    bool fast = (spec.aligned_mask & spec.contiguous_mask & vector_tensors) == vector_tensors;
+    s.vp = 1;
+    if (fast) {
+      for (int v = vec; v > 1; v /= 2) {
+        if (len % v == 0) {
+          s.vp = v;
+          break;
+        }
+      }
+    }
+    s.vector_fast = s.vp > 1;
+    s.lr = 1;
+    s.lp = 32;
+    s.wp = 8;
+  }
+  s.t = 1;
+  for (int t : {16, 8, 4, 2}) {
+    if (t * s.vp * words <= 40) {
+      s.t = t;
+      break;
+    }
+  }
+  apply_hints(s);
+  // Short sequences: halve the tile's length (steps, then lanes, then warps along the positions
+  // move to the rows) while it is at least twice the sequence.
+  while (s.cl() / 2 >= len && (s.t > 1 || s.lp > 1 || s.wp > 1)) {
+    if (s.t > 1) {
+      s.t /= 2;
+    } else if (s.lp > 1) {
+      s.lp /= 2;
+      s.lr *= 2;
+    } else {
+      s.wp /= 2;
+      s.wr *= 2;
+    }
+  }
+  // A single position: nothing to scan across threads; 16-byte accesses of VR rows (when the
+  // launch allows them).
+  if (s.columns && len == 1) s.vr = vec;
+  s.chunks = (len + s.cl() - 1) / s.cl();
+  if (s.chunks > 1 && s.td() > s.threads()) {
+    throw InternalError(
+        fmt::format("scan schedule: {} rows per tile but {} threads", s.td(), s.threads()));
+  }
+  s.ctas_per_sm = std::max(1, 2048 / s.threads());
+  s.reasons.push_back(fmt::format(
+      "{}: L = {}, {} scan: tiles of {} rows x {} positions ({} chunks); {} threads = {} x {} "
+      "warps (rows x positions), lanes {} x {}, {} rows x {} positions per access, {} steps",
+      s.name, len, s.reverse ? "reverse" : "forward", s.td(), s.cl(), s.chunks, s.threads(), s.wr,
+      s.wp, s.lr, s.lp, s.vr, s.vp, s.t));
+  s.reasons.push_back(s.chunks > 1 ? "chunks chained by a decoupled look-back (atomic tickets in "
+                                     "processing order, flags zeroed per launch)"
+                                   : "one chunk per row: no look-back");
+  if (!s.columns) {
+    s.reasons.push_back(s.vector_fast ? fmt::format("{}-element accesses along the positions", s.vp)
+                                      : "element accesses (a tensor is unaligned or strided, or L "
+                                        "is not a multiple of the vector width)");
+  } else {
+    s.reasons.push_back(
+        fmt::format("{}-row accesses when every tensor's rows are contiguous and "
+                    "16-byte aligned (checked at launch), else element accesses",
+                    s.vr));
+  }
+  return s;
+}
+
+}  // namespace kdsl

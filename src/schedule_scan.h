@@ -1,0 +1,81 @@
+// The scan schedule: kernels whose body scans along its vector axis (scan, cumsum, ..., shift,
+// first/last, or column reductions over part of the loop), on a GPU.
+//
+// The work is a grid of tiles. A tile is TD consecutive loop iterations ("rows", flattened in
+// the order of the tensors' axes, the innermost loop variable fastest) by CL consecutive positions
+// along the scan ("a chunk"), in processing order (from the last position to the first for a
+// reverse scan). A CTA of 32 * WR * WP threads processes one tile at a time: thread (warp
+// (wr, wp), lane (lp, lr)) owns VR consecutive rows and, for each of T steps, VP consecutive
+// positions:
+//   row      = tile_row * TD + (wr * LR + lr) * VR + v                      (v < VR)
+//   position = chunk * CL + ((wp * T + j) * LP + lp) * VP + vp               (j < T, vp < VP)
+// so TD = WR * LR * VR and CL = WP * T * LP * VP. Two layouts come from the same structure:
+//   - scan.columns (the vector axis is a middle axis, e.g. x[b, :, d] of a (B, L, D) tensor): the
+//     rows are contiguous in memory, VR rows make one 16-byte access and VP = 1 (e.g. bf16: VR = 8,
+//     LR = 8 lanes along the rows -> 128-byte rows of a cache line per position, LP = 4 lanes and
+//     WP = 8 warps along the positions).
+//   - scan.rows (the vector axis is the last, contiguous axis, e.g. x[m, :]): VP consecutive
+//     positions make one 16-byte access, VR = 1 and LP = 32 lanes along the positions.
+// Short sequences fold positions into rows (fewer lanes/warps along the positions), so a tile is
+// never much longer than the sequence.
+//
+// One pass, each element read once: the tile is loaded into registers, scanned (sequentially in
+// each thread over its VP positions, then across the LP lanes with warp shuffles, carried over the
+// T steps, then across the WP warps through shared memory), and the tile's exclusive prefix comes
+// from a decoupled look-back over the tiles before it in the same rows (Merrill & Garland, 2016,
+// "Single-pass Parallel Prefix Scan with Decoupled Look-back"): each tile publishes its aggregate,
+// then its inclusive prefix, with a flag; tiles take an atomic ticket so that they start in
+// processing order (chunk-major), which makes the look-back deadlock-free. The look-back combines
+// the inclusive prefix it finds with the later aggregates from left to right, which gives exactly
+// the bits of the chained definition incl[c] = incl[c-1] (+) agg[c] whichever tile it finds: the
+// results are deterministic. The epilogue (outputs, first/last, column-reduction partials) runs
+// on the tile still in registers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dsl/ir.h"
+#include "schedule.h"
+#include "specialization.h"
+
+namespace kdsl {
+
+struct ScanSchedule {
+  std::string name;       // scan.columns or scan.rows
+  bool columns = true;    // the rows are the contiguous dimension (else the positions are)
+  bool reverse = false;   // processing order from the last position to the first
+  int vr = 1, vp = 1;     // rows and positions per access of a thread
+  int lr = 32, lp = 1;    // lanes along the rows and along the positions (lr * lp = 32)
+  int wr = 1, wp = 1;     // warps along the rows and along the positions
+  int t = 1;              // steps of VP positions per thread
+  bool blocked = false;   // a thread's steps are consecutive positions (else interleaved)
+  bool pipeline = false;  // look-back mode: the next tile's loads are issued during the look-back
+  int window = 0;         // look-back: predecessors examined at once (0: threads / rows per tile)
+  int64_t chunks = 1;     // NCH = ceil(L / CL)
+  bool vector_fast = false;    // scan.rows: 16-byte accesses along the positions (spec-aligned)
+  std::vector<int> row_order;  // loop variables, slowest first (the flattening of rows)
+  int fast_loop = -1;          // scan.columns: the loop variable whose axis is contiguous
+  int ctas_per_sm = 2;
+  std::vector<std::string> reasons;
+
+  int threads() const { return 32 * wr * wp; }
+  int td() const { return wr * lr * vr; }
+  int64_t cl() const { return static_cast<int64_t>(wp) * t * lp * vp; }
+};
+
+/// True when `k` needs the scan schedule: it scans, shifts, takes first/last, or reduces scalars
+/// over some but not all of its loop variables.
+bool needs_scan_schedule(const ir::Kernel& k);
+
+/// Chooses the scan schedule for `k` (specialized). Deterministic for a given environment: the
+/// variable KDSL_SCAN_SCHEDULE ("t=4,lp=2,wp=8,pipeline=1,window=8") overrides the steps per
+/// thread, the lanes and warps along the positions and the pipelining, for experiments and tuning
+/// (the source, hence the cache key, changes with them). Throws kdsl::SourceError when the kernel's
+/// scans cannot run in one pass (e.g. scans in opposite directions) and kdsl::ArgumentError for a
+/// malformed KDSL_SCAN_SCHEDULE.
+ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spec,
+                                  const DeviceTarget& target);
+
+}  // namespace kdsl

@@ -1,0 +1,284 @@
+// A CPU emulation of the CUDA subset kdsl's generated kernels use, for testing codegen without a
+// GPU: the generated source (its PTX inline assembly replaced, see emulated_source) is compiled
+// by the host C++ compiler into a shared library, and every CUDA thread of a CTA runs as a
+// std::thread. __syncthreads, named barriers and warp shuffles are barriers; atomics, fences and
+// acquire/release accesses are C++ atomics, so CTAs running at once interleave as on a GPU
+// (tiles that wait for other tiles, e.g. a scan's decoupled look-back, are exercised).
+#pragma once
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "src/codegen_scan.h"
+#include "src/cuda_prelude.h"
+
+namespace kdsl::emu {
+
+/// The host definitions of CUDA's built-ins, placed before the generated source.
+inline const char* kHostCuda = R"EMU(
+#include <array>
+#include <cstdio>
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __restrict__ __restrict
+struct kdsl_dim3 { unsigned x = 0, y = 1, z = 1; };
+struct uint4 { unsigned x, y, z, w; };
+struct uint2 { unsigned x, y; };
+struct float4 { float x, y, z, w; };
+struct float2 { float x, y; };
+inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
+inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
+inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
+inline float2 make_float2(float a, float b) { return {a, b}; }
+struct KdslEmuCta {
+  explicit KdslEmuCta(unsigned threads) : all(threads), smem(256 * 1024) {
+    for (unsigned w = 0; w < (threads + 31) / 32; ++w) warps.push_back(std::make_unique<std::barrier<>>(32));
+    buf.resize((threads + 31) / 32);
+  }
+  std::barrier<> all;
+  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  std::vector<std::array<unsigned long long, 32>> buf;
+  std::once_flag named_once;
+  std::unique_ptr<std::barrier<>> named;
+  std::vector<unsigned long long> smem;
+  std::atomic<int> vote_fail{0};
+};
+inline thread_local kdsl_dim3 threadIdx, blockIdx;
+inline kdsl_dim3 gridDim, blockDim;
+inline thread_local KdslEmuCta* kdsl_emu_cta = nullptr;
+template <class T> T* kdsl_emu_smem() { return reinterpret_cast<T*>(kdsl_emu_cta->smem.data()); }
+inline void __syncthreads() { kdsl_emu_cta->all.arrive_and_wait(); }
+inline int __syncthreads_and(int pred) {
+  KdslEmuCta* c = kdsl_emu_cta;
+  if (!pred) c->vote_fail.fetch_add(1);
+  c->all.arrive_and_wait();
+  int r = c->vote_fail.load() == 0;
+  c->all.arrive_and_wait();
+  if (threadIdx.x == 0) c->vote_fail.store(0);
+  c->all.arrive_and_wait();
+  return r;
+}
+inline void kdsl_emu_named_bar(int n) {
+  std::call_once(kdsl_emu_cta->named_once, [&] { kdsl_emu_cta->named = std::make_unique<std::barrier<>>(n); });
+  kdsl_emu_cta->named->arrive_and_wait();
+}
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __nanosleep(unsigned) { std::this_thread::yield(); }
+template <class T> T kdsl_emu_shfl(T v, unsigned src) {
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  auto& buf = kdsl_emu_cta->buf[warp];
+  std::memcpy(&buf[lane], &v, sizeof(T));
+  kdsl_emu_cta->warps[warp]->arrive_and_wait();
+  T r;
+  std::memcpy(&r, &buf[src & 31u], sizeof(T));
+  kdsl_emu_cta->warps[warp]->arrive_and_wait();
+  return r;
+}
+template <class T> T __shfl_up_sync(unsigned, T v, int d) {
+  unsigned lane = threadIdx.x & 31u;
+  return kdsl_emu_shfl(v, lane >= static_cast<unsigned>(d) ? lane - d : lane);
+}
+template <class T> T __shfl_sync(unsigned, T v, int s) { return kdsl_emu_shfl(v, static_cast<unsigned>(s)); }
+template <class T> T __shfl_xor_sync(unsigned, T v, int m) { return kdsl_emu_shfl(v, (threadIdx.x & 31u) ^ m); }
+inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+inline unsigned __ldcg(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+inline unsigned kdsl_emu_ld_acquire(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+// Random delays before a tile's inclusive prefix is published, so that other tiles' look-backs
+// often find only its aggregate (the paths a fast single machine would rarely take).
+inline void kdsl_emu_jitter() {
+  thread_local std::minstd_rand rng(static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id())));
+  std::this_thread::sleep_for(std::chrono::microseconds(200 + rng() % 2000));
+}
+inline void kdsl_emu_st_release(unsigned* p, unsigned v) {
+  if (v == 2u) kdsl_emu_jitter();
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
+inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
+inline unsigned short kdsl_emu_f32_to_bf16(float f) {
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<unsigned short>((u >> 16) | 0x40u);
+  return static_cast<unsigned short>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline unsigned short kdsl_emu_f32_to_f16(float f) {
+  _Float16 h = static_cast<_Float16>(f);
+  unsigned short r;
+  std::memcpy(&r, &h, 2);
+  return r;
+}
+inline float kdsl_emu_f16_to_f32(unsigned short b) {
+  _Float16 h;
+  std::memcpy(&h, &b, 2);
+  return static_cast<float>(h);
+}
+using std::min;
+using std::max;
+)EMU";
+
+/// The launcher, compiled into the library with the kernel.
+inline const char* kLauncher = R"EMU(
+extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, unsigned grid,
+                                unsigned block, unsigned concurrent) {
+  gridDim.x = grid;
+  blockDim.x = block;
+  for (unsigned b0 = 0; b0 < grid; b0 += concurrent) {
+    std::vector<std::unique_ptr<KdslEmuCta>> ctas;
+    std::vector<std::thread> threads;
+    for (unsigned b = b0; b < grid && b < b0 + concurrent; ++b) {
+      ctas.push_back(std::make_unique<KdslEmuCta>(block));
+      KdslEmuCta* cta = ctas.back().get();
+      for (unsigned t = 0; t < block; ++t) {
+        threads.emplace_back([=] {
+          threadIdx.x = t;
+          blockIdx.x = b;
+          kdsl_emu_cta = cta;
+          entry(params);
+        });
+      }
+    }
+    for (auto& th : threads) th.join();
+  }
+}
+)EMU";
+
+inline void replace_once(std::string& s, const std::string& from, const std::string& to) {
+  size_t at = s.find(from);
+  if (at == std::string::npos) throw std::runtime_error("cuda_emu: cannot find '" + from + "'");
+  s.replace(at, from.size(), to);
+}
+
+inline void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
+    s.replace(at, from.size(), to);
+  }
+}
+
+/// The generated source made host C++: PTX inline assembly replaced by the emulation's
+/// functions, __shared__ variables placed in the CTA's buffer, and extern "C" entry points
+/// kdsl_emu_entry_<i> calling the kernels `symbols[i]` with a pointer to the parameter block.
+inline std::string emulated_source(std::string src, const std::vector<std::string>& symbols) {
+  replace_once(src, R"(asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));)",
+               "r = kdsl_emu_f32_to_bf16(f);");
+  replace_once(src, R"(asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));)",
+               "f = kdsl_emu_f16_to_f32(h);");
+  replace_once(src, R"(asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));)",
+               "r = kdsl_emu_f32_to_f16(f);");
+  replace_once(src, R"(asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));)",
+               "r = kdsl_emu_f32_to_bf16(lo) | (unsigned(kdsl_emu_f32_to_bf16(hi)) << 16);");
+  replace_once(src, R"(asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));)",
+               "r = kdsl_emu_f32_to_f16(lo) | (unsigned(kdsl_emu_f32_to_f16(hi)) << 16);");
+  replace_once(
+      src, R"(asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");)",
+      "v = kdsl_emu_ld_acquire(p);");
+  replace_once(
+      src, R"(asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");)",
+      "kdsl_emu_st_release(p, v);");
+  replace_once(src, R"(asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory");)",
+               "kdsl_emu_named_bar(n);");
+  // Streaming (evict-first) 16-byte accesses are plain accesses on the host.
+  replace_once(src,
+               R"(asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), )"
+               R"("=r"(r.z), "=r"(r.w) : "l"(p));)",
+               "r = *reinterpret_cast<const uint4*>(p);");
+  replace_once(src,
+               R"(asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), )"
+               R"("r"(v.y), "r"(v.z), "r"(v.w) : "memory");)",
+               "*reinterpret_cast<uint4*>(p) = v;");
+  if (src.find("asm(") != std::string::npos || src.find("asm volatile(") != std::string::npos) {
+    throw std::runtime_error("cuda_emu: unhandled inline assembly in the generated source");
+  }
+  for (size_t at = src.find("__shared__ "); at != std::string::npos;
+       at = src.find("__shared__ ", at)) {
+    size_t end = src.find(';', at);
+    std::string decl = src.substr(at + 11, end - at - 11);  // "TYPE NAME"
+    size_t space = decl.rfind(' ');
+    std::string type = decl.substr(0, space), name = decl.substr(space + 1);
+    src.replace(at, end - at, type + "& " + name + " = *kdsl_emu_smem<" + type + ">()");
+  }
+  std::string out = std::string(kHostCuda) + src + kLauncher;
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    out += fmt::format(
+        "extern \"C\" void kdsl_emu_entry_{}(const void* p) {{ {}(*static_cast<const "
+        "kdsl_params_{}*>(p)); }}\n",
+        i, symbols[i], symbols[0]);
+  }
+  return out;
+}
+
+/// A compiled emulation: the library and its entry points.
+class Library {
+ public:
+  Library(const std::string& source, const std::string& name, size_t entries) {
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / "kdsl_emu";
+    std::filesystem::create_directories(dir);
+    std::filesystem::path cpp = dir / (name + ".cpp"), so = dir / (name + ".so");
+    std::ofstream(cpp) << source;
+    std::string cmd =
+        fmt::format("g++ -std=c++20 -O1 -w -fPIC -shared -pthread -o '{}' '{}' 2> '{}.log'",
+                    so.string(), cpp.string(), so.string());
+    if (std::system(cmd.c_str()) != 0) {
+      std::ifstream log(so.string() + ".log");
+      std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+      throw std::runtime_error("cuda_emu: the host compiler rejected " + cpp.string() + ":\n" +
+                               text.substr(0, 4000));
+    }
+    handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) throw std::runtime_error(std::string("cuda_emu: dlopen: ") + dlerror());
+    launch_ = reinterpret_cast<Launch>(dlsym(handle_, "kdsl_emu_launch"));
+    for (size_t i = 0; i < entries; ++i) {
+      entries_.push_back(
+          reinterpret_cast<Entry>(dlsym(handle_, fmt::format("kdsl_emu_entry_{}", i).c_str())));
+    }
+  }
+  ~Library() {
+    if (handle_) dlclose(handle_);
+  }
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  /// Runs entry point `i` on `grid` CTAs of `block` threads, `concurrent` CTAs at a time.
+  void launch(size_t i, const void* params, unsigned grid, unsigned block,
+              unsigned concurrent) const {
+    launch_(entries_.at(i), params, grid, block, concurrent);
+  }
+
+ private:
+  using Entry = void (*)(const void*);
+  using Launch = void (*)(Entry, const void*, unsigned, unsigned, unsigned);
+  void* handle_ = nullptr;
+  Launch launch_ = nullptr;
+  std::vector<Entry> entries_;
+};
+
+/// True when a host C++ compiler is available to build emulations.
+inline bool have_host_compiler() {
+  return std::system("g++ --version > /dev/null 2>&1") == 0;
+}
+
+}  // namespace kdsl::emu

@@ -1,0 +1,237 @@
+// The scan schedule's generated CUDA, run on the CPU emulation (cuda_emu.h), against the reference
+// interpreter: both layouts, both directions, inclusive and exclusive, built-in and user combine
+// functions, with and without init, the 16-byte and the element paths, several chunks (look-back
+// between CTAs running at once), shifts, first/last and column reductions. Skips without a host
+// C++ compiler.
+#include <fmt/format.h>
+
+#include "gpu_test_util.h"
+#include "scan_emu_util.h"
+#include "scan_test_inputs.h"
+
+namespace kdsl {
+namespace {
+
+const char* const kSource = R"(
+def affine(left, right):
+    a1, b1 = left
+    a2, b2 = right
+    return a1 * a2, a2 * b1 + b2
+
+
+@kernel
+def recurrence[T: (f32, bf16, c64)](a: Tensor[T, (B, L, D)], x: Tensor[T, (B, L, D)],
+                                    h0: Tensor[T, (B, D)],
+                                    *, h: Out[T, (B, L, D)], h_last: Out[T, (B, D)]):
+    for b, d in parallel(B, D):
+        one = T(1.0)
+        _, hv = scan(affine, (a[b, :, d], x[b, :, d]), init=(one, h0[b, d]))
+        h[b, :, d] = T(hv)
+        h_last[b, d] = T(last(hv))
+
+
+@kernel
+def recurrence_bwd[T: (f32, bf16)](a: Tensor[T, (B, L, D)], h: Tensor[T, (B, L, D)],
+                                   h0: Tensor[T, (B, D)], dh: Tensor[T, (B, L, D)],
+                                   *, dx: Out[T, (B, L, D)], da: Out[T, (B, L, D)],
+                                   dh0: Out[T, (B, D)], da_sum: Out[f32, (D,)]):
+    for b, d in parallel(B, D):
+        a_next = shift(f32(a[b, :, d]), -1, 0.0)
+        _, g = scan(affine, (a_next, f32(dh[b, :, d])), reverse=True)
+        h_prev = shift(f32(h[b, :, d]), 1, f32(h0[b, d]))
+        dx[b, :, d] = T(g)
+        da[b, :, d] = T(g * h_prev)
+        dh0[b, d] = T(first(f32(a[b, :, d]) * g))
+        da_sum[d] += sum(g * h_prev)
+
+
+@kernel
+def sums(x: Tensor[f32, (M, N)], *, fwd: Out[f32, (M, N)], fwd_ex: Out[f32, (M, N)],
+         lse: Out[f32, (M, N)], mx: Out[f32, (M, N)], total: Out[f32, (M,)],
+         ends: Out[f32, (M, 2)]):
+    for m in parallel(M):
+        v = x[m, :]
+        fwd[m, :] = cumsum(v, init=0.5)
+        fwd_ex[m, :] = cumprod(v * 0.01 + 1.0, exclusive=True)
+        lse[m, :] = logcumsumexp(v)
+        mx[m, :] = cummax(v)
+        total[m] = sum(v) + last(v)
+        ends[m, 0] = first(v)
+        ends[m, 1] = last(v) * 2.0
+
+
+@kernel
+def sums_rev(x: Tensor[f32, (M, N)], *, rev_ex: Out[f32, (M, N)], lse: Out[f32, (M, N)],
+             mn: Out[f32, (M, N)], total: Out[f32, (M,)]):
+    for m in parallel(M):
+        v = x[m, :]
+        rev_ex[m, :] = cumsum(v, reverse=True, exclusive=True)
+        lse[m, :] = logcumsumexp(v, reverse=True)
+        mn[m, :] = cummin(v, reverse=True)
+        total[m] = max(v) - first(v)
+
+
+@kernel
+def custom_rows(a: Tensor[f32, (M, N)], x: Tensor[f32, (M, N)],
+                *, fa: Out[f32, (M, N)], fb: Out[f32, (M, N)], eb: Out[f32, (M, N)]):
+    for m in parallel(M):
+        p, q = scan(affine, (a[m, :], x[m, :]), reverse=True)
+        fa[m, :] = p
+        fb[m, :] = q
+        _, r = scan(affine, (a[m, :], x[m, :]), init=(1.0, 0.25), exclusive=True, reverse=True)
+        eb[m, :] = r
+)";
+
+std::shared_ptr<const FrontEnd> module() {
+  static auto fe = run_front_end(std::make_shared<const SourceFile>("emu.kdsl", kSource));
+  return fe;
+}
+
+// Decay factors in (0.5, 1) (c64: modulus below 1), so recurrences stay bounded.
+HostTensor decays(DType t, std::vector<int64_t> shape, uint64_t seed) {
+  HostTensor h(t, std::move(shape));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.5, 0.999), ph(-3.1, 3.1);
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    double r = u(rng), angle = ph(rng);
+    if (t == DType::c64) {
+      h.set(i, r * std::cos(angle), r * std::sin(angle));
+    } else {
+      h.set(i, r);
+    }
+  }
+  return h;
+}
+
+class ScanEmu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  }
+};
+
+TEST_F(ScanEmu, RecurrenceAlongAMiddleAxis) {
+  uint64_t seed = 1;
+  for (DType t : {DType::f32, DType::bf16, DType::c64}) {
+    // (B, L, D): several chunks (look-back), a partial last chunk, one position; D a multiple
+    // of the 16-byte width (vector accesses) and not (element accesses).
+    for (auto [B, L, D] : {std::tuple<int64_t, int64_t, int64_t>{2, 300, 24},
+                           {1, 1000, 8},
+                           {1, 1, 16},
+                           {3, 7, 5},
+                           {1, 130, 9}}) {
+      ProblemSpec ps;
+      ps.kernel = "recurrence";
+      ps.binding = {t};
+      ps.shapes = {{"B", B}, {"L", L}, {"D", D}};
+      ps.inputs["a"] = decays(t, {B, L, D}, seed++);
+      ps.seed = seed++;
+      Problem p = make_problem(module(), ps);
+      emu::expect_emulated_matches_reference(
+          p, fmt::format("recurrence {} B={} L={} D={}", dtype_name(t), B, L, D));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+TEST_F(ScanEmu, RecurrenceBackwardWithShiftsFirstAndAColumnReduction) {
+  uint64_t seed = 100;
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (auto [B, L, D] : {std::tuple<int64_t, int64_t, int64_t>{2, 200, 16}, {3, 33, 3}}) {
+      ProblemSpec ps;
+      ps.kernel = "recurrence_bwd";
+      ps.binding = {t};
+      ps.shapes = {{"B", B}, {"L", L}, {"D", D}};
+      ps.inputs["a"] = decays(t, {B, L, D}, seed++);
+      ps.seed = seed++;
+      Problem p = make_problem(module(), ps);
+      emu::expect_emulated_matches_reference(
+          p, fmt::format("recurrence_bwd {} B={} L={} D={}", dtype_name(t), B, L, D));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+TEST_F(ScanEmu, BuiltinScansAlongTheLastAxis) {
+  uint64_t seed = 200;
+  for (auto [M, N] : {std::pair<int64_t, int64_t>{3, 20000}, {5, 7}, {2, 1000}, {1, 1}}) {
+    for (const char* kernel : {"sums", "sums_rev"}) {
+      ProblemSpec ps;
+      ps.kernel = kernel;
+      ps.shapes = {{"M", M}, {"N", N}};
+      ps.seed = seed++;
+      Problem p = make_problem(module(), ps);
+      emu::expect_emulated_matches_reference(p, fmt::format("{} M={} N={}", kernel, M, N));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+TEST_F(ScanEmu, UserCombineFunctionWithoutInitReverseAndExclusive) {
+  uint64_t seed = 300;
+  for (auto [M, N] : {std::pair<int64_t, int64_t>{2, 9000}, {4, 33}}) {
+    ProblemSpec ps;
+    ps.kernel = "custom_rows";
+    ps.shapes = {{"M", M}, {"N", N}};
+    ps.inputs["a"] = decays(DType::f32, {M, N}, seed++);
+    ps.seed = seed++;
+    Problem p = make_problem(module(), ps);
+    emu::expect_emulated_matches_reference(p, fmt::format("custom_rows M={} N={}", M, N));
+    if (HasFailure()) return;
+  }
+}
+
+// The schedule's knobs (KDSL_SCAN_SCHEDULE): a look-back window of 1 and 2 tiles (several windows
+// per look-back), the pipelined loop, other tile shapes.
+TEST_F(ScanEmu, ScheduleVariants) {
+  struct Unset {
+    ~Unset() { unsetenv("KDSL_SCAN_SCHEDULE"); }
+  } unset;
+  uint64_t seed = 400;
+  for (const char* hint : {"window=1", "window=2,pipeline=1", "pipeline=1", "t=2,lp=4,wp=4"}) {
+    setenv("KDSL_SCAN_SCHEDULE", hint, 1);
+    for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
+      ProblemSpec ps;
+      ps.kernel = kernel;
+      ps.binding = {DType::f32};
+      ps.shapes = {{"B", 2}, {"L", 700}, {"D", 24}};
+      ps.inputs["a"] = decays(DType::f32, {2, 700, 24}, seed++);
+      ps.seed = seed++;
+      Problem p = make_problem(module(), ps);
+      emu::expect_emulated_matches_reference(p, fmt::format("{} with {}", kernel, hint));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// Every stdlib scan kernel, f32, at a shape with several chunks and odd sizes and at a short one;
+// the recurrences in bf16 too.
+class StdlibScanEmu : public ::testing::TestWithParam<testing::ScanKernel> {};
+
+TEST_P(StdlibScanEmu, MatchesTheInterpreter) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  const testing::ScanKernel& k = GetParam();
+  auto fe = testing::front_end(k.file);
+  std::vector<DType> dtypes = {DType::f32};
+  if (k.file != "stdlib/scan.kdsl" && !k.complex) dtypes.push_back(DType::bf16);
+  if (k.file == "stdlib/linear_recurrence.kdsl" && !k.complex) dtypes.push_back(DType::f16);
+  uint64_t seed = 1;
+  for (DType t : dtypes) {
+    for (auto [b, l, d] :
+         {std::tuple<int64_t, int64_t, int64_t>{2, k.middle ? 333 : 9000, 5}, {3, 7, 4}}) {
+      Problem p = testing::scan_problem(fe, k, t, b, l, d, seed++);
+      emu::expect_emulated_matches_reference(
+          p, fmt::format("{} {} ({}, {}, {})", k.kernel, dtype_name(k.complex ? DType::c64 : t), b,
+                         l, d));
+      if (HasFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Stdlib, StdlibScanEmu, ::testing::ValuesIn(testing::stdlib_scan_kernels()),
+                         [](const auto& info) {
+                           return info.param.kernel + (info.param.complex ? "_c64" : "");
+                         });
+
+}  // namespace
+}  // namespace kdsl
