@@ -69,15 +69,20 @@ std::map<std::string, HostTensor> forward_inputs(const std::shared_ptr<const Fro
 }
 
 int run(int argc, char** argv) {
-  std::string out_path, source = std::getenv("KDSL_SOURCE_DIR") ? std::getenv("KDSL_SOURCE_DIR") : KDSL_SOURCE_DIR;
+  std::string out_path,
+      source = std::getenv("KDSL_SOURCE_DIR") ? std::getenv("KDSL_SOURCE_DIR") : KDSL_SOURCE_DIR;
   std::string only;
   int reps = 30;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--source" && i + 1 < argc) source = argv[++i];
-    else if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--only" && i + 1 < argc) only = argv[++i];
-    else out_path = a;
+    if (a == "--source" && i + 1 < argc)
+      source = argv[++i];
+    else if (a == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (a == "--only" && i + 1 < argc)
+      only = argv[++i];
+    else
+      out_path = a;
   }
   std::string why;
   if (!driver_or_null(&why) || device_count() == 0) {
@@ -88,10 +93,11 @@ int run(int argc, char** argv) {
   Timing copy_t;
   double copy = copy_bandwidth_gbps(nullptr, size_t{1} << 30, &copy_t);
   nlohmann::json records = nlohmann::json::array();
-  records.push_back({{"op", "copy"}, {"bytes", 2ull << 30}, {"us", copy_t.median_us}, {"GBps", copy}});
+  records.push_back(
+      {{"op", "copy"}, {"bytes", 2ull << 30}, {"us", copy_t.median_us}, {"GBps", copy}});
   fmt::print("device-to-device copy (1 GiB): {:.1f} us, {:.0f} GB/s\n", copy_t.median_us, copy);
-  fmt::print("{:<16} {:<5} {:>14} {:>10} {:>8} {:>8}  {}\n", "kernel", "dtype", "shape", "us", "GB/s",
-             "of copy", "schedule");
+  fmt::print("{:<16} {:<5} {:>14} {:>10} {:>8} {:>8}  {}\n", "kernel", "dtype", "shape", "us",
+             "GB/s", "of copy", "schedule");
   std::map<std::string, std::shared_ptr<const FrontEnd>> modules;
   uint64_t seed = 1;
   for (const Case& c : kCases) {
@@ -107,16 +113,27 @@ int run(int argc, char** argv) {
       ps.inputs = forward_inputs(fe, ps, c.forward);
       Problem p = make_problem(fe, ps);
       GpuRun gpu(p);
-      Timing t = time_cuda(nullptr, [&] { gpu.launch(); }, 5, reps, true);
+      Timing t = time_cuda(
+          nullptr, [&] { gpu.launch(); }, 5, reps, true);
       uint64_t bytes = minimal_bytes(p);
       double gbps = static_cast<double>(bytes) / (t.median_us * 1e3);
-      fmt::print("{:<16} {:<5} {:>14} {:>10.2f} {:>8.0f} {:>8.3f}  {}\n", c.kernel, dtype_name(s.dtype),
-                 fmt::format("{}x{}", s.m, s.n), t.median_us, gbps, gbps / copy, gpu.loaded().plan.schedule);
+      fmt::print("{:<16} {:<5} {:>14} {:>10.2f} {:>8.0f} {:>8.3f}  {}\n", c.kernel,
+                 dtype_name(s.dtype), fmt::format("{}x{}", s.m, s.n), t.median_us, gbps,
+                 gbps / copy, gpu.loaded().plan.schedule);
       std::cout.flush();
-      records.push_back({{"kernel", c.kernel}, {"op", c.op}, {"pass", c.backward ? "bwd" : "fwd"},
-                         {"dtype", dtype_name(s.dtype)}, {"M", s.m}, {"N", s.n}, {"us", t.median_us},
-                         {"min_us", t.min_us}, {"bytes", bytes}, {"GBps", gbps}, {"ratio_to_copy", gbps / copy},
-                         {"symbol", gpu.loaded().plan.symbol}, {"schedule", gpu.loaded().plan.schedule}});
+      records.push_back({{"kernel", c.kernel},
+                         {"op", c.op},
+                         {"pass", c.backward ? "bwd" : "fwd"},
+                         {"dtype", dtype_name(s.dtype)},
+                         {"M", s.m},
+                         {"N", s.n},
+                         {"us", t.median_us},
+                         {"min_us", t.min_us},
+                         {"bytes", bytes},
+                         {"GBps", gbps},
+                         {"ratio_to_copy", gbps / copy},
+                         {"symbol", gpu.loaded().plan.symbol},
+                         {"schedule", gpu.loaded().plan.schedule}});
     }
   }
   if (!out_path.empty()) std::ofstream(out_path) << records.dump(1) << "\n";

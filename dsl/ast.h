@@ -130,8 +130,8 @@ struct ConstDef {
 struct Module {
   std::shared_ptr<const SourceFile> file;
   std::string docstring;
-  std::vector<ConstDef> constants;      // in source order
-  std::vector<FunctionDef> functions;   // in source order (kernels and helpers)
+  std::vector<ConstDef> constants;     // in source order
+  std::vector<FunctionDef> functions;  // in source order (kernels and helpers)
 
   const FunctionDef* find_function(const std::string& name) const;
 };

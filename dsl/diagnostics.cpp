@@ -9,18 +9,24 @@ namespace {
 
 const char* severity_word(Severity s) {
   switch (s) {
-    case Severity::error: return "error";
-    case Severity::warning: return "warning";
-    case Severity::note: return "note";
+    case Severity::error:
+      return "error";
+    case Severity::warning:
+      return "warning";
+    case Severity::note:
+      return "note";
   }
   return "error";
 }
 
 const char* severity_color(Severity s) {
   switch (s) {
-    case Severity::error: return "\033[1;31m";
-    case Severity::warning: return "\033[1;35m";
-    case Severity::note: return "\033[1;36m";
+    case Severity::error:
+      return "\033[1;31m";
+    case Severity::warning:
+      return "\033[1;35m";
+    case Severity::note:
+      return "\033[1;36m";
   }
   return "";
 }
@@ -72,7 +78,8 @@ std::string render_diagnostic(const Diagnostic& d, bool color) {
     for (uint32_t i = 0; i + 1 < d.loc.col && i < line.size(); ++i) {
       marker += line[i] == '\t' ? '\t' : ' ';
     }
-    uint32_t room = d.loc.col <= line.size() ? static_cast<uint32_t>(line.size()) - d.loc.col + 1 : 1;
+    uint32_t room =
+        d.loc.col <= line.size() ? static_cast<uint32_t>(line.size()) - d.loc.col + 1 : 1;
     uint32_t len = std::max<uint32_t>(1, std::min(d.length, room));
     out += green;
     out += marker + "^" + std::string(len - 1, '~');

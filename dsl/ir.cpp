@@ -7,17 +7,17 @@
 namespace kdsl::ir {
 
 const char* name(Op op) {
-  static const char* const names[] = {"const",  "param",   "shape",   "position", "load",
-                                      "arg",    "cast",    "unary",   "binary",   "compare",
-                                      "select", "reduce",  "scan",    "extract",  "shift"};
+  static const char* const names[] = {"const",  "param",  "shape", "position", "load",
+                                      "arg",    "cast",   "unary", "binary",   "compare",
+                                      "select", "reduce", "scan",  "extract",  "shift"};
   return names[static_cast<int>(op)];
 }
 
 const char* name(UnaryFn fn) {
   static const char* const names[] = {
-      "neg",  "not",   "exp",     "exp2",    "log",  "log2",      "log1p",    "expm1", "sqrt",
-      "rsqrt", "abs",  "floor",   "ceil",    "tanh", "sigmoid",   "erf",      "silu",  "gelu",
-      "gelu_tanh", "softplus", "isnan", "isinf", "isfinite", "real", "imag", "conj"};
+      "neg",       "not",      "exp",   "exp2",  "log",      "log2",    "log1p", "expm1", "sqrt",
+      "rsqrt",     "abs",      "floor", "ceil",  "tanh",     "sigmoid", "erf",   "silu",  "gelu",
+      "gelu_tanh", "softplus", "isnan", "isinf", "isfinite", "real",    "imag",  "conj"};
   return names[static_cast<int>(fn)];
 }
 
@@ -60,9 +60,15 @@ std::string view_str(const Kernel& k, const TensorParam& t, const View& v) {
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out += ", ";
     switch (v[i].kind) {
-      case AxisIndex::Kind::loop: out += k.loop.at(v[i].value).name; break;
-      case AxisIndex::Kind::vector: out += ":"; break;
-      case AxisIndex::Kind::constant: out += std::to_string(v[i].value); break;
+      case AxisIndex::Kind::loop:
+        out += k.loop.at(v[i].value).name;
+        break;
+      case AxisIndex::Kind::vector:
+        out += ":";
+        break;
+      case AxisIndex::Kind::constant:
+        out += std::to_string(v[i].value);
+        break;
     }
   }
   return out + "]";
@@ -80,22 +86,43 @@ std::string node_str(const Kernel& k, const Node& n) {
       s += " " + number_str(n.number);
       if (n.type.dtype == DType::c64) s += fmt::format("{:+}j", n.number_im);
       break;
-    case Op::param: s += " " + k.scalars.at(n.index).name; break;
-    case Op::shape: s += " " + k.symbols.at(n.index).name; break;
-    case Op::load: s += " " + view_str(k, k.tensors.at(n.index), n.view); break;
-    case Op::arg: s += fmt::format(" #{}", n.index); break;
-    case Op::unary: s += std::string(" ") + name(static_cast<UnaryFn>(n.fn)); break;
-    case Op::binary: s += std::string(" ") + name(static_cast<BinaryFn>(n.fn)); break;
-    case Op::compare: s += std::string(" ") + name(static_cast<CompareFn>(n.fn)); break;
-    case Op::reduce: s += std::string(" ") + name(static_cast<ReduceKind>(n.fn)); break;
+    case Op::param:
+      s += " " + k.scalars.at(n.index).name;
+      break;
+    case Op::shape:
+      s += " " + k.symbols.at(n.index).name;
+      break;
+    case Op::load:
+      s += " " + view_str(k, k.tensors.at(n.index), n.view);
+      break;
+    case Op::arg:
+      s += fmt::format(" #{}", n.index);
+      break;
+    case Op::unary:
+      s += std::string(" ") + name(static_cast<UnaryFn>(n.fn));
+      break;
+    case Op::binary:
+      s += std::string(" ") + name(static_cast<BinaryFn>(n.fn));
+      break;
+    case Op::compare:
+      s += std::string(" ") + name(static_cast<CompareFn>(n.fn));
+      break;
+    case Op::reduce:
+      s += std::string(" ") + name(static_cast<ReduceKind>(n.fn));
+      break;
     case Op::scan:
       s += fmt::format(" {} region{}{}{}{} -> {}", name(static_cast<ScanKind>(n.fn)), n.index,
                        n.reverse ? " reverse" : "", n.exclusive ? " exclusive" : "",
                        n.has_init ? " init" : "", n.results.size());
       break;
-    case Op::extract: s += fmt::format(" #{}", n.index); break;
-    case Op::shift: s += fmt::format(" by {}", n.index); break;
-    default: break;
+    case Op::extract:
+      s += fmt::format(" #{}", n.index);
+      break;
+    case Op::shift:
+      s += fmt::format(" by {}", n.index);
+      break;
+    default:
+      break;
   }
   for (size_t i = 0; i < n.args.size(); ++i) s += fmt::format("{}%{}", i ? ", " : " ", n.args[i]);
   return s;
@@ -103,18 +130,24 @@ std::string node_str(const Kernel& k, const Node& n) {
 
 const char* role_str(Role r) {
   switch (r) {
-    case Role::in: return "Tensor";
-    case Role::out: return "Out";
-    case Role::inout: return "InOut";
+    case Role::in:
+      return "Tensor";
+    case Role::out:
+      return "Out";
+    case Role::inout:
+      return "InOut";
   }
   return "?";
 }
 
 const char* store_str(StoreKind k) {
   switch (k) {
-    case StoreKind::write: return "=";
-    case StoreKind::accumulate: return "+=";
-    case StoreKind::reduce: return "+= (reduce)";
+    case StoreKind::write:
+      return "=";
+    case StoreKind::accumulate:
+      return "+=";
+    case StoreKind::reduce:
+      return "+= (reduce)";
   }
   return "?";
 }
@@ -150,7 +183,8 @@ std::string print(const Kernel& k) {
   }
   out += ")\n";
   out += "  parallel";
-  for (const LoopVar& v : k.loop) out += fmt::format(" {} in {};", v.name, k.symbols.at(v.extent).name);
+  for (const LoopVar& v : k.loop)
+    out += fmt::format(" {} in {};", v.name, k.symbols.at(v.extent).name);
   if (k.vector_symbol >= 0) {
     out += " vector axis " + extent_str(k, Extent{k.vector_symbol, 0});
   }
@@ -180,12 +214,14 @@ std::string print(const Kernel& k) {
 namespace {
 
 [[noreturn]] void broken(const Kernel& k, const std::string& what) {
-  throw InternalError(fmt::format("IR of kernel '{}' is malformed: {}\n{}", k.name, what, print(k)));
+  throw InternalError(
+      fmt::format("IR of kernel '{}' is malformed: {}\n{}", k.name, what, print(k)));
 }
 
 void verify_view(const Kernel& k, const TensorParam& t, const View& v, const char* what) {
   if (v.size() != t.shape.size()) {
-    broken(k, fmt::format("{} of {} indexes {} of {} axes", what, t.name, v.size(), t.shape.size()));
+    broken(k,
+           fmt::format("{} of {} indexes {} of {} axes", what, t.name, v.size(), t.shape.size()));
   }
   for (const AxisIndex& a : v) {
     if (a.kind == AxisIndex::Kind::loop && (a.value < 0 || a.value >= (int64_t)k.loop.size())) {
@@ -285,7 +321,8 @@ void verify_nodes(const Kernel& k, const std::vector<Node>& nodes, int32_t num_a
           broken(k, fmt::format("%{} is a malformed shift", i));
         }
         break;
-      default: break;
+      default:
+        break;
     }
     if (n.type.form == Form::scalar) {
       for (ValueId a : n.args) {

@@ -54,10 +54,47 @@ enum class Op : uint8_t {
 };
 
 enum class UnaryFn : uint8_t {
-  neg, lnot, exp, exp2, log, log2, log1p, expm1, sqrt, rsqrt, abs, floor, ceil, tanh, sigmoid,
-  erf, silu, gelu, gelu_tanh, softplus, isnan, isinf, isfinite, real, imag, conj,
+  neg,
+  lnot,
+  exp,
+  exp2,
+  log,
+  log2,
+  log1p,
+  expm1,
+  sqrt,
+  rsqrt,
+  abs,
+  floor,
+  ceil,
+  tanh,
+  sigmoid,
+  erf,
+  silu,
+  gelu,
+  gelu_tanh,
+  softplus,
+  isnan,
+  isinf,
+  isfinite,
+  real,
+  imag,
+  conj,
 };
-enum class BinaryFn : uint8_t { add, sub, mul, div, floordiv, mod, pow, min, max, land, lor, complex };
+enum class BinaryFn : uint8_t {
+  add,
+  sub,
+  mul,
+  div,
+  floordiv,
+  mod,
+  pow,
+  min,
+  max,
+  land,
+  lor,
+  complex
+};
 enum class CompareFn : uint8_t { lt, le, eq, ne, gt, ge };
 /// sum, max and min accumulate in the node's dtype (f32 for 16-bit floats); var is the population
 /// variance (Welford/Chan on the GPU); argmax/argmin give the first index of the extreme (i64).
@@ -90,13 +127,13 @@ struct Node {
   Type type;
   uint8_t fn = 0;  // UnaryFn / BinaryFn / CompareFn / ReduceKind, by op
   std::vector<ValueId> args;
-  double number = 0;     // constant: value (real part)
-  double number_im = 0;  // constant: imaginary part (c64)
-  int32_t index = -1;    // param, shape, load (tensor), arg, scan (region), extract, shift
-  View view;             // load
-  bool reverse = false;    // scan: from the last position to the first
-  bool exclusive = false;  // scan: position t combines positions before t only
-  bool has_init = false;   // scan: args carry initial values
+  double number = 0;          // constant: value (real part)
+  double number_im = 0;       // constant: imaginary part (c64)
+  int32_t index = -1;         // param, shape, load (tensor), arg, scan (region), extract, shift
+  View view;                  // load
+  bool reverse = false;       // scan: from the last position to the first
+  bool exclusive = false;     // scan: position t combines positions before t only
+  bool has_init = false;      // scan: args carry initial values
   std::vector<Type> results;  // scan: the result types (one per scanned value)
   SourceLoc loc;
 };

@@ -32,14 +32,21 @@ double saturate_int(double v, double lo, double hi) {
 
 double round_to(DType t, double v) {
   switch (t) {
-    case DType::f16: return round_binary(v, 11, -14, kF16Max);
-    case DType::bf16: return round_binary(v, 8, -126, kBF16Max);
+    case DType::f16:
+      return round_binary(v, 11, -14, kF16Max);
+    case DType::bf16:
+      return round_binary(v, 8, -126, kBF16Max);
     case DType::f32:
-    case DType::c64: return static_cast<double>(static_cast<float>(v));
-    case DType::f64: return v;
-    case DType::i32: return saturate_int(v, -2147483648.0, 2147483647.0);
-    case DType::i64: return saturate_int(v, -9223372036854775808.0, 9223372036854774784.0);
-    case DType::b8: return v != 0 ? 1 : 0;
+    case DType::c64:
+      return static_cast<double>(static_cast<float>(v));
+    case DType::f64:
+      return v;
+    case DType::i32:
+      return saturate_int(v, -2147483648.0, 2147483647.0);
+    case DType::i64:
+      return saturate_int(v, -9223372036854775808.0, 9223372036854774784.0);
+    case DType::b8:
+      return v != 0 ? 1 : 0;
   }
   return v;
 }

@@ -23,11 +23,11 @@ struct GenericInfo {
 struct SignatureParam {
   std::string name;
   bool is_tensor = true;
-  ir::Role role = ir::Role::in;           // tensors
-  int generic = -1;                       // index into KernelSignature::generics, or -1
-  DType dtype = DType::f32;               // when generic < 0
-  std::vector<ir::Extent> shape;          // tensors
-  std::optional<double> default_value;    // scalars
+  ir::Role role = ir::Role::in;         // tensors
+  int generic = -1;                     // index into KernelSignature::generics, or -1
+  DType dtype = DType::f32;             // when generic < 0
+  std::vector<ir::Extent> shape;        // tensors
+  std::optional<double> default_value;  // scalars
   bool keyword_only = false;
   SourceLoc loc;
 };

@@ -21,18 +21,30 @@ struct UnaryBuiltin {
   ir::UnaryFn fn;
 };
 constexpr UnaryBuiltin kUnaryBuiltins[] = {
-    {"exp", ir::UnaryFn::exp},       {"exp2", ir::UnaryFn::exp2},
-    {"log", ir::UnaryFn::log},       {"log2", ir::UnaryFn::log2},
-    {"log1p", ir::UnaryFn::log1p},   {"expm1", ir::UnaryFn::expm1},
-    {"sqrt", ir::UnaryFn::sqrt},     {"rsqrt", ir::UnaryFn::rsqrt},
-    {"abs", ir::UnaryFn::abs},       {"floor", ir::UnaryFn::floor},
-    {"ceil", ir::UnaryFn::ceil},     {"tanh", ir::UnaryFn::tanh},
-    {"sigmoid", ir::UnaryFn::sigmoid}, {"erf", ir::UnaryFn::erf},
-    {"silu", ir::UnaryFn::silu},     {"gelu", ir::UnaryFn::gelu},
-    {"gelu_tanh", ir::UnaryFn::gelu_tanh}, {"softplus", ir::UnaryFn::softplus},
-    {"isnan", ir::UnaryFn::isnan},   {"isinf", ir::UnaryFn::isinf},
-    {"isfinite", ir::UnaryFn::isfinite}, {"real", ir::UnaryFn::real},
-    {"imag", ir::UnaryFn::imag},     {"conj", ir::UnaryFn::conj},
+    {"exp", ir::UnaryFn::exp},
+    {"exp2", ir::UnaryFn::exp2},
+    {"log", ir::UnaryFn::log},
+    {"log2", ir::UnaryFn::log2},
+    {"log1p", ir::UnaryFn::log1p},
+    {"expm1", ir::UnaryFn::expm1},
+    {"sqrt", ir::UnaryFn::sqrt},
+    {"rsqrt", ir::UnaryFn::rsqrt},
+    {"abs", ir::UnaryFn::abs},
+    {"floor", ir::UnaryFn::floor},
+    {"ceil", ir::UnaryFn::ceil},
+    {"tanh", ir::UnaryFn::tanh},
+    {"sigmoid", ir::UnaryFn::sigmoid},
+    {"erf", ir::UnaryFn::erf},
+    {"silu", ir::UnaryFn::silu},
+    {"gelu", ir::UnaryFn::gelu},
+    {"gelu_tanh", ir::UnaryFn::gelu_tanh},
+    {"softplus", ir::UnaryFn::softplus},
+    {"isnan", ir::UnaryFn::isnan},
+    {"isinf", ir::UnaryFn::isinf},
+    {"isfinite", ir::UnaryFn::isfinite},
+    {"real", ir::UnaryFn::real},
+    {"imag", ir::UnaryFn::imag},
+    {"conj", ir::UnaryFn::conj},
 };
 
 const char* const kOtherBuiltins[] = {"min",          "max",    "pow",     "where",  "sum",
@@ -79,8 +91,10 @@ std::vector<std::string> builtin_names() {
 bool Value::same_as(const Value& o) const {
   if (kind != o.kind) return false;
   switch (kind) {
-    case Kind::node: return id == o.id;
-    case Kind::weak: return num == o.num && is_int == o.is_int;
+    case Kind::node:
+      return id == o.id;
+    case Kind::weak:
+      return num == o.num && is_int == o.is_int;
     case Kind::tuple:
       if (elems.size() != o.elems.size()) return false;
       for (size_t i = 0; i < elems.size(); ++i) {
@@ -88,18 +102,22 @@ bool Value::same_as(const Value& o) const {
       }
       return true;
     case Kind::tensor:
-    case Kind::loopvar: return index == o.index;
-    case Kind::helper: return fn == o.fn;
-    case Kind::dtype: return dtype == o.dtype;
-    default: return false;
+    case Kind::loopvar:
+      return index == o.index;
+    case Kind::helper:
+      return fn == o.fn;
+    case Kind::dtype:
+      return dtype == o.dtype;
+    default:
+      return false;
   }
 }
 
 ir::ValueId Builder::add(ir::Node n) {
-  std::string key = fmt::format("{}|{}|{}|{}|{}|{:a}|{:a}|{}|{}{}{}|", static_cast<int>(n.op),
-                                static_cast<int>(n.type.dtype), static_cast<int>(n.type.form),
-                                n.fn, n.index, n.number, n.number_im, n.args.size(), n.reverse,
-                                n.exclusive, n.has_init);
+  std::string key =
+      fmt::format("{}|{}|{}|{}|{}|{:a}|{:a}|{}|{}{}{}|", static_cast<int>(n.op),
+                  static_cast<int>(n.type.dtype), static_cast<int>(n.type.form), n.fn, n.index,
+                  n.number, n.number_im, n.args.size(), n.reverse, n.exclusive, n.has_init);
   for (ir::ValueId a : n.args) key += fmt::format("{},", a);
   for (const auto& a : n.view) key += fmt::format("{}:{},", static_cast<int>(a.kind), a.value);
   auto it = seen_.find(key);
@@ -124,13 +142,20 @@ std::string Lowerer::describe(const Value& v) const {
     case Kind::node:
       return fmt::format("a {} {}", v.type.form == Form::vector ? "vector of" : "scalar",
                          dtype_name(v.type.dtype));
-    case Kind::weak: return "a number";
-    case Kind::tuple: return fmt::format("a tuple of {}", v.elems.size());
-    case Kind::tensor: return fmt::format("tensor '{}'", kernel_->tensors[v.index].name);
-    case Kind::loopvar: return fmt::format("loop variable '{}'", kernel_->loop[v.index].name);
-    case Kind::helper: return fmt::format("helper function '{}'", v.fn->name);
-    case Kind::dtype: return fmt::format("dtype {}", dtype_name(v.dtype));
-    default: return "an invalid value";
+    case Kind::weak:
+      return "a number";
+    case Kind::tuple:
+      return fmt::format("a tuple of {}", v.elems.size());
+    case Kind::tensor:
+      return fmt::format("tensor '{}'", kernel_->tensors[v.index].name);
+    case Kind::loopvar:
+      return fmt::format("loop variable '{}'", kernel_->loop[v.index].name);
+    case Kind::helper:
+      return fmt::format("helper function '{}'", v.fn->name);
+    case Kind::dtype:
+      return fmt::format("dtype {}", dtype_name(v.dtype));
+    default:
+      return "an invalid value";
   }
 }
 
@@ -278,7 +303,8 @@ Value Lowerer::lookup(const ast::Expr& e) {
 
 Value Lowerer::vector_of_tensor(int32_t tensor, const ast::Expr& at) {
   const ir::TensorParam& t = kernel_->tensors[tensor];
-  if (t.shape.size() == 1 && t.shape[0].symbol >= 0 && t.shape[0].symbol == kernel_->vector_symbol) {
+  if (t.shape.size() == 1 && t.shape[0].symbol >= 0 &&
+      t.shape[0].symbol == kernel_->vector_symbol) {
     if (!in_loop_) {
       diags().error(at.loc, "tensors can only be read inside the parallel loop", at.span());
       return Value::error();
@@ -328,8 +354,9 @@ Value Lowerer::materialize(const Value& v, DType t, const ast::Expr* at) {
   }
   if (t == DType::b8) {
     if (at) {
-      diags().error(at->loc, "a number cannot be used as a bool; write True or False or a "
-                             "comparison",
+      diags().error(at->loc,
+                    "a number cannot be used as a bool; write True or False or a "
+                    "comparison",
                     at->span());
     }
     return Value::error();
@@ -386,11 +413,11 @@ bool Lowerer::unify(Value& a, Value& b, const ast::Expr& at, const char* spellin
   }
   if (a.is_error() || b.is_error()) return false;
   if (a.type.dtype != b.type.dtype) {
-    auto& d = diags().error(at.loc,
-                            fmt::format("operands of '{}' have different dtypes: {} and {}",
-                                        spelling, dtype_name(a.type.dtype),
-                                        dtype_name(b.type.dtype)),
-                            at.span());
+    auto& d =
+        diags().error(at.loc,
+                      fmt::format("operands of '{}' have different dtypes: {} and {}", spelling,
+                                  dtype_name(a.type.dtype), dtype_name(b.type.dtype)),
+                      at.span());
     d.hint = fmt::format("kdsl never converts implicitly; convert one side, e.g. {}(...)",
                          dtype_name(accumulator_dtype(a.type.dtype)));
     return false;
@@ -408,10 +435,10 @@ Value Lowerer::cast(const Value& v, DType t, const ast::Expr* at) {
   if (v.type.dtype == t) return v;
   if (v.type.dtype == DType::c64) {
     if (at) {
-      diags().error(at->loc,
-                    fmt::format("cannot convert c64 to {}; take real(z), imag(z) or abs(z)",
-                                dtype_name(t)),
-                    at->span());
+      diags().error(
+          at->loc,
+          fmt::format("cannot convert c64 to {}; take real(z), imag(z) or abs(z)", dtype_name(t)),
+          at->span());
     }
     return Value::error();
   }
@@ -464,8 +491,8 @@ Value Lowerer::binary(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at,
       return Value::error();
     }
     double r = ref_binary(fn, a.num, b.num);
-    bool int_result = a.is_int && b.is_int && fn != ir::BinaryFn::div &&
-                      !(fn == ir::BinaryFn::pow && b.num < 0);
+    bool int_result =
+        a.is_int && b.is_int && fn != ir::BinaryFn::div && !(fn == ir::BinaryFn::pow && b.num < 0);
     return Value::weak(r, int_result);
   }
   if (fn == ir::BinaryFn::pow && b.kind == Kind::weak && b.is_int && b.num == 2 &&
@@ -531,10 +558,10 @@ Value Lowerer::logical(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at,
   if (a.is_error() || b.is_error()) return Value::error();
   for (const Value* v : {&a, &b}) {
     if (v->kind != Kind::node || v->type.dtype != DType::b8) {
-      diags().error(at.loc,
-                    fmt::format("'{}' needs bool operands (comparisons), not {}", spelling,
-                                describe(*v)),
-                    at.span());
+      diags().error(
+          at.loc,
+          fmt::format("'{}' needs bool operands (comparisons), not {}", spelling, describe(*v)),
+          at.span());
       return Value::error();
     }
   }
@@ -574,14 +601,11 @@ Value Lowerer::unary_math(ir::UnaryFn fn, const Value& a0, const ast::Expr& at) 
     ok = t != DType::b8;
   }
   if (!ok) {
-    const char* need = (fn == ir::UnaryFn::real || fn == ir::UnaryFn::imag ||
-                        fn == ir::UnaryFn::conj)
-                           ? "a c64"
-                           : "a float";
-    auto& d = diags().error(at.loc,
-                            fmt::format("{}() needs {} argument, not {}", fname, need,
-                                        describe(a)),
-                            at.span());
+    const char* need =
+        (fn == ir::UnaryFn::real || fn == ir::UnaryFn::imag || fn == ir::UnaryFn::conj) ? "a c64"
+                                                                                        : "a float";
+    auto& d = diags().error(
+        at.loc, fmt::format("{}() needs {} argument, not {}", fname, need, describe(a)), at.span());
     if (is_int(t)) d.hint = "convert it first, e.g. f32(...)";
     return Value::error();
   }
@@ -600,10 +624,10 @@ Value Lowerer::reduce(ir::ReduceKind kind, const Value& a0, const ast::Expr& at,
   if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, at);
   if (a.is_error()) return a;
   if (!a.is_vector()) {
-    diags().error(at.loc,
-                  fmt::format("{}() reduces a vector (a view such as x[m, :]), not {}", fname,
-                              describe(a)),
-                  at.span());
+    diags().error(
+        at.loc,
+        fmt::format("{}() reduces a vector (a view such as x[m, :]), not {}", fname, describe(a)),
+        at.span());
     return Value::error();
   }
   DType t = a.type.dtype;
@@ -637,10 +661,14 @@ const ast::Expr* Lowerer::keyword(const ast::Expr& call, const std::string& name
 Value Lowerer::expr(const ast::Expr& e) {
   using EK = ast::ExprKind;
   switch (e.kind) {
-    case EK::name: return lookup(e);
-    case EK::int_lit: return Value::weak(static_cast<double>(e.int_value), true);
-    case EK::float_lit: return Value::weak(e.float_value, false);
-    case EK::bool_lit: return constant(e.bool_value ? 1 : 0, DType::b8);
+    case EK::name:
+      return lookup(e);
+    case EK::int_lit:
+      return Value::weak(static_cast<double>(e.int_value), true);
+    case EK::float_lit:
+      return Value::weak(e.float_value, false);
+    case EK::bool_lit:
+      return constant(e.bool_value ? 1 : 0, DType::b8);
     case EK::string_lit:
       diags().error(e.loc, "strings are only used as docstrings", e.span());
       return Value::error();
@@ -666,10 +694,9 @@ Value Lowerer::expr(const ast::Expr& e) {
       return unary_math(ir::UnaryFn::neg, a, e);
     }
     case EK::binary: {
-      static const ir::BinaryFn fns[] = {ir::BinaryFn::add,      ir::BinaryFn::sub,
-                                         ir::BinaryFn::mul,      ir::BinaryFn::div,
-                                         ir::BinaryFn::floordiv, ir::BinaryFn::mod,
-                                         ir::BinaryFn::pow};
+      static const ir::BinaryFn fns[] = {
+          ir::BinaryFn::add,      ir::BinaryFn::sub, ir::BinaryFn::mul, ir::BinaryFn::div,
+          ir::BinaryFn::floordiv, ir::BinaryFn::mod, ir::BinaryFn::pow};
       static const char* const spellings[] = {"+", "-", "*", "/", "//", "%", "**"};
       Value a = expr(*e.args[0]);
       Value b = expr(*e.args[1]);
@@ -704,10 +731,10 @@ Value Lowerer::expr(const ast::Expr& e) {
       Value b = expr(*e.args[2]);
       if (c.is_error()) return c;
       if (c.kind != Kind::node || c.type.dtype != DType::b8) {
-        diags().error(e.args[0]->loc,
-                      fmt::format("the condition of 'if ... else' must be a bool, not {}",
-                                  describe(c)),
-                      e.args[0]->span());
+        diags().error(
+            e.args[0]->loc,
+            fmt::format("the condition of 'if ... else' must be a bool, not {}", describe(c)),
+            e.args[0]->span());
         return Value::error();
       }
       if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, *e.args[1]);
@@ -718,8 +745,10 @@ Value Lowerer::expr(const ast::Expr& e) {
       }
       return select(c, a, b, &e);
     }
-    case EK::call: return call(e);
-    case EK::subscript: return subscript(e);
+    case EK::call:
+      return call(e);
+    case EK::subscript:
+      return subscript(e);
   }
   return Value::error();
 }
@@ -859,8 +888,9 @@ Value Lowerer::subscript(const ast::Expr& e) {
     if (t.role == ir::Role::out) {
       auto& d = diags().error(
           e.loc, fmt::format("'{}' is an output (Out) and cannot be read", t.name), e.span());
-      d.hint = "keep the value in a local variable, or declare it InOut[...] to read its "
-               "contents on entry";
+      d.hint =
+          "keep the value in a local variable, or declare it InOut[...] to read its "
+          "contents on entry";
       return Value::error();
     }
     ir::Node n;
@@ -918,11 +948,11 @@ Value Lowerer::call(const ast::Expr& e) {
   if (f.kind == Kind::dtype) {
     if (!e.keywords.empty() || args.empty() || args.size() > 2 ||
         (args.size() == 2 && f.dtype != DType::c64)) {
-      diags().error(e.loc,
-                    fmt::format("{}(x) converts one value{}", dtype_name(f.dtype),
-                                f.dtype == DType::c64 ? "; c64(re, im) builds a complex number"
-                                                      : ""),
-                    e.span());
+      diags().error(
+          e.loc,
+          fmt::format("{}(x) converts one value{}", dtype_name(f.dtype),
+                      f.dtype == DType::c64 ? "; c64(re, im) builds a complex number" : ""),
+          e.span());
       return Value::error();
     }
     for (size_t i = 0; i < args.size(); ++i) {
@@ -966,8 +996,7 @@ Value Lowerer::call(const ast::Expr& e) {
   return Value::error();
 }
 
-Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e,
-                            std::vector<Value>& args) {
+Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e, std::vector<Value>& args) {
   auto arity = [&](size_t lo, size_t hi) {
     if (args.size() >= lo && args.size() <= hi) return true;
     std::string expect =

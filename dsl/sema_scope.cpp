@@ -90,8 +90,8 @@ std::optional<ConstValue> ModuleScope::constant(const std::string& name) {
       v = std::nullopt;
     } else if (is_int(*t) && !v->is_int) {
       diags_.error(def->value->loc,
-                   fmt::format("constant '{}' is declared {} but its value is not an integer",
-                               name, dtype_name(*t)),
+                   fmt::format("constant '{}' is declared {} but its value is not an integer", name,
+                               dtype_name(*t)),
                    def->value->span());
       v = std::nullopt;
     } else {
@@ -150,8 +150,9 @@ struct HeaderBuilder {
 
   void add_generic_constraint(const ast::Expr& c, std::vector<DType>* domain) {
     if (c.kind != ast::ExprKind::name) {
-      error(c, "a generic's constraint is a dtype, a dtype set (float, half, real, complex) or a "
-               "tuple of them");
+      error(c,
+            "a generic's constraint is a dtype, a dtype set (float, half, real, complex) or a "
+            "tuple of them");
       return;
     }
     auto set = dtype_set(c.name);
@@ -205,8 +206,9 @@ struct HeaderBuilder {
       std::string near = closest_name(e.name, names);
       if (!near.empty()) hint = fmt::format("did you mean '{}'?", near);
     }
-    error(e, "expected a dtype (f16, bf16, f32, f64, i32, i64, bool, c64) or a generic of this "
-             "kernel",
+    error(e,
+          "expected a dtype (f16, bf16, f32, f64, i32, i64, bool, c64) or a generic of this "
+          "kernel",
           hint);
     return false;
   }
@@ -294,10 +296,9 @@ struct HeaderBuilder {
       return;
     }
     const ast::Expr& a = *ap.annotation;
-    bool is_tensor_type = a.kind == ast::ExprKind::subscript &&
-                          a.args[0]->kind == ast::ExprKind::name &&
-                          (a.args[0]->name == "Tensor" || a.args[0]->name == "Out" ||
-                           a.args[0]->name == "InOut");
+    bool is_tensor_type =
+        a.kind == ast::ExprKind::subscript && a.args[0]->kind == ast::ExprKind::name &&
+        (a.args[0]->name == "Tensor" || a.args[0]->name == "Out" || a.args[0]->name == "InOut");
     if (is_tensor_type) {
       if (!tensor_annotation(a, &p)) return;
       if (ap.default_value) {

@@ -14,21 +14,25 @@ using Kind = Value::Kind;
 
 bool StoreKey::operator<(const StoreKey& o) const {
   if (tensor != o.tensor) return tensor < o.tensor;
-  return std::lexicographical_compare(
-      view.begin(), view.end(), o.view.begin(), o.view.end(),
-      [](const ir::AxisIndex& a, const ir::AxisIndex& b) {
-        return std::tie(a.kind, a.value) < std::tie(b.kind, b.value);
-      });
+  return std::lexicographical_compare(view.begin(), view.end(), o.view.begin(), o.view.end(),
+                                      [](const ir::AxisIndex& a, const ir::AxisIndex& b) {
+                                        return std::tie(a.kind, a.value) <
+                                               std::tie(b.kind, b.value);
+                                      });
 }
 
 namespace {
 
 const char* stmt_keyword(const ast::Stmt& s) {
   switch (s.kind) {
-    case ast::StmtKind::for_: return "for";
-    case ast::StmtKind::if_: return "if";
-    case ast::StmtKind::return_: return "return";
-    default: return "statement";
+    case ast::StmtKind::for_:
+      return "for";
+    case ast::StmtKind::if_:
+      return "if";
+    case ast::StmtKind::return_:
+      return "return";
+    default:
+      return "statement";
   }
 }
 
@@ -94,17 +98,20 @@ void Lowerer::stmt(const ast::Stmt& s) {
       assign(*s.targets[0], v, s);
       return;
     }
-    case ast::StmtKind::aug_assign: aug_assign(s); return;
+    case ast::StmtKind::aug_assign:
+      aug_assign(s);
+      return;
     case ast::StmtKind::expr: {
       Value v = expr(*s.value);
       if (!v.is_error()) {
-        auto& d = diags().error(s.value->loc, "this expression's value is not used",
-                                s.value->span());
+        auto& d =
+            diags().error(s.value->loc, "this expression's value is not used", s.value->span());
         d.hint = "assign it to a variable or store it into an output";
       }
       return;
     }
-    case ast::StmtKind::pass: return;
+    case ast::StmtKind::pass:
+      return;
     case ast::StmtKind::return_: {
       bool helper = frames_.back().helper;
       auto& d = diags().error(s.loc,
@@ -117,8 +124,12 @@ void Lowerer::stmt(const ast::Stmt& s) {
       }
       return;
     }
-    case ast::StmtKind::for_: for_stmt(s); return;
-    case ast::StmtKind::if_: if_stmt(s); return;
+    case ast::StmtKind::for_:
+      for_stmt(s);
+      return;
+    case ast::StmtKind::if_:
+      if_stmt(s);
+      return;
   }
 }
 
@@ -126,23 +137,27 @@ void Lowerer::assign(const ast::Expr& target, const Value& v0, const ast::Stmt& 
   Value v = v0;
   if (v.kind == Kind::tensor && kernel_) v = vector_of_tensor(v.index, *s.value);
   switch (target.kind) {
-    case ast::ExprKind::name: bind(target.name, v, target); return;
+    case ast::ExprKind::name:
+      bind(target.name, v, target);
+      return;
     case ast::ExprKind::tuple: {
       if (v.is_error()) {
         for (const auto& t : target.args) assign(*t, v, s);
         return;
       }
       if (v.kind != Kind::tuple || v.elems.size() != target.args.size()) {
-        diags().error(target.loc,
-                      fmt::format("cannot unpack {} into {} targets", describe(v),
-                                  target.args.size()),
-                      target.span());
+        diags().error(
+            target.loc,
+            fmt::format("cannot unpack {} into {} targets", describe(v), target.args.size()),
+            target.span());
         return;
       }
       for (size_t i = 0; i < target.args.size(); ++i) assign(*target.args[i], v.elems[i], s);
       return;
     }
-    case ast::ExprKind::subscript: store(target, v, false, s); return;
+    case ast::ExprKind::subscript:
+      store(target, v, false, s);
+      return;
     default:
       diags().error(target.loc, "cannot assign to this expression", target.span());
       return;
@@ -174,8 +189,7 @@ void Lowerer::aug_assign(const ast::Stmt& s) {
   }
   Value old = lookup(target);
   auto op = static_cast<uint8_t>(s.aug_op);
-  bind(target.name, binary(static_cast<ir::BinaryFn>(op), old, v, *s.value, spellings[op]),
-       target);
+  bind(target.name, binary(static_cast<ir::BinaryFn>(op), old, v, *s.value, spellings[op]), target);
 }
 
 void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast::Stmt& s) {
@@ -199,10 +213,9 @@ void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast
   const ir::TensorParam& t = kernel_->tensors[b.index];
   failed_stores_.insert(b.index);  // until the store below is recorded
   if (t.role == ir::Role::in) {
-    auto& d = diags().error(base.loc,
-                            fmt::format("'{}' is an input (Tensor[...]) and cannot be written",
-                                        t.name),
-                            base.span());
+    auto& d = diags().error(
+        base.loc, fmt::format("'{}' is an input (Tensor[...]) and cannot be written", t.name),
+        base.span());
     d.hint = "declare it Out[...] or InOut[...]";
     return;
   }
@@ -253,14 +266,12 @@ void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast
     for (const auto& p : sig_->params) {
       if (p.name == t.name && p.generic >= 0) spelled = sig_->generics[p.generic].name;
     }
-    auto& d = diags().error(s.value->loc,
-                            fmt::format("the value stored into '{}' is {}, but '{}' holds {}{}",
-                                        t.name, dtype_name(v.type.dtype), t.name,
-                                        dtype_name(t.dtype),
-                                        accumulate ? fmt::format(" (+= also takes {})",
-                                                                 dtype_name(acc))
-                                                   : ""),
-                            s.value->span());
+    auto& d = diags().error(
+        s.value->loc,
+        fmt::format("the value stored into '{}' is {}, but '{}' holds {}{}", t.name,
+                    dtype_name(v.type.dtype), t.name, dtype_name(t.dtype),
+                    accumulate ? fmt::format(" (+= also takes {})", dtype_name(acc)) : ""),
+        s.value->span());
     d.hint = fmt::format("convert explicitly: {}(...)", spelled);
     return;
   }
@@ -274,8 +285,8 @@ void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast
     }
   }
   StoreState& st = stores_[key];
-  if (st.kind != StoreState::Kind::unset && st.store != (reduce ? ir::StoreKind::reduce
-                                                                 : ir::StoreKind::write)) {
+  if (st.kind != StoreState::Kind::unset &&
+      st.store != (reduce ? ir::StoreKind::reduce : ir::StoreKind::write)) {
     throw InternalError("sema: one view stored both as a column reduction and a write");
   }
   failed_stores_.erase(b.index);
@@ -300,8 +311,8 @@ void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast
     ir::Type type = n.type;
     base_value = cast(Value::of(builder_->add(std::move(n)), type), acc, s.value.get());
   }
-  st.value = base_value.kind == Kind::node ? binary(ir::BinaryFn::add, base_value, c, *s.value, "+")
-                                           : c;
+  st.value =
+      base_value.kind == Kind::node ? binary(ir::BinaryFn::add, base_value, c, *s.value, "+") : c;
   st.kind = StoreState::Kind::accumulated;
 }
 
@@ -325,8 +336,7 @@ Value Lowerer::merge(const Value& cond, const Value& a, const Value& b, const st
   }
   bool numeric = (a.kind == Kind::node || a.kind == Kind::weak) &&
                  (b.kind == Kind::node || b.kind == Kind::weak);
-  if (!numeric || (a.kind == Kind::node && b.kind == Kind::node &&
-                   a.type.dtype != b.type.dtype)) {
+  if (!numeric || (a.kind == Kind::node && b.kind == Kind::node && a.type.dtype != b.type.dtype)) {
     diags().error(s.loc,
                   fmt::format("'{}' is {} on one branch of this if and {} on the other", what,
                               describe(a), describe(b)),
@@ -431,9 +441,10 @@ void Lowerer::if_stmt(const ast::Stmt& s) {
         }
         out.value = cond.is_error() ? Value::error() : select(cond, va, vb, s.value.get());
       }
-      out.kind = sa.kind == StoreState::Kind::accumulated || sb.kind == StoreState::Kind::accumulated
-                     ? StoreState::Kind::accumulated
-                     : StoreState::Kind::written;
+      out.kind =
+          sa.kind == StoreState::Kind::accumulated || sb.kind == StoreState::Kind::accumulated
+              ? StoreState::Kind::accumulated
+              : StoreState::Kind::written;
       merged_stores[key] = out;
     }
   }
@@ -651,10 +662,12 @@ Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
   // a budget keeps that bounded (and reported once) instead of running for ever.
   if (++inlined_calls_ > kMaxInlinedCalls) {
     if (!inline_budget_reported_) {
-      diags().error(e.loc,
-                    fmt::format("helper calls expand to more than {} inlined calls in this kernel",
-                                kMaxInlinedCalls),
-                    e.span()).hint =
+      diags()
+          .error(e.loc,
+                 fmt::format("helper calls expand to more than {} inlined calls in this kernel",
+                             kMaxInlinedCalls),
+                 e.span())
+          .hint =
           "each call of a helper is inlined; compute a value once and reuse it instead of "
           "calling the same helper several times";
       inline_budget_reported_ = true;
@@ -720,7 +733,8 @@ ir::Kernel kernel_from_signature(const KernelSignature& sig, const std::vector<D
   k.name = sig.name;
   k.docstring = sig.docstring;
   k.loc = sig.loc;
-  for (size_t g = 0; g < sig.generics.size(); ++g) k.generics.push_back({sig.generics[g].name, binding[g]});
+  for (size_t g = 0; g < sig.generics.size(); ++g)
+    k.generics.push_back({sig.generics[g].name, binding[g]});
   for (const SignatureParam& p : sig.params) {
     DType t = p.generic >= 0 ? binding[p.generic] : p.dtype;
     if (p.is_tensor) {

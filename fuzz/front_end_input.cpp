@@ -17,8 +17,8 @@ namespace {
 
 // Vector lengths that reach every row schedule and tail: 1 element, odd sizes, exact powers of two,
 // one past a power of two, and rows longer than one CTA can cover in one pass.
-constexpr int64_t kVectorLengths[16] = {1, 2, 3, 7, 8, 16, 33, 64, 100, 256, 1000, 1024, 4097,
-                                        8192, 12288, 65537};
+constexpr int64_t kVectorLengths[16] = {1,   2,   3,    7,    8,    16,   33,    64,
+                                        100, 256, 1000, 1024, 4097, 8192, 12288, 65537};
 
 [[noreturn]] void finding(const char* stage, const std::string& kernel, const std::string& what) {
   std::fprintf(stderr, "kdsl fuzz finding in %s (kernel '%s'): %s\n", stage, kernel.c_str(),
@@ -90,7 +90,8 @@ void run_front_end_input(const uint8_t* data, size_t size) {
   try {
     m = Module::from_source(source, "fuzz.kdsl");
   } catch (const SourceError& e) {
-    if (std::string(e.what()).empty()) finding("from_source", "", "a SourceError without a message");
+    if (std::string(e.what()).empty())
+      finding("from_source", "", "a SourceError without a message");
     return;
   } catch (const ArgumentError&) {
     return;  // a kernel beyond the runtime's limits (parameters, symbols, generics)

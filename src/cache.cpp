@@ -1,5 +1,5 @@
-#include "log.h"
 #include "src/cache.h"
+#include "log.h"
 
 #include <pwd.h>
 #include <sys/stat.h>
@@ -339,7 +339,7 @@ std::optional<CompiledEntry> DiskCache::lookup(const fs::path& path, const Cache
   }
   if (second_look) {  // with the lock held (when locking works), so no writer races the removal
     log().warn("kdsl cache: removed the entry {} for kernel '{}' ({}): {}; compiling it again",
-                 path.string(), key.kernel_symbol, key.arch, problem);
+               path.string(), key.kernel_symbol, key.arch, problem);
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
       warn_io(fmt::format("cannot remove {}: {}", path.string(), std::strerror(errno)));
     }
@@ -369,10 +369,10 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
     result.load_ms = ms_since(start) - result.compile_ms;
     if (result.hit) {
       log().info("kdsl cache: hit '{}' for {} (key {}) in {:.2f} ms", key.kernel_symbol, key.arch,
-                   result.key_hex, result.load_ms);
+                 result.key_hex, result.load_ms);
     } else {
       log().info("kdsl cache: {} '{}' for {} (key {}): compile {:.1f} ms, cache {:.2f} ms", what,
-                   key.kernel_symbol, key.arch, result.key_hex, result.compile_ms, result.load_ms);
+                 key.kernel_symbol, key.arch, result.key_hex, result.compile_ms, result.load_ms);
     }
   };
   auto compile_now = [&] {

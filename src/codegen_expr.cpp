@@ -12,12 +12,18 @@ const char* reg_type(DType t) {
   switch (t) {
     case DType::f16:
     case DType::bf16:
-    case DType::f32: return "float";
-    case DType::f64: return "double";
-    case DType::i32: return "int";
-    case DType::i64: return "long long";
-    case DType::b8: return "bool";
-    case DType::c64: return "kdsl_c64";
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    case DType::i32:
+      return "int";
+    case DType::i64:
+      return "long long";
+    case DType::b8:
+      return "bool";
+    case DType::c64:
+      return "kdsl_c64";
   }
   return "float";
 }
@@ -25,27 +31,38 @@ const char* reg_type(DType t) {
 const char* storage_type(DType t) {
   switch (t) {
     case DType::f16:
-    case DType::bf16: return "kdsl_u16";
-    case DType::b8: return "unsigned char";
-    default: return reg_type(t);
+    case DType::bf16:
+      return "kdsl_u16";
+    case DType::b8:
+      return "unsigned char";
+    default:
+      return reg_type(t);
   }
 }
 
 std::string from_storage(DType t, const std::string& e) {
   switch (t) {
-    case DType::bf16: return fmt::format("kdsl_bf16_to_f32({})", e);
-    case DType::f16: return fmt::format("kdsl_f16_to_f32({})", e);
-    case DType::b8: return fmt::format("({} != 0)", e);
-    default: return e;
+    case DType::bf16:
+      return fmt::format("kdsl_bf16_to_f32({})", e);
+    case DType::f16:
+      return fmt::format("kdsl_f16_to_f32({})", e);
+    case DType::b8:
+      return fmt::format("({} != 0)", e);
+    default:
+      return e;
   }
 }
 
 std::string to_storage(DType t, const std::string& e) {
   switch (t) {
-    case DType::bf16: return fmt::format("kdsl_f32_to_bf16({})", e);
-    case DType::f16: return fmt::format("kdsl_f32_to_f16({})", e);
-    case DType::b8: return fmt::format("static_cast<unsigned char>({})", e);
-    default: return e;
+    case DType::bf16:
+      return fmt::format("kdsl_f32_to_bf16({})", e);
+    case DType::f16:
+      return fmt::format("kdsl_f32_to_f16({})", e);
+    case DType::b8:
+      return fmt::format("static_cast<unsigned char>({})", e);
+    default:
+      return e;
   }
 }
 
@@ -80,13 +97,17 @@ std::string cast_expr(DType from, DType to, const std::string& a) {
     case DType::f32:
       if (from == DType::f16 || from == DType::bf16) return x;
       return fmt::format("static_cast<float>({})", x);
-    case DType::f64: return fmt::format("static_cast<double>({})", x);
-    case DType::i32: return fmt::format("static_cast<int>({})", x);
-    case DType::i64: return fmt::format("static_cast<long long>({})", x);
-    default: break;
+    case DType::f64:
+      return fmt::format("static_cast<double>({})", x);
+    case DType::i32:
+      return fmt::format("static_cast<int>({})", x);
+    case DType::i64:
+      return fmt::format("static_cast<long long>({})", x);
+    default:
+      break;
   }
-  throw InternalError(fmt::format("codegen: no conversion from {} to {}", dtype_name(from),
-                                  dtype_name(to)));
+  throw InternalError(
+      fmt::format("codegen: no conversion from {} to {}", dtype_name(from), dtype_name(to)));
 }
 
 std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string& a) {
@@ -97,41 +118,84 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
   std::string r;
   if (t == DType::c64) {
     switch (fn) {
-      case F::neg: return fmt::format("(-{})", a);
-      case F::abs: return fmt::format("kdsl_cabs({})", a);
-      case F::real: return fmt::format("({}).re", a);
-      case F::imag: return fmt::format("({}).im", a);
-      case F::conj: return fmt::format("kdsl_conj({})", a);
-      default: break;
+      case F::neg:
+        return fmt::format("(-{})", a);
+      case F::abs:
+        return fmt::format("kdsl_cabs({})", a);
+      case F::real:
+        return fmt::format("({}).re", a);
+      case F::imag:
+        return fmt::format("({}).im", a);
+      case F::conj:
+        return fmt::format("kdsl_conj({})", a);
+      default:
+        break;
     }
   } else if (is_int(t) || t == DType::b8) {
     switch (fn) {
-      case F::neg: return fmt::format("(-{})", a);
-      case F::lnot: return fmt::format("(!{})", a);
-      case F::abs: return fmt::format("{}({})", t == DType::i64 ? "llabs" : "abs", a);
-      default: break;
+      case F::neg:
+        return fmt::format("(-{})", a);
+      case F::lnot:
+        return fmt::format("(!{})", a);
+      case F::abs:
+        return fmt::format("{}({})", t == DType::i64 ? "llabs" : "abs", a);
+      default:
+        break;
     }
   } else {
     switch (fn) {
-      case F::neg: r = fmt::format("(-{})", a); break;
-      case F::exp: r = f("exp"); break;
-      case F::exp2: r = f("exp2"); break;
-      case F::log: r = f("log"); break;
-      case F::log2: r = f("log2"); break;
-      case F::log1p: r = f("log1p"); break;
-      case F::expm1: r = f("expm1"); break;
-      case F::sqrt: r = f("sqrt"); break;
-      case F::rsqrt: r = f("rsqrt"); break;
-      case F::abs: r = f("fabs"); break;
-      case F::floor: r = f("floor"); break;
-      case F::ceil: r = f("ceil"); break;
-      case F::tanh: r = f("tanh"); break;
-      case F::erf: r = f("erf"); break;
-      case F::sigmoid: r = fmt::format("({} / ({} + {}(-{})))", one, one, d ? "exp" : "expf", a); break;
-      case F::silu: r = fmt::format("({} / ({} + {}(-{})))", a, one, d ? "exp" : "expf", a); break;
+      case F::neg:
+        r = fmt::format("(-{})", a);
+        break;
+      case F::exp:
+        r = f("exp");
+        break;
+      case F::exp2:
+        r = f("exp2");
+        break;
+      case F::log:
+        r = f("log");
+        break;
+      case F::log2:
+        r = f("log2");
+        break;
+      case F::log1p:
+        r = f("log1p");
+        break;
+      case F::expm1:
+        r = f("expm1");
+        break;
+      case F::sqrt:
+        r = f("sqrt");
+        break;
+      case F::rsqrt:
+        r = f("rsqrt");
+        break;
+      case F::abs:
+        r = f("fabs");
+        break;
+      case F::floor:
+        r = f("floor");
+        break;
+      case F::ceil:
+        r = f("ceil");
+        break;
+      case F::tanh:
+        r = f("tanh");
+        break;
+      case F::erf:
+        r = f("erf");
+        break;
+      case F::sigmoid:
+        r = fmt::format("({} / ({} + {}(-{})))", one, one, d ? "exp" : "expf", a);
+        break;
+      case F::silu:
+        r = fmt::format("({} / ({} + {}(-{})))", a, one, d ? "exp" : "expf", a);
+        break;
       case F::gelu:
         r = fmt::format("({0} * {1} * ({2} + {3}({1} * {4})))", d ? "0.5" : "0.5f", a, one,
-                        d ? "erf" : "erff", d ? "0.70710678118654752440" : "0.70710678118654752440f");
+                        d ? "erf" : "erff",
+                        d ? "0.70710678118654752440" : "0.70710678118654752440f");
         break;
       case F::gelu_tanh:
         r = fmt::format("({0} * {1} * ({2} + {3}({4} * ({1} + {5} * {1} * {1} * {1}))))",
@@ -144,10 +208,16 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
                         d ? "0.0" : "0.f", d ? "log1p" : "log1pf", d ? "exp" : "expf",
                         d ? "fabs" : "fabsf");
         break;
-      case F::isnan: return fmt::format("({0} != {0})", a);
-      case F::isinf: return fmt::format("({}({}) == {})", d ? "fabs" : "fabsf", a, d ? "kdsl_inf_d()" : "kdsl_inf_f()");
-      case F::isfinite: return fmt::format("({}({}) < {})", d ? "fabs" : "fabsf", a, d ? "kdsl_inf_d()" : "kdsl_inf_f()");
-      default: break;
+      case F::isnan:
+        return fmt::format("({0} != {0})", a);
+      case F::isinf:
+        return fmt::format("({}({}) == {})", d ? "fabs" : "fabsf", a,
+                           d ? "kdsl_inf_d()" : "kdsl_inf_f()");
+      case F::isfinite:
+        return fmt::format("({}({}) < {})", d ? "fabs" : "fabsf", a,
+                           d ? "kdsl_inf_d()" : "kdsl_inf_f()");
+      default:
+        break;
     }
     if (!r.empty()) return round16(result, r);
   }
@@ -159,49 +229,81 @@ std::string binary_expr(ir::BinaryFn fn, DType t, const std::string& a, const st
   bool d = t == DType::f64;
   std::string r;
   switch (fn) {
-    case F::add: r = fmt::format("({} + {})", a, b); break;
-    case F::sub: r = fmt::format("({} - {})", a, b); break;
-    case F::mul: r = fmt::format("({} * {})", a, b); break;
-    case F::div: r = fmt::format("({} / {})", a, b); break;
-    case F::floordiv: r = fmt::format("kdsl_floordiv({}, {})", a, b); break;
-    case F::mod: r = fmt::format("kdsl_mod({}, {})", a, b); break;
-    case F::pow: r = fmt::format("{}({}, {})", d ? "pow" : "powf", a, b); break;
-    case F::min: r = fmt::format("kdsl_min({}, {})", a, b); break;
-    case F::max: r = fmt::format("kdsl_max({}, {})", a, b); break;
-    case F::land: return fmt::format("({} && {})", a, b);
-    case F::lor: return fmt::format("({} || {})", a, b);
-    case F::complex: return fmt::format("kdsl_c64{{{}, {}}}", a, b);
+    case F::add:
+      r = fmt::format("({} + {})", a, b);
+      break;
+    case F::sub:
+      r = fmt::format("({} - {})", a, b);
+      break;
+    case F::mul:
+      r = fmt::format("({} * {})", a, b);
+      break;
+    case F::div:
+      r = fmt::format("({} / {})", a, b);
+      break;
+    case F::floordiv:
+      r = fmt::format("kdsl_floordiv({}, {})", a, b);
+      break;
+    case F::mod:
+      r = fmt::format("kdsl_mod({}, {})", a, b);
+      break;
+    case F::pow:
+      r = fmt::format("{}({}, {})", d ? "pow" : "powf", a, b);
+      break;
+    case F::min:
+      r = fmt::format("kdsl_min({}, {})", a, b);
+      break;
+    case F::max:
+      r = fmt::format("kdsl_max({}, {})", a, b);
+      break;
+    case F::land:
+      return fmt::format("({} && {})", a, b);
+    case F::lor:
+      return fmt::format("({} || {})", a, b);
+    case F::complex:
+      return fmt::format("kdsl_c64{{{}, {}}}", a, b);
   }
   return round16(t, r);
 }
 
 }  // namespace
 
-std::string convert(DType from, DType to, const std::string& e) { return cast_expr(from, to, e); }
+std::string convert(DType from, DType to, const std::string& e) {
+  return cast_expr(from, to, e);
+}
 
 std::string literal(DType t, double v, double im) {
   switch (t) {
     case DType::f16:
     case DType::bf16:
-    case DType::f32: return float_literal(v, true);
-    case DType::f64: return float_literal(v, false);
-    case DType::i32: return fmt::format("{}", static_cast<int64_t>(v));
-    case DType::i64: return fmt::format("{}LL", static_cast<int64_t>(v));
-    case DType::b8: return v != 0 ? "true" : "false";
+    case DType::f32:
+      return float_literal(v, true);
+    case DType::f64:
+      return float_literal(v, false);
+    case DType::i32:
+      return fmt::format("{}", static_cast<int64_t>(v));
+    case DType::i64:
+      return fmt::format("{}LL", static_cast<int64_t>(v));
+    case DType::b8:
+      return v != 0 ? "true" : "false";
     case DType::c64:
       return fmt::format("kdsl_c64{{{}, {}}}", float_literal(v, true), float_literal(im, true));
   }
   return "0";
 }
 
-std::string zero(DType t) { return literal(t, 0); }
+std::string zero(DType t) {
+  return literal(t, 0);
+}
 
 std::string op_expr(const ir::Kernel& k, const ir::Node& n, const std::vector<std::string>& args,
                     const std::vector<DType>& arg_dtypes) {
   (void)k;
   switch (n.op) {
-    case ir::Op::constant: return literal(n.type.dtype, n.number, n.number_im);
-    case ir::Op::cast: return cast_expr(arg_dtypes[0], n.type.dtype, args[0]);
+    case ir::Op::constant:
+      return literal(n.type.dtype, n.number, n.number_im);
+    case ir::Op::cast:
+      return cast_expr(arg_dtypes[0], n.type.dtype, args[0]);
     case ir::Op::unary:
       return unary_expr(static_cast<ir::UnaryFn>(n.fn), arg_dtypes[0], n.type.dtype, args[0]);
     case ir::Op::binary:
@@ -210,8 +312,10 @@ std::string op_expr(const ir::Kernel& k, const ir::Node& n, const std::vector<st
       static const char* const ops[] = {"<", "<=", "==", "!=", ">", ">="};
       return fmt::format("({} {} {})", args[0], ops[n.fn], args[1]);
     }
-    case ir::Op::select: return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);
-    default: break;
+    case ir::Op::select:
+      return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);
+    default:
+      break;
   }
   throw InternalError(fmt::format("codegen: op_expr of {}", ir::name(n.op)));
 }
@@ -235,9 +339,12 @@ std::string lowest(DType t) {
 ReduceSpelling reduce_spelling(ir::ReduceKind kind, DType acc) {
   std::string t = reg_type(acc);
   switch (kind) {
-    case ir::ReduceKind::sum: return {t, zero(acc), "kdsl_op_sum{}", "{0}"};
-    case ir::ReduceKind::max: return {t, lowest(acc), "kdsl_op_max{}", "{0}"};
-    case ir::ReduceKind::min: return {t, highest(acc), "kdsl_op_min{}", "{0}"};
+    case ir::ReduceKind::sum:
+      return {t, zero(acc), "kdsl_op_sum{}", "{0}"};
+    case ir::ReduceKind::max:
+      return {t, lowest(acc), "kdsl_op_max{}", "{0}"};
+    case ir::ReduceKind::min:
+      return {t, highest(acc), "kdsl_op_min{}", "{0}"};
     case ir::ReduceKind::var:
       return {fmt::format("kdsl_welford<{}>", t), fmt::format("kdsl_welford<{}>{{0, 0, 0}}", t),
               "kdsl_op_var{}", "({0}.m2 / {0}.n)"};

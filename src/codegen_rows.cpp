@@ -82,8 +82,8 @@ class RowEmitter {
   std::string name(ir::ValueId id) const;
   std::string elem_ptr(int access, const std::string& index, const std::string& prefix = "") const;
   void emit_row_indices(const std::string& prefix, const std::string& row);
-  void emit_cached_loads(bool invariant, const std::string& array_prefix, const std::string& offset_prefix,
-                         const std::string& valid);
+  void emit_cached_loads(bool invariant, const std::string& array_prefix,
+                         const std::string& offset_prefix, const std::string& valid);
   std::string offset_expr(const Access& a, const std::string& prefix) const;
   bool packed(ir::ValueId id) const;
   /// The accumulator of column reduction `store` for element (c, v) of this thread.
@@ -164,8 +164,9 @@ void RowEmitter::analyze() {
     store_access_.push_back(access_of(st.tensor, st.view));
     store_ws_.push_back(st.kind == ir::StoreKind::reduce ? ws++ : -1);
     if (st.kind == ir::StoreKind::reduce && loop_view(st.view)) {
-      throw InternalError("codegen: a column reduction over some but not all loop variables "
-                          "needs the scan schedule");
+      throw InternalError(
+          "codegen: a column reduction over some but not all loop variables "
+          "needs the scan schedule");
     }
     if (vector_view(st.view) || st.kind == ir::StoreKind::reduce) {
       phases_ = std::max(phases_, level_[st.value] + (vector_view(st.view) ? 1 : 0));
@@ -201,12 +202,14 @@ std::string RowEmitter::vstride(int access) const {
   return "";
 }
 
-std::string RowEmitter::elem_ptr(int access, const std::string& index, const std::string& prefix) const {
+std::string RowEmitter::elem_ptr(int access, const std::string& index,
+                                 const std::string& prefix) const {
   const Access& a = accesses_[access];
   std::string vs = vstride(access);
   std::string o = loop_view(a.view) ? prefix + "o" : "o";
   if (vs.empty()) return fmt::format("t{} + {}{} + {}", a.tensor, o, access, index);
-  return fmt::format("t{} + {}{} + static_cast<long long>({}) * {}", a.tensor, o, access, index, vs);
+  return fmt::format("t{} + {}{} + static_cast<long long>({}) * {}", a.tensor, o, access, index,
+                     vs);
 }
 
 bool RowEmitter::packed(ir::ValueId id) const {
@@ -255,7 +258,8 @@ void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_pref
   std::vector<ir::ValueId> ids;
   for (size_t i = 0; i < k_.nodes.size(); ++i) {
     const ir::Node& n = k_.nodes[i];
-    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] && loop_view(n.view) != invariant) {
+    if (n.op == Op::load && n.type.form == Form::vector && cached_[i] &&
+        loop_view(n.view) != invariant) {
       ids.push_back(static_cast<ir::ValueId>(i));
     }
   }
@@ -271,8 +275,8 @@ void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_pref
     if (packed(id)) {
       t_.line("if ({}) {{", cond);
       t_.in();
-      t_.line("kdsl_load_raw<VEC, {}>({}, &{}{}[c * VEC / 2]);", cs(a), elem_ptr(a, "col", offset_prefix),
-              array_prefix, id);
+      t_.line("kdsl_load_raw<VEC, {}>({}, &{}{}[c * VEC / 2]);", cs(a),
+              elem_ptr(a, "col", offset_prefix), array_prefix, id);
       t_.out();
       t_.line("}} else {{");
       t_.in();
@@ -301,13 +305,17 @@ void RowEmitter::plan_params() {
   for (size_t t = 0; t < k_.tensors.size(); ++t) {
     add(ParamSlot::Kind::tensor_ptr, static_cast<int32_t>(t), 0, 8, DType::i64);
     for (size_t ax = 0; ax < k_.tensors[t].shape.size(); ++ax) {
-      add(ParamSlot::Kind::stride, static_cast<int32_t>(t), static_cast<int32_t>(ax), 8, DType::i64);
+      add(ParamSlot::Kind::stride, static_cast<int32_t>(t), static_cast<int32_t>(ax), 8,
+          DType::i64);
     }
   }
   for (size_t i = 0; i < k_.scalars.size(); ++i) {
     DType dt = k_.scalars[i].dtype;
-    DType reg = dt == DType::f16 || dt == DType::bf16 ? DType::f32 : dt == DType::b8 ? DType::i32 : dt;
-    add(ParamSlot::Kind::scalar, static_cast<int32_t>(i), 0, static_cast<uint32_t>(dtype_size(reg)), reg);
+    DType reg = dt == DType::f16 || dt == DType::bf16 ? DType::f32
+                : dt == DType::b8                     ? DType::i32
+                                                      : dt;
+    add(ParamSlot::Kind::scalar, static_cast<int32_t>(i), 0, static_cast<uint32_t>(dtype_size(reg)),
+        reg);
   }
   for (size_t i = 0; i < k_.symbols.size(); ++i) {
     add(ParamSlot::Kind::symbol, static_cast<int32_t>(i), 0, 8, DType::i64);
@@ -336,7 +344,9 @@ void RowEmitter::emit_params_struct() {
                 cuda::storage_type(tp.dtype), s.index, tp.name);
         break;
       }
-      case ParamSlot::Kind::stride: t_.line("long long st{}_{};", s.index, s.axis); break;
+      case ParamSlot::Kind::stride:
+        t_.line("long long st{}_{};", s.index, s.axis);
+        break;
       case ParamSlot::Kind::scalar:
         t_.line("{} sc{};  // {}", cuda::reg_type(s.dtype), s.index, k_.scalars[s.index].name);
         if (s.size < 8) t_.line("int pad_sc{};", s.index);
@@ -344,8 +354,12 @@ void RowEmitter::emit_params_struct() {
       case ParamSlot::Kind::symbol:
         t_.line("long long sym{};  // {}", s.index, k_.symbols[s.index].name);
         break;
-      case ParamSlot::Kind::rows: t_.line("long long rows;"); break;
-      case ParamSlot::Kind::partials: t_.line("long long partials;"); break;
+      case ParamSlot::Kind::rows:
+        t_.line("long long rows;");
+        break;
+      case ParamSlot::Kind::partials:
+        t_.line("long long partials;");
+        break;
       case ParamSlot::Kind::workspace: {
         DType acc = DType::f32;
         for (size_t j = 0; j < k_.stores.size(); ++j) {
@@ -374,8 +388,9 @@ void RowEmitter::emit_scalar(ir::ValueId id) {
       return;
     }
     case Op::shape:
-      t_.line("const long long s{} = {};", id,
-              n.index == k_.vector_symbol ? fmt::format("{}LL", n_) : fmt::format("p.sym{}", n.index));
+      t_.line(
+          "const long long s{} = {};", id,
+          n.index == k_.vector_symbol ? fmt::format("{}LL", n_) : fmt::format("p.sym{}", n.index));
       return;
     case Op::load: {
       int a = load_access_.at(id);
@@ -383,8 +398,10 @@ void RowEmitter::emit_scalar(ir::ValueId id) {
       t_.line("const {} s{} = valid ? {} : {};", rt, id, v, cuda::zero(n.type.dtype));
       return;
     }
-    case Op::reduce: return;  // assigned at the end of its phase
-    default: break;
+    case Op::reduce:
+      return;  // assigned at the end of its phase
+    default:
+      break;
   }
   std::vector<std::string> args;
   std::vector<DType> dts;
@@ -402,8 +419,8 @@ void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::
   t_.line("if ({}) {{", cond);
   t_.in();
   if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
-    t_.line("kdsl_load<VEC, {}>({}, {}, {});", cs(access), elem_ptr(access, "col", offset_prefix), dst,
-            dt == DType::bf16 ? "true" : "false");
+    t_.line("kdsl_load<VEC, {}>({}, {}, {});", cs(access), elem_ptr(access, "col", offset_prefix),
+            dst, dt == DType::bf16 ? "true" : "false");
   } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
     t_.line("kdsl_load<VEC, {}>({}, {});", cs(access), elem_ptr(access, "col", offset_prefix), dst);
   } else {
@@ -451,7 +468,8 @@ void RowEmitter::emit_phase(int p) {
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     const ir::Store& st = k_.stores[j];
     if (!vector_view(st.view)) continue;
-    if (level_[st.value] == p || (k_.node(st.value).type.form == Form::scalar && level_[st.value] == p)) {
+    if (level_[st.value] == p ||
+        (k_.node(st.value).type.form == Form::scalar && level_[st.value] == p)) {
       stores.push_back(j);
       work.push_back(st.value);
     }
@@ -470,7 +488,8 @@ void RowEmitter::emit_phase(int p) {
   t_.in();
   for (ir::ValueId r : reductions) {
     const ir::Node& n = k_.node(r);
-    auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+    auto sp =
+        cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
     t_.line("acc{} = {};", r, sp.identity);
   }
   t_.line("#pragma unroll");
@@ -509,7 +528,8 @@ void RowEmitter::emit_phase(int p) {
       args.push_back(name(a));
       dts.push_back(k_.node(a).type.dtype);
     }
-    t_.line("const {} v{} = {};", cuda::reg_type(n.type.dtype), id, cuda::op_expr(k_, n, args, dts));
+    t_.line("const {} v{} = {};", cuda::reg_type(n.type.dtype), id,
+            cuda::op_expr(k_, n, args, dts));
   }
   for (ir::ValueId r : reductions) {
     const ir::Node& n = k_.node(r);
@@ -519,8 +539,8 @@ void RowEmitter::emit_phase(int p) {
     if (kind == ir::ReduceKind::var) {
       t_.line("W{}[v] = {};", r, x);
     } else if (kind == ir::ReduceKind::argmax || kind == ir::ReduceKind::argmin) {
-      t_.line("if (in_range) acc{0} = {1}(acc{0}, {2}{{{3}, static_cast<long long>(col + v)}});",
-              r, sp.op, sp.state_type, x);
+      t_.line("if (in_range) acc{0} = {1}(acc{0}, {2}{{{3}, static_cast<long long>(col + v)}});", r,
+              sp.op, sp.state_type, x);
     } else {
       t_.line("if (in_range) acc{0} = {1}(acc{0}, {2});", r, sp.op, x);
     }
@@ -530,8 +550,7 @@ void RowEmitter::emit_phase(int p) {
     if (st.kind == ir::StoreKind::write) {
       t_.line("O{}[v] = {};", j, name(st.value));
     } else {
-      t_.line("if (valid && in_range) {0} = {0} + {1};", column_slot(j),
-              name(st.value));
+      t_.line("if (valid && in_range) {0} = {0} + {1};", column_slot(j), name(st.value));
     }
   }
   t_.out();
@@ -556,7 +575,8 @@ void RowEmitter::emit_phase(int p) {
   int width = std::min(g_, 32);
   for (ir::ValueId r : reductions) {
     const ir::Node& n = k_.node(r);
-    auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+    auto sp =
+        cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
     t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
     if (g_ > 32) t_.line("if ((lane & 31) == 0) red{}[buf][group][lane >> 5] = acc{};", r, r);
   }
@@ -564,10 +584,12 @@ void RowEmitter::emit_phase(int p) {
     t_.line("__syncthreads();");
     for (ir::ValueId r : reductions) {
       const ir::Node& n = k_.node(r);
-      auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+      auto sp =
+          cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
       t_.line("acc{0} = red{0}[buf][group][0];", r);
       t_.line("#pragma unroll");
-      t_.line("for (int w = 1; w < G / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r, sp.op);
+      t_.line("for (int w = 1; w < G / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
+              sp.op);
     }
   }
   t_.out();
@@ -582,7 +604,8 @@ void RowEmitter::emit_row_body() {
       const ir::Node& n = k_.nodes[i];
       if (n.type.form == Form::scalar && !hoisted_[i] && level_[i] == p) {
         if (n.op == Op::reduce) {
-          auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+          auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn),
+                                          k_.node(n.args[0]).type.dtype);
           t_.line("const {} s{} = {};", cuda::reg_type(n.type.dtype), i,
                   fmt::format(fmt::runtime(sp.result), fmt::format("acc{}", i)));
         } else {
@@ -595,11 +618,13 @@ void RowEmitter::emit_row_body() {
       std::vector<ir::ValueId> reds;
       for (size_t i = 0; i < k_.nodes.size(); ++i) {
         const ir::Node& n = k_.nodes[i];
-        if (n.op == Op::reduce && level_[n.args[0]] == p) reds.push_back(static_cast<ir::ValueId>(i));
+        if (n.op == Op::reduce && level_[n.args[0]] == p)
+          reds.push_back(static_cast<ir::ValueId>(i));
       }
       for (ir::ValueId r : reds) {
         const ir::Node& n = k_.node(r);
-        auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+        auto sp =
+            cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
         t_.line("{} acc{};", sp.state_type, r);
       }
       emit_phase(p);
@@ -619,7 +644,8 @@ void RowEmitter::emit_row_body() {
   if (s_.prefetch) {
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const ir::Node& n = k_.nodes[i];
-      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] || !loop_view(n.view)) continue;
+      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] || !loop_view(n.view))
+        continue;
       t_.line("#pragma unroll");
       t_.line("for (int i = 0; i < {}; ++i) L{}[i] = P{}[i];",
               packed(static_cast<ir::ValueId>(i)) ? "C * VEC / 2" : "C * VEC", i, i);
@@ -628,10 +654,10 @@ void RowEmitter::emit_row_body() {
 }
 
 void RowEmitter::emit_main() {
-  std::string bounds = s_.min_ctas > 0 ? fmt::format("{}, {}", s_.threads, s_.min_ctas)
-                                        : std::to_string(s_.threads);
-  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{", bounds,
-          sym_, sym_);
+  std::string bounds =
+      s_.min_ctas > 0 ? fmt::format("{}, {}", s_.threads, s_.min_ctas) : std::to_string(s_.threads);
+  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
+          bounds, sym_, sym_);
   t_.in();
   t_.line("constexpr long long N = {}LL;  // vector axis ({})", n_,
           k_.vector_symbol >= 0 ? k_.symbols[k_.vector_symbol].name : "none");
@@ -657,7 +683,8 @@ void RowEmitter::emit_main() {
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const ir::Node& n = k_.nodes[i];
       if (n.op != Op::reduce) continue;
-      auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+      auto sp =
+          cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
       t_.line("__shared__ {} red{}[2][R][G / 32];", sp.state_type, i);
     }
   }
@@ -665,7 +692,8 @@ void RowEmitter::emit_main() {
   auto declare_cached = [&](bool invariant, const std::string& prefix) {
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const ir::Node& n = k_.nodes[i];
-      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] || loop_view(n.view) == invariant) {
+      if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] ||
+          loop_view(n.view) == invariant) {
         continue;
       }
       if (packed(static_cast<ir::ValueId>(i))) {
@@ -802,8 +830,9 @@ void RowEmitter::emit_finalize() {
     DType sum_t = acc == DType::f32 ? DType::f64 : acc;
     t_.line("{} a = {};", cuda::reg_type(sum_t), cuda::zero(sum_t));
     t_.line("for (long long q = 0; q < parts; ++q) a = a + {};",
-            cuda::convert(acc, sum_t, fmt::format("p.ws{}[q * {} + j]", store_ws_[jj],
-                                                 vec ? fmt::format("{}LL", n_) : std::string("1"))));
+            cuda::convert(acc, sum_t,
+                          fmt::format("p.ws{}[q * {} + j]", store_ws_[jj],
+                                      vec ? fmt::format("{}LL", n_) : std::string("1"))));
     t_.line("{}* out = p.t{} + {} + j * {};", cuda::storage_type(tp.dtype), st.tensor, off, vs);
     if (tp.role == ir::Role::inout) {
       t_.line("a = a + {};", cuda::convert(tp.dtype, sum_t, cuda::from_storage(tp.dtype, "*out")));
@@ -832,10 +861,11 @@ GeneratedKernel RowEmitter::run() {
   plan_.max_ctas_per_sm = static_cast<uint32_t>(s_.ctas_per_sm);
   plan_.persistent = s_.persistent;
   if (s_.persistent) {
-    plan_.reasons.push_back(fmt::format("persistent grid: at most {} CTAs per SM (the driver's "
-                                        "occupancy for this kernel decides at launch), each "
-                                        "looping over rows",
-                                        s_.ctas_per_sm));
+    plan_.reasons.push_back(
+        fmt::format("persistent grid: at most {} CTAs per SM (the driver's "
+                    "occupancy for this kernel decides at launch), each "
+                    "looping over rows",
+                    s_.ctas_per_sm));
   } else {
     plan_.reasons.push_back("grid: one CTA per row group, as many CTAs as row groups");
   }

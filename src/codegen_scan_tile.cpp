@@ -547,7 +547,8 @@ void Emitter::emit_lookback_setup() {
     const std::string ty = state_type(i);
     t_.line("{0}* agg{1} = reinterpret_cast<{0}*>(sbase);", ty, i);
     t_.line("{0}* inc{1} = agg{1} + ntiles * TD;", ty, i);
-    t_.line("sbase = reinterpret_cast<unsigned char*>(  // the next state's arrays, 16-byte aligned");
+    t_.line(
+        "sbase = reinterpret_cast<unsigned char*>(  // the next state's arrays, 16-byte aligned");
     t_.line("    (reinterpret_cast<unsigned long long>(inc{} + ntiles * TD) + 15) & ~15ULL);", i);
   }
   t_.line(

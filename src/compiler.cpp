@@ -1,5 +1,5 @@
-#include "log.h"
 #include "compiler.h"
+#include "log.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -51,7 +51,8 @@ ir::Kernel lower_specialized(const FrontEnd& fe, const std::string& name,
   Diagnostics diags;
   std::optional<ir::Kernel> k = lower_kernel(*fe.ast, name, spec.binding, diags);
   diags.throw_if_errors();
-  if (!k) throw InternalError(fmt::format("lowering kernel '{}' failed without a diagnostic", name));
+  if (!k)
+    throw InternalError(fmt::format("lowering kernel '{}' failed without a diagnostic", name));
   specialize(*k, spec);
   if (debug_enabled()) log().info("IR after sema and specialization:\n{}", ir::print(*k));
   return std::move(*k);
@@ -108,15 +109,13 @@ CompiledKernel compile_kernel(const FrontEnd& fe, const std::string& name,
   const std::string& symbol = out.gen.plan.symbol;
   const std::string& source = out.gen.source;
   const std::string& arch = target.arch;
-  auto compile = [&]() {
-    return nvrtc_compile(source, symbol + ".cu", arch, kExtraOptions).data;
-  };
+  auto compile = [&]() { return nvrtc_compile(source, symbol + ".cu", arch, kExtraOptions).data; };
   DiskCache& c = cache ? *cache : default_disk_cache();
   out.binary = c.get_or_compile(key, out.gen.plan.to_json(), compile);
   log().info("{} {} for {}: {:.1f} ms front end, {}", symbol,
-               out.binary.hit ? "loaded from the disk cache" : "compiled", arch, out.frontend_ms,
-               out.binary.hit ? fmt::format("{:.2f} ms cache", out.binary.load_ms)
-                              : fmt::format("{:.1f} ms NVRTC", out.binary.compile_ms));
+             out.binary.hit ? "loaded from the disk cache" : "compiled", arch, out.frontend_ms,
+             out.binary.hit ? fmt::format("{:.2f} ms cache", out.binary.load_ms)
+                            : fmt::format("{:.1f} ms NVRTC", out.binary.compile_ms));
   return out;
 }
 

@@ -47,7 +47,7 @@ GeneratedKernel generate(const ir::Kernel& k, const Specialization& spec,
 struct CompiledKernel {
   ir::Kernel ir;
   GeneratedKernel gen;
-  CompiledEntry binary;  // cubin, whether it was a disk-cache hit, and times
+  CompiledEntry binary;    // cubin, whether it was a disk-cache hit, and times
   double frontend_ms = 0;  // lowering + codegen
 };
 

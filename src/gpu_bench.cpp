@@ -46,7 +46,9 @@ Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, i
   for (int i = 0; i < warmup; ++i) fn();
   std::vector<double> us;
   for (int i = 0; i < reps; ++i) {
-    if (flush_l2) check(d.cuMemsetD8Async(flush.ptr(), static_cast<unsigned char>(i), flush.size(), stream), "cuMemsetD8Async");
+    if (flush_l2)
+      check(d.cuMemsetD8Async(flush.ptr(), static_cast<unsigned char>(i), flush.size(), stream),
+            "cuMemsetD8Async");
     check(d.cuEventRecord(start, stream), "cuEventRecord");
     fn();
     check(d.cuEventRecord(stop, stream), "cuEventRecord");
@@ -61,7 +63,8 @@ Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, i
   t.reps = reps;
   if (us.empty()) return t;
   std::sort(us.begin(), us.end());
-  t.median_us = us.size() % 2 ? us[us.size() / 2] : 0.5 * (us[us.size() / 2 - 1] + us[us.size() / 2]);
+  t.median_us =
+      us.size() % 2 ? us[us.size() / 2] : 0.5 * (us[us.size() / 2 - 1] + us[us.size() / 2]);
   t.min_us = us.front();
   t.max_us = us.back();
   return t;
@@ -70,9 +73,12 @@ Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, i
 double copy_bandwidth_gbps(CUstream stream, size_t bytes, Timing* timing) {
   DeviceBuffer a(bytes), b(bytes);
   check(driver().cuMemsetD8(a.ptr(), 1, bytes), "cuMemsetD8");
-  Timing t = time_cuda(stream, [&] {
-    check(driver().cuMemcpyDtoDAsync(b.ptr(), a.ptr(), bytes, stream), "cuMemcpyDtoDAsync");
-  }, 3, 20, true);
+  Timing t = time_cuda(
+      stream,
+      [&] {
+        check(driver().cuMemcpyDtoDAsync(b.ptr(), a.ptr(), bytes, stream), "cuMemcpyDtoDAsync");
+      },
+      3, 20, true);
   if (timing) *timing = t;
   return 2.0 * static_cast<double>(bytes) / (t.median_us * 1e3);
 }

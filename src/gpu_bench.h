@@ -40,6 +40,7 @@ Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, i
 
 /// The bandwidth of a device-to-device copy of `bytes` bytes (counting read + write), GB/s
 /// (1e9 bytes), timed as time_cuda does: the ceiling kernels are compared against.
-double copy_bandwidth_gbps(CUstream stream, size_t bytes = size_t{1} << 30, Timing* timing = nullptr);
+double copy_bandwidth_gbps(CUstream stream, size_t bytes = size_t{1} << 30,
+                           Timing* timing = nullptr);
 
 }  // namespace kdsl

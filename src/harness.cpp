@@ -20,18 +20,21 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps) 
   Problem p;
   p.fe = std::move(fe);
   p.sig = p.fe->find(ps.kernel);
-  if (!p.sig) throw ArgumentError(fmt::format("no kernel named '{}' in {}", ps.kernel, p.fe->file->path()));
+  if (!p.sig)
+    throw ArgumentError(fmt::format("no kernel named '{}' in {}", ps.kernel, p.fe->file->path()));
   const KernelSignature& sig = *p.sig;
   for (const auto& entry : ps.shapes) {
     const std::string& name = entry.first;  // a lambda uses it (clang 14: no captured bindings)
     bool known = std::any_of(sig.symbols.begin(), sig.symbols.end(),
                              [&](const ir::Symbol& s) { return s.name == name; });
-    if (!known) throw ArgumentError(fmt::format("kernel '{}' has no shape symbol {}", sig.name, name));
+    if (!known)
+      throw ArgumentError(fmt::format("kernel '{}' has no shape symbol {}", sig.name, name));
   }
   for (const ir::Symbol& s : sig.symbols) {
     auto it = ps.shapes.find(s.name);
     if (it == ps.shapes.end()) {
-      throw ArgumentError(fmt::format("shape symbol {} of kernel '{}' is not set", s.name, sig.name));
+      throw ArgumentError(
+          fmt::format("shape symbol {} of kernel '{}' is not set", s.name, sig.name));
     }
     p.symbols.push_back(it->second);
   }
@@ -45,15 +48,17 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps) 
   for (size_t t = 0; t < p.ir.tensors.size(); ++t) {
     const ir::TensorParam& tp = p.ir.tensors[t];
     std::vector<int64_t> shape;
-    for (const ir::Extent& e : tp.shape) shape.push_back(e.symbol >= 0 ? p.symbols[e.symbol] : e.constant);
+    for (const ir::Extent& e : tp.shape)
+      shape.push_back(e.symbol >= 0 ? p.symbols[e.symbol] : e.constant);
     auto given = ps.inputs.find(tp.name);
     if (given != ps.inputs.end()) {
-      if (tp.role == ir::Role::out) throw ArgumentError(fmt::format("'{}' is an output, not an input", tp.name));
+      if (tp.role == ir::Role::out)
+        throw ArgumentError(fmt::format("'{}' is an output, not an input", tp.name));
       if (given->second.dtype != tp.dtype || given->second.shape != shape) {
-        throw ArgumentError(fmt::format("input '{}' has dtype {} and shape {}; the kernel needs {} {}",
-                                        tp.name, dtype_name(given->second.dtype),
-                                        shape_text(given->second.shape), dtype_name(tp.dtype),
-                                        shape_text(shape)));
+        throw ArgumentError(
+            fmt::format("input '{}' has dtype {} and shape {}; the kernel needs {} {}", tp.name,
+                        dtype_name(given->second.dtype), shape_text(given->second.shape),
+                        dtype_name(tp.dtype), shape_text(shape)));
       }
       p.tensors.push_back(given->second);
       used[tp.name] = true;
@@ -68,7 +73,8 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps) 
     p.tensors.push_back(std::move(h));
   }
   for (const auto& [name, t] : ps.inputs) {
-    if (!used.count(name)) throw ArgumentError(fmt::format("kernel '{}' has no input '{}'", sig.name, name));
+    if (!used.count(name))
+      throw ArgumentError(fmt::format("kernel '{}' has no input '{}'", sig.name, name));
   }
   size_t scalars_used = 0;
   for (const ir::ScalarParam& sp : p.ir.scalars) {
@@ -79,7 +85,8 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps) 
     } else if (sp.default_value) {
       p.scalars.push_back(*sp.default_value);
     } else {
-      throw ArgumentError(fmt::format("scalar parameter '{}' has no default; give its value", sp.name));
+      throw ArgumentError(
+          fmt::format("scalar parameter '{}' has no default; give its value", sp.name));
     }
   }
   if (scalars_used != ps.scalars.size()) {
@@ -87,7 +94,9 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps) 
       const std::string& name = entry.first;
       bool known = std::any_of(p.ir.scalars.begin(), p.ir.scalars.end(),
                                [&](const ir::ScalarParam& s) { return s.name == name; });
-      if (!known) throw ArgumentError(fmt::format("kernel '{}' has no scalar parameter '{}'", sig.name, name));
+      if (!known)
+        throw ArgumentError(
+            fmt::format("kernel '{}' has no scalar parameter '{}'", sig.name, name));
     }
   }
   return p;
@@ -127,7 +136,9 @@ GpuRun::GpuRun(const Problem& p) : p_(p), kernel_(p.fe, p.sig) {
   loaded_ = &kernel_.loaded(bound, detail::current_context());
 }
 
-void GpuRun::launch(CUstream_st* stream) { kernel_.launch(stream, args_); }
+void GpuRun::launch(CUstream_st* stream) {
+  kernel_.launch(stream, args_);
+}
 
 void GpuRun::download(std::vector<HostTensor>& tensors) const {
   check(driver().cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)");

@@ -23,7 +23,7 @@ struct ProblemSpec {
   std::map<std::string, double> scalars;
   std::map<std::string, HostTensor> inputs;
   uint64_t seed = 0;
-  ScheduleHint schedule;  // overrides of the scheduler (experiments, tuning)
+  ScheduleHint schedule;      // overrides of the scheduler (experiments, tuning)
   bool use_tuning_db = true;  // without a hint, use `kdsl tune`'s record for this GPU if any
 };
 

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <thread>
 #include <vector>
-#include <new>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -67,14 +67,22 @@ void write(std::vector<uint8_t>& b, int64_t i, T v) {
 
 double HostTensor::get(int64_t i) const {
   switch (dtype) {
-    case DType::f16: return f16_bits_to_double(read<uint16_t>(bytes, i));
-    case DType::bf16: return bf16_bits_to_double(read<uint16_t>(bytes, i));
-    case DType::f32: return read<float>(bytes, i);
-    case DType::f64: return read<double>(bytes, i);
-    case DType::i32: return read<int32_t>(bytes, i);
-    case DType::i64: return static_cast<double>(read<int64_t>(bytes, i));
-    case DType::b8: return read<uint8_t>(bytes, i) != 0 ? 1 : 0;
-    case DType::c64: return read<float>(bytes, 2 * i);
+    case DType::f16:
+      return f16_bits_to_double(read<uint16_t>(bytes, i));
+    case DType::bf16:
+      return bf16_bits_to_double(read<uint16_t>(bytes, i));
+    case DType::f32:
+      return read<float>(bytes, i);
+    case DType::f64:
+      return read<double>(bytes, i);
+    case DType::i32:
+      return read<int32_t>(bytes, i);
+    case DType::i64:
+      return static_cast<double>(read<int64_t>(bytes, i));
+    case DType::b8:
+      return read<uint8_t>(bytes, i) != 0 ? 1 : 0;
+    case DType::c64:
+      return read<float>(bytes, 2 * i);
   }
   return 0;
 }
@@ -85,13 +93,27 @@ double HostTensor::get_imag(int64_t i) const {
 
 void HostTensor::set(int64_t i, double v, double imag) {
   switch (dtype) {
-    case DType::f16: write<uint16_t>(bytes, i, double_to_f16_bits(v)); break;
-    case DType::bf16: write<uint16_t>(bytes, i, double_to_bf16_bits(v)); break;
-    case DType::f32: write<float>(bytes, i, static_cast<float>(v)); break;
-    case DType::f64: write<double>(bytes, i, v); break;
-    case DType::i32: write<int32_t>(bytes, i, static_cast<int32_t>(round_to(DType::i32, v))); break;
-    case DType::i64: write<int64_t>(bytes, i, static_cast<int64_t>(round_to(DType::i64, v))); break;
-    case DType::b8: write<uint8_t>(bytes, i, v != 0 ? 1 : 0); break;
+    case DType::f16:
+      write<uint16_t>(bytes, i, double_to_f16_bits(v));
+      break;
+    case DType::bf16:
+      write<uint16_t>(bytes, i, double_to_bf16_bits(v));
+      break;
+    case DType::f32:
+      write<float>(bytes, i, static_cast<float>(v));
+      break;
+    case DType::f64:
+      write<double>(bytes, i, v);
+      break;
+    case DType::i32:
+      write<int32_t>(bytes, i, static_cast<int32_t>(round_to(DType::i32, v)));
+      break;
+    case DType::i64:
+      write<int64_t>(bytes, i, static_cast<int64_t>(round_to(DType::i64, v)));
+      break;
+    case DType::b8:
+      write<uint8_t>(bytes, i, v != 0 ? 1 : 0);
+      break;
     case DType::c64:
       write<float>(bytes, 2 * i, static_cast<float>(v));
       write<float>(bytes, 2 * i + 1, static_cast<float>(imag));
@@ -100,7 +122,8 @@ void HostTensor::set(int64_t i, double v, double imag) {
 }
 
 void HostTensor::poison(uint8_t byte) {
-  if (!bytes.empty()) std::memset(bytes.data(), byte, bytes.size());  // data() may be null when empty
+  if (!bytes.empty())
+    std::memset(bytes.data(), byte, bytes.size());  // data() may be null when empty
 }
 
 namespace {
@@ -108,7 +131,8 @@ namespace {
 // Fills elements [begin, end) from a generator seeded by (seed, block): the values depend only on
 // the seed and the element index, not on how many threads fill.
 void fill_block(HostTensor& t, uint64_t seed, int64_t block, int64_t begin, int64_t end) {
-  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(block) * 0xbf58476d1ce4e5b9ULL + 1);
+  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL +
+                      static_cast<uint64_t>(block) * 0xbf58476d1ce4e5b9ULL + 1);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_int_distribution<int> ints(-100, 100);
   std::bernoulli_distribution coin(0.5);

@@ -45,7 +45,8 @@ struct Partial {
 
 class RowEval {
  public:
-  RowEval(const Shared& sh, Partial& part) : sh_(sh), k_(sh.k), part_(part), vals_(k_.nodes.size()) {}
+  RowEval(const Shared& sh, Partial& part)
+      : sh_(sh), k_(sh.k), part_(part), vals_(k_.nodes.size()) {}
 
   void run(const std::vector<int64_t>& idx) {
     idx_ = &idx;
@@ -59,9 +60,15 @@ class RowEval {
     int64_t off = 0;
     for (size_t ax = 0; ax < view.size(); ++ax) {
       switch (view[ax].kind) {
-        case ir::AxisIndex::Kind::loop: off += (*idx_)[view[ax].value] * st[ax]; break;
-        case ir::AxisIndex::Kind::constant: off += view[ax].value * st[ax]; break;
-        case ir::AxisIndex::Kind::vector: off += j * st[ax]; break;
+        case ir::AxisIndex::Kind::loop:
+          off += (*idx_)[view[ax].value] * st[ax];
+          break;
+        case ir::AxisIndex::Kind::constant:
+          off += view[ax].value * st[ax];
+          break;
+        case ir::AxisIndex::Kind::vector:
+          off += j * st[ax];
+          break;
       }
     }
     return off;
@@ -89,8 +96,12 @@ class RowEval {
         out.re[0] = n.number;
         if (cplx) out.im[0] = n.number_im;
         return;
-      case Op::param: out.re[0] = round_to(n.type.dtype, sh_.scalars.at(n.index)); return;
-      case Op::shape: out.re[0] = static_cast<double>(sh_.symbols.at(n.index)); return;
+      case Op::param:
+        out.re[0] = round_to(n.type.dtype, sh_.scalars.at(n.index));
+        return;
+      case Op::shape:
+        out.re[0] = static_cast<double>(sh_.symbols.at(n.index));
+        return;
       case Op::position:
         for (size_t j = 0; j < len; ++j) out.re[j] = static_cast<double>(j);
         return;
@@ -103,7 +114,9 @@ class RowEval {
         }
         return;
       }
-      case Op::reduce: reduce(n, out); return;
+      case Op::reduce:
+        reduce(n, out);
+        return;
       case Op::scan: {
         std::vector<const Val*> args;
         for (ir::ValueId a : n.args) args.push_back(&vals_[a]);
@@ -120,7 +133,8 @@ class RowEval {
         return;
       case Op::arg:
         throw InternalError("interpreter: an arg node outside a region");
-      default: break;
+      default:
+        break;
     }
     for (size_t j = 0; j < len; ++j) elementwise(n, j, out);
   }
@@ -235,9 +249,10 @@ void check_shapes(const ir::Kernel& k, const std::vector<HostTensor>& tensors,
       ok = tensors[t].shape[ax] == want;
     }
     if (!ok) {
-      throw ArgumentError(fmt::format("interpreter: tensor '{}' does not match its declared "
-                                      "dtype and shape",
-                                      p.name));
+      throw ArgumentError(
+          fmt::format("interpreter: tensor '{}' does not match its declared "
+                      "dtype and shape",
+                      p.name));
     }
   }
 }
@@ -363,11 +378,13 @@ void interpret(const ir::Kernel& k, std::vector<HostTensor>& tensors,
 
   int64_t work = rows * std::max<int64_t>(sh.n, 1) * static_cast<int64_t>(k.nodes.size());
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  int64_t threads = std::clamp<int64_t>(work / (1 << 20), 1, std::max<int64_t>(1, std::min<int64_t>(hw, rows)));
+  int64_t threads =
+      std::clamp<int64_t>(work / (1 << 20), 1, std::max<int64_t>(1, std::min<int64_t>(hw, rows)));
   std::vector<Partial> partials(static_cast<size_t>(threads));
   for (Partial& p : partials) {
     for (const ir::Store& st : k.stores) {
-      size_t size = st.kind == ir::StoreKind::reduce ? static_cast<size_t>(tensors[st.tensor].numel()) : 0;
+      size_t size =
+          st.kind == ir::StoreKind::reduce ? static_cast<size_t>(tensors[st.tensor].numel()) : 0;
       p.re.emplace_back(size, 0.0);
       p.im.emplace_back(size, 0.0);
     }

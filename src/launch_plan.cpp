@@ -30,8 +30,11 @@ std::string LaunchPlan::to_json() const {
   j["param_bytes"] = param_bytes;
   json slots_j = json::array();
   for (const ParamSlot& s : slots) {
-    slots_j.push_back({{"kind", s.kind}, {"index", s.index}, {"axis", s.axis},
-                       {"offset", s.offset}, {"size", s.size},
+    slots_j.push_back({{"kind", s.kind},
+                       {"index", s.index},
+                       {"axis", s.axis},
+                       {"offset", s.offset},
+                       {"size", s.size},
                        {"dtype", std::string(dtype_name(s.dtype))}});
   }
   j["slots"] = slots_j;
@@ -45,7 +48,8 @@ std::string LaunchPlan::to_json() const {
   j["workspaces"] = ws;
   json fu = json::array();
   for (const FollowUp& f : follow_ups) {
-    fu.push_back({{"symbol", f.symbol}, {"block_threads", f.block_threads},
+    fu.push_back({{"symbol", f.symbol},
+                  {"block_threads", f.block_threads},
                   {"grid_elements", f.grid_elements}});
   }
   j["follow_ups"] = fu;
@@ -85,7 +89,8 @@ LaunchPlan LaunchPlan::from_json(const std::string& text) {
                               w.value("bytes_fixed", uint64_t{0}), w.value("zeroed", false)});
     }
     for (const json& f : j.at("follow_ups")) {
-      p.follow_ups.push_back({f.at("symbol").get<std::string>(), f.at("block_threads").get<uint32_t>(),
+      p.follow_ups.push_back({f.at("symbol").get<std::string>(),
+                              f.at("block_threads").get<uint32_t>(),
                               f.at("grid_elements").get<uint64_t>()});
     }
     p.aligned_tensors = j.at("aligned_tensors").get<std::vector<uint32_t>>();

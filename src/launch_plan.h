@@ -49,15 +49,15 @@ struct FollowUp {
 };
 
 struct LaunchPlan {
-  std::string symbol;              // the main kernel, e.g. kdsl_rms_norm_bf16_n8192
-  std::string schedule;            // e.g. "rows.cta" (documented in schedule.h)
+  std::string symbol;                // the main kernel, e.g. kdsl_rms_norm_bf16_n8192
+  std::string schedule;              // e.g. "rows.cta" (documented in schedule.h)
   std::vector<std::string> reasons;  // why this schedule (kdsl emit --explain)
   uint32_t block_threads = 256;
-  uint32_t rows_per_cta = 1;        // loop iterations a CTA works on at once
-  uint32_t row_splits = 1;          // CTAs of work per rows_per_cta rows (scan chunks)
-  uint32_t max_ctas_per_sm = 1;     // persistent grid: at most this many CTAs per SM
-  bool persistent = true;           // false: one CTA per rows_per_cta rows
-  uint32_t dynamic_smem = 0;        // bytes
+  uint32_t rows_per_cta = 1;     // loop iterations a CTA works on at once
+  uint32_t row_splits = 1;       // CTAs of work per rows_per_cta rows (scan chunks)
+  uint32_t max_ctas_per_sm = 1;  // persistent grid: at most this many CTAs per SM
+  bool persistent = true;        // false: one CTA per rows_per_cta rows
+  uint32_t dynamic_smem = 0;     // bytes
   uint32_t param_bytes = 0;
   std::vector<ParamSlot> slots;
   std::vector<WorkspaceSpec> workspaces;

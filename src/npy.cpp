@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
-#include <cctype>
-#include <charconv>
 
 #include "kdsl/error.h"
 
@@ -55,20 +55,29 @@ std::optional<DType> descr_dtype(const std::string& d, DType want) {
   if (d == "<i8") return DType::i64;
   if (d == "|b1") return DType::b8;
   if (d == "<c8") return DType::c64;
-  if ((d == "<u2" || d == "<i2" || d == "<V2" || d == "|V2") && want == DType::bf16) return DType::bf16;
+  if ((d == "<u2" || d == "<i2" || d == "<V2" || d == "|V2") && want == DType::bf16)
+    return DType::bf16;
   return std::nullopt;
 }
 
 const char* dtype_descr(DType t) {
   switch (t) {
-    case DType::f16: return "<f2";
-    case DType::bf16: return "<u2";
-    case DType::f32: return "<f4";
-    case DType::f64: return "<f8";
-    case DType::i32: return "<i4";
-    case DType::i64: return "<i8";
-    case DType::b8: return "|b1";
-    case DType::c64: return "<c8";
+    case DType::f16:
+      return "<f2";
+    case DType::bf16:
+      return "<u2";
+    case DType::f32:
+      return "<f4";
+    case DType::f64:
+      return "<f8";
+    case DType::i32:
+      return "<i4";
+    case DType::i64:
+      return "<i8";
+    case DType::b8:
+      return "|b1";
+    case DType::c64:
+      return "<c8";
   }
   return "<f4";
 }
@@ -133,7 +142,8 @@ HostTensor read_npy(const std::string& path, DType want) {
                           need ? std::to_string(need) : std::string("more than 2^64"), available));
   }
   HostTensor out(*t, shape);
-  in.read(reinterpret_cast<char*>(out.bytes.data()), static_cast<std::streamsize>(out.bytes.size()));
+  in.read(reinterpret_cast<char*>(out.bytes.data()),
+          static_cast<std::streamsize>(out.bytes.size()));
   if (static_cast<size_t>(in.gcount()) != out.bytes.size()) {
     bad(path, fmt::format("truncated data: expected {} bytes", out.bytes.size()));
   }
@@ -160,7 +170,8 @@ void write_npy(const std::string& path, const HostTensor& t) {
                           static_cast<unsigned char>(header.size() >> 8)};
   out.write(reinterpret_cast<const char*>(len), 2);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  out.write(reinterpret_cast<const char*>(t.bytes.data()),
+            static_cast<std::streamsize>(t.bytes.size()));
   if (!out) bad(path, std::string("write failed: ") + std::strerror(errno));
 }
 

@@ -1,5 +1,5 @@
-#include "log.h"
 #include "src/nvrtc.h"
+#include "log.h"
 
 #include <nvrtc.h>
 

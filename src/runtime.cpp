@@ -21,7 +21,8 @@ namespace kdsl {
 
 TensorRef TensorRef::contiguous(void* data, DType dtype, std::span<const int64_t> shape) {
   if (shape.size() > static_cast<size_t>(kMaxRank)) {
-    throw ArgumentError(fmt::format("a tensor has at most {} axes (got {})", kMaxRank, shape.size()));
+    throw ArgumentError(
+        fmt::format("a tensor has at most {} axes (got {})", kMaxRank, shape.size()));
   }
   TensorRef t;
   t.data = data;
@@ -33,8 +34,8 @@ TensorRef TensorRef::contiguous(void* data, DType dtype, std::span<const int64_t
     t.shape[i] = shape[i];
     t.strides[i] = stride;
     if (__builtin_mul_overflow(stride, std::max<int64_t>(shape[i], 1), &stride)) {
-      throw ArgumentError(fmt::format("a tensor of shape {} has more than 2^63 elements",
-                                      fmt::join(shape, "x")));
+      throw ArgumentError(
+          fmt::format("a tensor of shape {} has more than 2^63 elements", fmt::join(shape, "x")));
     }
   }
   return t;
@@ -51,7 +52,8 @@ TensorRef TensorRef::strided(void* data, DType dtype, std::span<const int64_t> s
                                     shape.size(), shape.size(), strides.size()));
   }
   if (shape.size() > static_cast<size_t>(kMaxRank)) {
-    throw ArgumentError(fmt::format("a tensor has at most {} axes (got {})", kMaxRank, shape.size()));
+    throw ArgumentError(
+        fmt::format("a tensor has at most {} axes (got {})", kMaxRank, shape.size()));
   }
   TensorRef t;
   t.data = data;
@@ -59,7 +61,8 @@ TensorRef TensorRef::strided(void* data, DType dtype, std::span<const int64_t> s
   t.rank = static_cast<int32_t>(shape.size());
   for (size_t i = 0; i < strides.size(); ++i) {
     if (shape[i] < 0) throw ArgumentError(fmt::format("tensor size {} is negative", shape[i]));
-    if (strides[i] < 0) throw ArgumentError(fmt::format("tensor stride {} is negative", strides[i]));
+    if (strides[i] < 0)
+      throw ArgumentError(fmt::format("tensor stride {} is negative", strides[i]));
     t.shape[i] = shape[i];
     t.strides[i] = strides[i];
   }
@@ -91,7 +94,9 @@ std::string ordinal(size_t i) {
 }
 
 // "1 axis", "3 axes".
-std::string axes(size_t n) { return fmt::format("{} {}", n, n == 1 ? "axis" : "axes"); }
+std::string axes(size_t n) {
+  return fmt::format("{} {}", n, n == 1 ? "axis" : "axes");
+}
 
 std::string shape_str(const TensorRef& t) {
   if (t.rank < 0 || t.rank > kMaxRank) return fmt::format("(invalid rank {})", t.rank);
@@ -110,7 +115,8 @@ std::string declared_shape(const KernelSignature& sig, const SignatureParam& p) 
   std::string s = "(";
   for (size_t a = 0; a < p.shape.size(); ++a) {
     const ir::Extent& e = p.shape[a];
-    s += (a ? ", " : "") + (e.symbol >= 0 ? sig.symbols[e.symbol].name : std::to_string(e.constant));
+    s +=
+        (a ? ", " : "") + (e.symbol >= 0 ? sig.symbols[e.symbol].name : std::to_string(e.constant));
   }
   return s + (p.shape.size() == 1 ? ",)" : ")");
 }
@@ -185,15 +191,17 @@ KernelImpl::KernelImpl(std::shared_ptr<const FrontEnd> fe, const KernelSignature
   if (sig->params.size() > static_cast<size_t>(kMaxParams) ||
       sig->symbols.size() > static_cast<size_t>(kMaxSymbols) ||
       sig->generics.size() > static_cast<size_t>(kMaxGenerics)) {
-    throw ArgumentError(fmt::format("kernel '{}' has more than {} parameters, {} shape symbols or "
-                                    "{} generics, which the runtime does not support",
-                                    sig->name, kMaxParams, kMaxSymbols, kMaxGenerics));
+    throw ArgumentError(
+        fmt::format("kernel '{}' has more than {} parameters, {} shape symbols or "
+                    "{} generics, which the runtime does not support",
+                    sig->name, kMaxParams, kMaxSymbols, kMaxGenerics));
   }
   for (const SignatureParam& p : sig->params) {
     if (p.shape.size() > static_cast<size_t>(kMaxRank)) {
-      throw ArgumentError(fmt::format("kernel '{}': tensor '{}' has {} axes; the runtime supports "
-                                      "at most {} (kdsl::kMaxRank)",
-                                      sig->name, p.name, p.shape.size(), kMaxRank));
+      throw ArgumentError(
+          fmt::format("kernel '{}': tensor '{}' has {} axes; the runtime supports "
+                      "at most {} (kdsl::kMaxRank)",
+                      sig->name, p.name, p.shape.size(), kMaxRank));
     }
   }
   int32_t tensors = 0, scalars = 0;
@@ -205,7 +213,8 @@ KernelImpl::KernelImpl(std::shared_ptr<const FrontEnd> fe, const KernelSignature
     info.accumulates = p.is_tensor && p.role == ir::Role::inout;
     info.dtype = p.generic >= 0 ? sig->generics[p.generic].name : std::string(dtype_name(p.dtype));
     for (const ir::Extent& e : p.shape) {
-      info.shape.push_back(e.symbol >= 0 ? sig->symbols[e.symbol].name : std::to_string(e.constant));
+      info.shape.push_back(e.symbol >= 0 ? sig->symbols[e.symbol].name
+                                         : std::to_string(e.constant));
     }
     info.default_value = p.default_value;
     params_.push_back(std::move(info));
@@ -222,9 +231,10 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
   if (args.size() != sig.params.size()) {
     std::string names;
     for (const auto& p : sig.params) names += (names.empty() ? "" : ", ") + p.name;
-    throw ArgumentError(fmt::format("{} takes {} arguments ({}), {} given; pass "
-                                    "kdsl::Arg::use_default() for a scalar with a default",
-                                    sig.name, sig.params.size(), names, args.size()));
+    throw ArgumentError(
+        fmt::format("{} takes {} arguments ({}), {} given; pass "
+                    "kdsl::Arg::use_default() for a scalar with a default",
+                    sig.name, sig.params.size(), names, args.size()));
   }
   int generic_from[kMaxGenerics];  // the argument that bound each generic; -1: none yet
   std::fill(std::begin(generic_from), std::end(generic_from), -1);
@@ -236,7 +246,8 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
     const Arg& a = args[i];
     int32_t slot = slot_[i];
     if (!p.is_tensor) {
-      if (a.kind() == Arg::Kind::tensor) fail(i, fmt::format("expected a number ({}), got a tensor", dtype_str(sig, p)));
+      if (a.kind() == Arg::Kind::tensor)
+        fail(i, fmt::format("expected a number ({}), got a tensor", dtype_str(sig, p)));
       if (a.kind() == Arg::Kind::default_value) {
         if (!p.default_value) fail(i, "has no default value; pass a number");
         b.scalars[slot] = *p.default_value;
@@ -247,7 +258,8 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
     }
     if (a.kind() != Arg::Kind::tensor) {
       fail(i, fmt::format("expected a tensor of {} with shape {}, got {}", dtype_str(sig, p),
-                          declared_shape(sig, p), a.kind() == Arg::Kind::number ? "a number" : "a default"));
+                          declared_shape(sig, p),
+                          a.kind() == Arg::Kind::number ? "a number" : "a default"));
     }
     const TensorRef& t = a.tensor();
     b.tensors[slot] = &t;
@@ -255,7 +267,8 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
       const GenericInfo& g = sig.generics[p.generic];
       if (generic_from[p.generic] < 0) {
         if (std::find(g.domain.begin(), g.domain.end(), t.dtype) == g.domain.end()) {
-          fail(i, fmt::format("dtype {} is not allowed: expected {}", dtype_name(t.dtype), dtype_str(sig, p)));
+          fail(i, fmt::format("dtype {} is not allowed: expected {}", dtype_name(t.dtype),
+                              dtype_str(sig, p)));
         }
         b.binding[p.generic] = t.dtype;
         generic_from[p.generic] = static_cast<int>(i);
@@ -278,9 +291,11 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
       const ir::Extent& e = p.shape[ax];
       int64_t n = t.shape[ax];
       if (n < 0) fail(i, fmt::format("axis {} has negative size {}", ax, n));
-      if (t.strides[ax] < 0) fail(i, fmt::format("axis {} has negative stride {}", ax, t.strides[ax]));
+      if (t.strides[ax] < 0)
+        fail(i, fmt::format("axis {} has negative stride {}", ax, t.strides[ax]));
       if (e.symbol < 0) {
-        if (n != e.constant) fail(i, fmt::format("axis {} must have size {}, got {}", ax, e.constant, n));
+        if (n != e.constant)
+          fail(i, fmt::format("axis {} must have size {}, got {}", ax, e.constant, n));
       } else if (symbol_from[e.symbol] < 0) {
         b.symbols[e.symbol] = n;
         symbol_from[e.symbol] = static_cast<int>(i * kMaxRank + ax);
@@ -331,8 +346,8 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
   b.rows = 1;
   for (int32_t e : sig.loop_extents) {
     if (__builtin_mul_overflow(b.rows, b.symbols[e], &b.rows)) {
-      throw ArgumentError(fmt::format("{}: the parallel loop has more than 2^63 iterations",
-                                      sig.name));
+      throw ArgumentError(
+          fmt::format("{}: the parallel loop has more than 2^63 iterations", sig.name));
     }
   }
   if (sig.vector_symbol >= 0 && b.symbols[sig.vector_symbol] < 1) {
@@ -394,10 +409,10 @@ void check_plan(const LaunchPlan& plan) {
           static_cast<size_t>(s.index) < plan.workspaces.size());
   }
   if (!ok) {
-    throw InternalError(fmt::format("launch plan of {} exceeds the runtime's limits ({} parameter "
-                                    "bytes of {}, {} workspaces of {}) or is inconsistent",
-                                    plan.symbol, plan.param_bytes, kMaxParamBytes,
-                                    plan.workspaces.size(), kMaxWorkspaces));
+    throw InternalError(fmt::format(
+        "launch plan of {} exceeds the runtime's limits ({} parameter "
+        "bytes of {}, {} workspaces of {}) or is inconsistent",
+        plan.symbol, plan.param_bytes, kMaxParamBytes, plan.workspaces.size(), kMaxWorkspaces));
   }
 }
 
@@ -439,23 +454,23 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
   check_plan(ck.gen.plan);
   auto ls = std::make_unique<LoadedSpec>();
   ls->plan = ck.gen.plan;
-  LoadedKernel main = load_kernel(ctx, ck.binary.cubin, ls->plan.symbol,
-                                  static_cast<int>(ls->plan.dynamic_smem));
+  LoadedKernel main =
+      load_kernel(ctx, ck.binary.cubin, ls->plan.symbol, static_cast<int>(ls->plan.dynamic_smem));
   ls->main = main.function;
   for (const FollowUp& f : ls->plan.follow_ups) {
     ls->follow_ups.push_back(load_kernel(ctx, ck.binary.cubin, f.symbol, 0).function);
   }
   const Driver& d = driver();
   int per_sm = 0;
-  check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, ls->main,
-                                                      static_cast<int>(ls->plan.block_threads),
-                                                      ls->plan.dynamic_smem),
+  check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, ls->main, static_cast<int>(ls->plan.block_threads), ls->plan.dynamic_smem),
         "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   per_sm = std::max(1, std::min<int>(per_sm, static_cast<int>(ls->plan.max_ctas_per_sm)));
   ls->grid_limit = static_cast<uint32_t>(per_sm * target.sm_count);
   ls->cache_hit = ck.binary.hit;
   ls->compile_ms = ck.binary.compile_ms;
-  ls->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  ls->load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::unique_lock<std::shared_mutex> lock(mu_);
   return *specs_.emplace(key, std::move(ls)).first->second;
 }
@@ -525,11 +540,21 @@ void put(unsigned char* buf, uint32_t offset, T v) {
 
 void put_scalar(unsigned char* buf, const ParamSlot& s, double v) {
   switch (s.dtype) {
-    case DType::f32: put<float>(buf, s.offset, static_cast<float>(v)); break;
-    case DType::f64: put<double>(buf, s.offset, v); break;
-    case DType::i32: put<int32_t>(buf, s.offset, static_cast<int32_t>(v)); break;
-    case DType::i64: put<int64_t>(buf, s.offset, static_cast<int64_t>(v)); break;
-    default: put<float>(buf, s.offset, static_cast<float>(v)); break;
+    case DType::f32:
+      put<float>(buf, s.offset, static_cast<float>(v));
+      break;
+    case DType::f64:
+      put<double>(buf, s.offset, v);
+      break;
+    case DType::i32:
+      put<int32_t>(buf, s.offset, static_cast<int32_t>(v));
+      break;
+    case DType::i64:
+      put<int64_t>(buf, s.offset, static_cast<int64_t>(v));
+      break;
+    default:
+      put<float>(buf, s.offset, static_cast<float>(v));
+      break;
   }
 }
 
@@ -555,13 +580,27 @@ void pack_params(const LaunchPlan& plan, const BoundArgs& b, int64_t partials, C
   std::memset(buf, 0, plan.param_bytes);
   for (const ParamSlot& s : plan.slots) {
     switch (s.kind) {
-      case ParamSlot::Kind::tensor_ptr: put(buf, s.offset, b.tensors[s.index]->data); break;
-      case ParamSlot::Kind::stride: put<int64_t>(buf, s.offset, b.tensors[s.index]->strides[s.axis]); break;
-      case ParamSlot::Kind::symbol: put<int64_t>(buf, s.offset, b.symbols[s.index]); break;
-      case ParamSlot::Kind::rows: put<int64_t>(buf, s.offset, b.rows); break;
-      case ParamSlot::Kind::partials: put<int64_t>(buf, s.offset, partials); break;
-      case ParamSlot::Kind::workspace: put<uint64_t>(buf, s.offset, ws + ws_offsets[s.index]); break;
-      case ParamSlot::Kind::scalar: put_scalar(buf, s, b.scalars[s.index]); break;
+      case ParamSlot::Kind::tensor_ptr:
+        put(buf, s.offset, b.tensors[s.index]->data);
+        break;
+      case ParamSlot::Kind::stride:
+        put<int64_t>(buf, s.offset, b.tensors[s.index]->strides[s.axis]);
+        break;
+      case ParamSlot::Kind::symbol:
+        put<int64_t>(buf, s.offset, b.symbols[s.index]);
+        break;
+      case ParamSlot::Kind::rows:
+        put<int64_t>(buf, s.offset, b.rows);
+        break;
+      case ParamSlot::Kind::partials:
+        put<int64_t>(buf, s.offset, partials);
+        break;
+      case ParamSlot::Kind::workspace:
+        put<uint64_t>(buf, s.offset, ws + ws_offsets[s.index]);
+        break;
+      case ParamSlot::Kind::scalar:
+        put_scalar(buf, s, b.scalars[s.index]);
+        break;
     }
   }
 }
@@ -573,13 +612,13 @@ void KernelImpl::prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* 
   const LoadedSpec& ls = loaded(b, ctx);
   const LaunchPlan& plan = ls.plan;
   // row_splits: CTAs of work per group of rows (the scan schedule's chunks along the sequence).
-  uint64_t groups = static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta) *
-                    plan.row_splits;
+  uint64_t groups =
+      static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta) * plan.row_splits;
   if (!plan.persistent && groups > 0x7fffffffu) {  // one CTA per piece of work: the grid's x limit
-    throw ArgumentError(fmt::format("{}: {} rows need {} CTAs of {} rows ({} per row group); a "
-                                    "launch has at most 2^31 - 1",
-                                    sig_->name, b.rows, groups, plan.rows_per_cta,
-                                    plan.row_splits));
+    throw ArgumentError(
+        fmt::format("{}: {} rows need {} CTAs of {} rows ({} per row group); a "
+                    "launch has at most 2^31 - 1",
+                    sig_->name, b.rows, groups, plan.rows_per_cta, plan.row_splits));
   }
   uint32_t grid = static_cast<uint32_t>(
       std::min<uint64_t>(groups, plan.persistent ? ls.grid_limit : 0x7fffffffu));
@@ -612,8 +651,8 @@ void KernelImpl::enqueue(const PreparedLaunch& p, CUstream_st* stream) {
     check(d.cuMemsetD8Async(p.zero_ptr[z], 0, p.zero_bytes[z], st), "cuMemsetD8Async (workspace)");
   }
   if (p.grid > 0) {
-    check(d.cuLaunchKernel(p.spec->main, p.grid, 1, 1, plan.block_threads, 1, 1,
-                           plan.dynamic_smem, st, params, nullptr),
+    check(d.cuLaunchKernel(p.spec->main, p.grid, 1, 1, plan.block_threads, 1, 1, plan.dynamic_smem,
+                           st, params, nullptr),
           "cuLaunchKernel");
   }
   for (size_t f = 0; f < p.spec->follow_ups.size(); ++f) {
@@ -654,9 +693,15 @@ std::shared_ptr<KernelImpl> ModuleImpl::kernel(const std::string& name) const {
 
 // ---- public handles ----
 
-const std::string& Kernel::name() const { return impl_->sig().name; }
-const std::string& Kernel::docstring() const { return impl_->sig().docstring; }
-const std::vector<ParamInfo>& Kernel::params() const { return impl_->params(); }
+const std::string& Kernel::name() const {
+  return impl_->sig().name;
+}
+const std::string& Kernel::docstring() const {
+  return impl_->sig().docstring;
+}
+const std::vector<ParamInfo>& Kernel::params() const {
+  return impl_->params();
+}
 
 void Kernel::launch(CUstream_st* stream, std::span<const Arg> args) const {
   impl_->launch(stream, args);
@@ -693,6 +738,8 @@ std::vector<std::string> Module::kernel_names() const {
   return out;
 }
 
-const std::string& Module::path() const { return impl_->front_end().file->path(); }
+const std::string& Module::path() const {
+  return impl_->front_end().file->path();
+}
 
 }  // namespace kdsl

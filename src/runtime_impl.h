@@ -48,8 +48,8 @@ struct LoadedSpec {
 /// One launch, checked, loaded and packed, ready to enqueue (no allocation: fixed size).
 struct PreparedLaunch {
   const LoadedSpec* spec = nullptr;
-  uint32_t grid = 0;  // CTAs of the main kernel; 0 for an empty parallel loop
-  uint32_t zero_count = 0;                 // workspace regions cleared before the main kernel
+  uint32_t grid = 0;        // CTAs of the main kernel; 0 for an empty parallel loop
+  uint32_t zero_count = 0;  // workspace regions cleared before the main kernel
   CUdeviceptr zero_ptr[kMaxWorkspaces] = {};
   uint64_t zero_bytes[kMaxWorkspaces] = {};
   alignas(16) unsigned char params[kMaxParamBytes];  // the parameter block, spec->plan.param_bytes

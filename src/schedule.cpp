@@ -16,19 +16,19 @@ int pow2_ceil(int64_t v) {
 }
 
 bool has_vector_axis(const ir::View& v) {
-  return std::any_of(v.begin(), v.end(), [](const ir::AxisIndex& a) {
-    return a.kind == ir::AxisIndex::Kind::vector;
-  });
+  return std::any_of(v.begin(), v.end(),
+                     [](const ir::AxisIndex& a) { return a.kind == ir::AxisIndex::Kind::vector; });
 }
 
 bool has_loop_axis(const ir::View& v) {
-  return std::any_of(v.begin(), v.end(), [](const ir::AxisIndex& a) {
-    return a.kind == ir::AxisIndex::Kind::loop;
-  });
+  return std::any_of(v.begin(), v.end(),
+                     [](const ir::AxisIndex& a) { return a.kind == ir::AxisIndex::Kind::loop; });
 }
 
 // Registers (32-bit) one element of a value of dtype `t` takes.
-int reg_words(DType t) { return dtype_size(accumulator_dtype(t)) == 8 || t == DType::f64 ? 2 : 1; }
+int reg_words(DType t) {
+  return dtype_size(accumulator_dtype(t)) == 8 || t == DType::f64 ? 2 : 1;
+}
 
 }  // namespace
 
@@ -42,7 +42,8 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
   size_t pos = 0;
   while (pos < text.size()) {
     size_t comma = text.find(',', pos);
-    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string item =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? text.size() : comma + 1;
     if (item.empty()) continue;
     size_t eq = item.find('=');
@@ -74,10 +75,11 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
                                                           : h.smem_columns;
       f = v == 1;
     } else {
-      throw ArgumentError(fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
-                                      "of two up to 1024), cache_rows, cache_invariant, prefetch, "
-                                      "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32)",
-                                      item));
+      throw ArgumentError(
+          fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
+                      "of two up to 1024), cache_rows, cache_invariant, prefetch, "
+                      "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32)",
+                      item));
     }
   }
   return h;
@@ -134,9 +136,11 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   for (size_t t = 0; t < k.tensors.size(); ++t) {
     bool vec_access = false;
     for (const ir::Node& node : k.nodes) {
-      vec_access |= node.op == ir::Op::load && node.index == (int32_t)t && has_vector_axis(node.view);
+      vec_access |=
+          node.op == ir::Op::load && node.index == (int32_t)t && has_vector_axis(node.view);
     }
-    for (const ir::Store& st : k.stores) vec_access |= st.tensor == (int32_t)t && has_vector_axis(st.view);
+    for (const ir::Store& st : k.stores)
+      vec_access |= st.tensor == (int32_t)t && has_vector_axis(st.view);
     if (!vec_access) continue;
     min_size = std::min(min_size, dtype_size(k.tensors[t].dtype));
     any_fast |= ((spec.aligned_mask & spec.contiguous_mask) >> t) & 1u;
@@ -159,9 +163,8 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   bool column_reduction = std::any_of(k.stores.begin(), k.stores.end(), [](const ir::Store& st) {
     return st.kind == ir::StoreKind::reduce;
   });
-  int reductions = static_cast<int>(std::count_if(k.nodes.begin(), k.nodes.end(), [](const ir::Node& x) {
-    return x.op == ir::Op::reduce;
-  }));
+  int reductions = static_cast<int>(std::count_if(
+      k.nodes.begin(), k.nodes.end(), [](const ir::Node& x) { return x.op == ir::Op::reduce; }));
   // Measured on an H200 (bench/RESULTS.md, "schedule experiments"): a persistent grid that
   // prefetches the next row wins for kernels with several reductions, 4-byte rows and rows longer
   // than 16K elements; one CTA per row wins for single-reduction kernels on 16-bit rows up to
@@ -189,12 +192,13 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
     int64_t chunks_target = std::max(1, 16 / s.vec);
     group = std::clamp(pow2_ceil((vectors + chunks_target - 1) / chunks_target), 1, 1024);
   } else {
-    group = vectors <= 16 ? pow2_ceil(vectors)
+    group = vectors <= 16    ? pow2_ceil(vectors)
             : vectors <= 256 ? 32
                              : std::clamp(pow2_ceil((vectors + 3) / 4), 64, 1024);
   }
-  while (column_reduction && group < 1024 && group < vectors &&
-         static_cast<double>((vectors + group - 1) / group) * s.vec * per_elem > budget) {
+  while (column_reduction && group < 1024 &&
+         group<vectors&& static_cast<double>((vectors + group - 1) / group) * s.vec * per_elem>
+             budget) {
     group *= 2;
   }
   if (hint.group) group = *hint.group;
@@ -207,7 +211,7 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
       "N = {}: VEC = {} ({}-byte accesses), {} vectors per row -> {} ({} threads per row, {} "
       "rows per CTA, {} chunks per thread), {}",
       n, s.vec, s.vec * min_size, vectors, s.name, s.group, s.rows_per_cta, s.chunks,
-      !s.persistent       ? "one CTA per row group (no state across rows)"
+      !s.persistent      ? "one CTA per row group (no state across rows)"
       : column_reduction ? "persistent grid (column reductions accumulate across a CTA's rows)"
                          : "persistent grid (CTAs loop over rows)"));
 
@@ -223,8 +227,8 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
     s.smem_columns = false;
   }
   if (s.smem_columns) {
-    s.reasons.push_back(fmt::format("column-reduction accumulators in shared memory ({:.0f} KiB per CTA)",
-                                    smem_bytes / 1024));
+    s.reasons.push_back(fmt::format(
+        "column-reduction accumulators in shared memory ({:.0f} KiB per CTA)", smem_bytes / 1024));
   }
   double need = elems * (w.row + w.invariant + (s.smem_columns ? 0.0 : w.column));
   s.cache_invariant = hint.cache_invariant.value_or(need <= budget || w.invariant == 0);

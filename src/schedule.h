@@ -53,15 +53,15 @@ struct DeviceTarget {
 /// Overrides of the scheduler's choices, for autotuning (`kdsl tune`) and experiments
 /// (`kdsl run --schedule group=512,prefetch=1`). Unset fields keep the scheduler's choice.
 struct ScheduleHint {
-  std::optional<int> vec;        // elements per access: 1, 2, 4 or 8
-  std::optional<int> group;      // threads per row: a power of two, 1 to 1024
+  std::optional<int> vec;    // elements per access: 1, 2, 4 or 8
+  std::optional<int> group;  // threads per row: a power of two, 1 to 1024
   std::optional<bool> cache_rows;
   std::optional<bool> cache_invariant;
-  std::optional<bool> prefetch;  // load the next row while the current one is computed
-  std::optional<bool> pack;      // hold cached 16-bit rows as packed pairs (half the registers)
-  std::optional<bool> stream;    // evict-first cache hints on row loads and stores
-  std::optional<bool> persistent;  // a persistent grid (else one CTA per R rows)
-  std::optional<int> min_ctas;     // __launch_bounds__ minimum CTAs per SM (caps registers)
+  std::optional<bool> prefetch;      // load the next row while the current one is computed
+  std::optional<bool> pack;          // hold cached 16-bit rows as packed pairs (half the registers)
+  std::optional<bool> stream;        // evict-first cache hints on row loads and stores
+  std::optional<bool> persistent;    // a persistent grid (else one CTA per R rows)
+  std::optional<int> min_ctas;       // __launch_bounds__ minimum CTAs per SM (caps registers)
   std::optional<bool> smem_columns;  // column-reduction accumulators in shared memory
 
   bool empty() const;
@@ -72,12 +72,12 @@ struct ScheduleHint {
 };
 
 struct RowSchedule {
-  std::string name;  // rows.subwarp, rows.warp or rows.cta
-  int vec = 1;       // elements per access (VEC)
-  int group = 32;    // threads per row (G)
-  int rows_per_cta = 1;  // R
-  int threads = 32;      // G * R
-  int chunks = 1;        // C = ceil(N / (G * VEC))
+  std::string name;             // rows.subwarp, rows.warp or rows.cta
+  int vec = 1;                  // elements per access (VEC)
+  int group = 32;               // threads per row (G)
+  int rows_per_cta = 1;         // R
+  int threads = 32;             // G * R
+  int chunks = 1;               // C = ceil(N / (G * VEC))
   bool cache_rows = true;       // row loads held in registers across phases
   bool cache_invariant = true;  // loop-invariant vector loads held in registers across rows
   bool prefetch = false;        // the next row's cached loads are issued before this row's work

@@ -21,9 +21,10 @@ std::string Specialization::symbol(const std::string& kernel, uint32_t all_vecto
 void specialize(ir::Kernel& k, const Specialization& s) {
   if (k.vector_symbol < 0 || s.vector_extent < 0) return;  // < 0: leave the length symbolic
   if (s.vector_extent == 0) {
-    throw ArgumentError(fmt::format("kernel '{}': the vector axis {} must have a positive size "
-                                    "(got {})",
-                                    k.name, k.symbols[k.vector_symbol].name, s.vector_extent));
+    throw ArgumentError(
+        fmt::format("kernel '{}': the vector axis {} must have a positive size "
+                    "(got {})",
+                    k.name, k.symbols[k.vector_symbol].name, s.vector_extent));
   }
   k.symbols[k.vector_symbol].value = s.vector_extent;
 }

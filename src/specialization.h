@@ -14,7 +14,7 @@ namespace kdsl {
 struct Specialization {
   std::vector<DType> binding;  // one dtype per generic, in declaration order
   int64_t vector_extent = -1;  // the vector symbol's value; -1 when the kernel has none
-  uint32_t aligned_mask = 0;     // bit t: tensor t's base and loop-axis strides allow 16-byte access
+  uint32_t aligned_mask = 0;   // bit t: tensor t's base and loop-axis strides allow 16-byte access
   uint32_t contiguous_mask = 0;  // bit t: tensor t's vector-axis stride is 1
 
   bool operator==(const Specialization&) const = default;

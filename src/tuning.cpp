@@ -93,7 +93,8 @@ nlohmann::json read_db(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::optional<TunedSchedule> TuningDb::lookup(const std::string& gpu, const std::string& key) const {
+std::optional<TunedSchedule> TuningDb::lookup(const std::string& gpu,
+                                              const std::string& key) const {
   nlohmann::json db = read_db(path());
   if (!db.contains(gpu) || !db[gpu].is_object() || !db[gpu].contains(key)) return std::nullopt;
   const nlohmann::json& r = db[gpu][key];
@@ -111,7 +112,8 @@ std::optional<TunedSchedule> TuningDb::lookup(const std::string& gpu, const std:
   }
 }
 
-void TuningDb::record(const std::string& gpu, const std::string& key, const TunedSchedule& t) const {
+void TuningDb::record(const std::string& gpu, const std::string& key,
+                      const TunedSchedule& t) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   std::string lock_path = (dir_ / "tuning.json.lock").string();

@@ -8,12 +8,17 @@ namespace kdsl {
 
 Tolerance tolerance_for(DType t) {
   switch (t) {
-    case DType::f64: return {1e-9, 1e-12};
+    case DType::f64:
+      return {1e-9, 1e-12};
     case DType::f32:
-    case DType::c64: return {1e-4, 1e-5};
-    case DType::f16: return {4e-3, 1e-3};
-    case DType::bf16: return {3e-2, 1e-2};
-    default: return {0, 0};
+    case DType::c64:
+      return {1e-4, 1e-5};
+    case DType::f16:
+      return {4e-3, 1e-3};
+    case DType::bf16:
+      return {3e-2, 1e-2};
+    default:
+      return {0, 0};
   }
 }
 

@@ -83,7 +83,8 @@ TEST(BadModule, UnreadableFile) {
   TempDir d;
   std::string f = d.file("secret.kdsl", "X = 1\n");
   fs::permissions(f, fs::perms::none);
-  EXPECT_EQ(error_of<Error>([&] { Module::load(f); }), "cannot open '" + f + "': Permission denied");
+  EXPECT_EQ(error_of<Error>([&] { Module::load(f); }),
+            "cannot open '" + f + "': Permission denied");
 }
 
 TEST(BadModule, EmptyFileIsAModuleWithoutKernels) {
@@ -127,9 +128,10 @@ TEST(BadModule, MalformedSourceRendersFileLineColumnAndCaret) {
 
 TEST(BadModule, UnknownKernelListsTheKernels) {
   Module m = Module::load(kRoot + "/stdlib/softmax.kdsl");
-  EXPECT_EQ(error_of<ArgumentError>([&] { m.kernel("softmx"); }),
-            "no kernel named 'softmx' in " + kRoot +
-                "/stdlib/softmax.kdsl (kernels: softmax, softmax_bwd, log_softmax, log_softmax_bwd)");
+  EXPECT_EQ(
+      error_of<ArgumentError>([&] { m.kernel("softmx"); }),
+      "no kernel named 'softmx' in " + kRoot +
+          "/stdlib/softmax.kdsl (kernels: softmax, softmax_bwd, log_softmax, log_softmax_bwd)");
   EXPECT_EQ(error_of<ArgumentError>([&] { m.kernel(""); }).rfind("no kernel named '' in ", 0), 0u);
 }
 
@@ -140,7 +142,8 @@ TEST(BadModule, TensorWithMoreAxesThanTheRuntimeSupports) {
 def k(x: Tensor[f32, (A, B, C, D, E, F, G, H, N)], *, y: Out[f32, (A, B, C, D, E, F, G, H, N)]):
     for a, b, c, d, e, f, g, h in parallel(A, B, C, D, E, F, G, H):
         y[a, b, c, d, e, f, g, h, :] = x[a, b, c, d, e, f, g, h, :]
-)", "axes.kdsl");
+)",
+                        "axes.kdsl");
   });
   EXPECT_EQ(what.rfind("axes.kdsl:3:22: error: a tensor has at most 8 axes\n", 0), 0u) << what;
 }
@@ -148,11 +151,14 @@ def k(x: Tensor[f32, (A, B, C, D, E, F, G, H, N)], *, y: Out[f32, (A, B, C, D, E
 // ---- TensorRef -------------------------------------------------------------------------------
 
 TEST(BadTensor, NegativeSizeAndStride) {
-  EXPECT_EQ(error_of<ArgumentError>([] { TensorRef::contiguous(nullptr, DType::f32, {4, -1}); }),
+  EXPECT_EQ(error_of<ArgumentError>([] {
+              TensorRef::contiguous(nullptr, DType::f32, {4, -1});
+            }),
             "tensor size -1 is negative");
   int64_t shape[] = {4, 4}, strides[] = {4, -1};
-  EXPECT_EQ(error_of<ArgumentError>([&] { TensorRef::strided(nullptr, DType::f32, shape, strides); }),
-            "tensor stride -1 is negative");
+  EXPECT_EQ(
+      error_of<ArgumentError>([&] { TensorRef::strided(nullptr, DType::f32, shape, strides); }),
+      "tensor stride -1 is negative");
 }
 
 TEST(BadTensor, TooManyAxes) {
@@ -169,7 +175,8 @@ TEST(BadTensor, ElementCountOverflow) {
   TensorRef t;
   t.rank = 2;
   t.shape[0] = t.shape[1] = int64_t{1} << 40;
-  EXPECT_EQ(error_of<ArgumentError>([&] { (void)t.numel(); }), "a tensor has more than 2^63 elements");
+  EXPECT_EQ(error_of<ArgumentError>([&] { (void)t.numel(); }),
+            "a tensor has more than 2^63 elements");
   t.rank = 12;
   EXPECT_EQ(error_of<ArgumentError>([&] { (void)t.numel(); }),
             "a tensor's rank must be 0 to 8 (got 12)");
@@ -177,7 +184,9 @@ TEST(BadTensor, ElementCountOverflow) {
 
 // ---- launches of a stdlib kernel (argument checks need no GPU) ---------------------------------
 
-void* address(int i) { return reinterpret_cast<void*>(uintptr_t{0x7f0000000000} + (uintptr_t(i) << 36)); }
+void* address(int i) {
+  return reinterpret_cast<void*>(uintptr_t{0x7f0000000000} + (uintptr_t(i) << 36));
+}
 
 class BadLaunch : public ::testing::Test {
  protected:
@@ -200,8 +209,9 @@ class BadLaunch : public ::testing::Test {
 
 TEST_F(BadLaunch, InputAliasedWithAnOutput) {
   y_.data = x_.data;  // y = x in place
-  EXPECT_EQ(error(), "rms_norm: argument 'y' (4th of 5): overlaps argument 'x'; outputs must not "
-                     "alias other arguments (an InOut parameter updates a tensor in place)");
+  EXPECT_EQ(error(),
+            "rms_norm: argument 'y' (4th of 5): overlaps argument 'x'; outputs must not "
+            "alias other arguments (an InOut parameter updates a tensor in place)");
   y_.data = address(3);
   r_.data = static_cast<char*>(w_.data) + 64;  // rstd inside w
   EXPECT_EQ(error().find("argument 'rstd' (5th of 5): overlaps argument 'w'") != std::string::npos,
@@ -227,11 +237,13 @@ TEST_F(BadLaunch, NegativeSizeSetByHand) {
 
 TEST_F(BadLaunch, InvalidRankSetByHand) {
   x_.rank = 40;
-  EXPECT_EQ(error(), "rms_norm: argument 'x' (1st of 5): expected 2 axes (M, N), got 40 axes "
-                     "(invalid rank 40)");
+  EXPECT_EQ(error(),
+            "rms_norm: argument 'x' (1st of 5): expected 2 axes (M, N), got 40 axes "
+            "(invalid rank 40)");
   x_.rank = -1;
-  EXPECT_EQ(error(), "rms_norm: argument 'x' (1st of 5): expected 2 axes (M, N), got 0 axes "
-                     "(invalid rank -1)");
+  EXPECT_EQ(error(),
+            "rms_norm: argument 'x' (1st of 5): expected 2 axes (M, N), got 0 axes "
+            "(invalid rank -1)");
 }
 
 TEST_F(BadLaunch, SizesBeyondTheAddressSpace) {
@@ -241,23 +253,26 @@ TEST_F(BadLaunch, SizesBeyondTheAddressSpace) {
   x_ = TensorRef::strided(address(1), DType::bf16, xs, xst);
   int64_t ws[] = {big}, wst[] = {1};
   w_ = TensorRef::strided(address(2), DType::bf16, ws, wst);
-  EXPECT_EQ(error(), "rms_norm: argument 'x' (1st of 5): sizes (1099511627776, 1099511627776) and "
-                     "strides (1099511627776, 1) address more than 2^63 bytes");
+  EXPECT_EQ(error(),
+            "rms_norm: argument 'x' (1st of 5): sizes (1099511627776, 1099511627776) and "
+            "strides (1099511627776, 1) address more than 2^63 bytes");
   // Broadcast rows (stride 0) keep an input's span small: legal for x, never for an output,
   // whose rows would all be the same memory.
   int64_t bs[] = {big, 1024}, bst[] = {0, 1};
   x_ = TensorRef::strided(address(1), DType::bf16, bs, bst);
   w_ = TensorRef::contiguous(address(2), DType::bf16, {1024});
   y_ = TensorRef::strided(address(3), DType::bf16, bs, bst);
-  EXPECT_EQ(error(), "rms_norm: argument 'y' (4th of 5): its elements overlap (axis 0 has size "
-                     "1099511627776 and stride 0); an output needs a separate element for each "
-                     "index");
+  EXPECT_EQ(error(),
+            "rms_norm: argument 'y' (4th of 5): its elements overlap (axis 0 has size "
+            "1099511627776 and stride 0); an output needs a separate element for each "
+            "index");
   // Rows closer together than their length overlap too.
   int64_t os[] = {M, 1024}, ost[] = {512, 1};
   x_ = TensorRef::contiguous(address(1), DType::bf16, {M, 1024});
   y_ = TensorRef::strided(address(3), DType::bf16, os, ost);
-  EXPECT_EQ(error(), "rms_norm: argument 'y' (4th of 5): its elements overlap (axis 0 has size 64 "
-                     "and stride 512); an output needs a separate element for each index");
+  EXPECT_EQ(error(),
+            "rms_norm: argument 'y' (4th of 5): its elements overlap (axis 0 has size 64 "
+            "and stride 512); an output needs a separate element for each index");
   // Column-major is fine.
   int64_t cst[] = {1, M};
   y_ = TensorRef::strided(address(3), DType::bf16, os, cst);
@@ -266,8 +281,9 @@ TEST_F(BadLaunch, SizesBeyondTheAddressSpace) {
 
 TEST_F(BadLaunch, AddressRangeWrapsAround) {
   x_.data = reinterpret_cast<void*>(UINTPTR_MAX - 1023);
-  EXPECT_EQ(error(), "rms_norm: argument 'x' (1st of 5): sizes (64, 1024) and strides (1024, 1) "
-                     "address more than 2^63 bytes");
+  EXPECT_EQ(error(),
+            "rms_norm: argument 'x' (1st of 5): sizes (64, 1024) and strides (1024, 1) "
+            "address more than 2^63 bytes");
 }
 
 TEST_F(BadLaunch, NaNAndInfiniteScalarsAreAccepted) {
@@ -293,8 +309,8 @@ TEST_P(Ieee, ReferenceInterpreterGivesTheDocumentedResult) {
     const HostTensor& h = out[t];
     if (p.ir.tensors[t].role == ir::Role::in || h.shape.size() != 2) continue;
     for (int64_t j = 0; j < h.shape[1]; ++j) {
-      EXPECT_TRUE(std::isfinite(h.get(h.shape[1] + j))) << c.name << ": " << p.ir.tensors[t].name
-                                                        << "[1, " << j << "]";
+      EXPECT_TRUE(std::isfinite(h.get(h.shape[1] + j)))
+          << c.name << ": " << p.ir.tensors[t].name << "[1, " << j << "]";
     }
   }
 }

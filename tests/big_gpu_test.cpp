@@ -18,7 +18,9 @@ Kernel stdlib_kernel(const std::string& file, const std::string& name) {
   static std::map<std::string, Module> modules;
   auto it = modules.find(file);
   if (it == modules.end()) {
-    it = modules.emplace(file, Module::load(std::string(root ? root : KDSL_SOURCE_DIR) + "/" + file)).first;
+    it =
+        modules.emplace(file, Module::load(std::string(root ? root : KDSL_SOURCE_DIR) + "/" + file))
+            .first;
   }
   return it->second.kernel(name);
 }
@@ -41,7 +43,9 @@ std::vector<T> read(const DeviceBuffer& b, size_t first, size_t count) {
   return out;
 }
 
-void* ptr(const DeviceBuffer& b) { return reinterpret_cast<void*>(b.ptr()); }
+void* ptr(const DeviceBuffer& b) {
+  return reinterpret_cast<void*>(b.ptr());
+}
 
 // RMSNorm of a constant row c is x * r * w = c / sqrt(c^2 + eps) * w, which rounds to w in f16
 // (c / sqrt(c^2 + 1e-6) = 1 - 4.5e-7 with c = 1.0586, far below half an f16 ulp).
@@ -50,7 +54,8 @@ void check_rms_norm_constant_rows(int64_t M, int64_t N) {
   if (!enough_memory(2 * elems * 2 + static_cast<size_t>(M) * 4)) {
     GTEST_SKIP() << "skipped: needs " << (4 * elems >> 30) << " GiB of free device memory";
   }
-  DeviceBuffer x(elems * 2), w(static_cast<size_t>(N) * 2), y(elems * 2), rstd(static_cast<size_t>(M) * 4);
+  DeviceBuffer x(elems * 2), w(static_cast<size_t>(N) * 2), y(elems * 2),
+      rstd(static_cast<size_t>(M) * 4);
   fill(x, 0x3c);  // every f16 is 0x3c3c = 1.05859375
   fill(y, 0xff);  // NaN until written
   fill(rstd, 0xff);
@@ -70,10 +75,12 @@ void check_rms_norm_constant_rows(int64_t M, int64_t N) {
   // Rows at both ends, around 2^16 rows and around element 2^31, and the last row.
   std::vector<int64_t> rows = {0, 1, 65535, 65536, M / 2, M - 2, M - 1};
   const int64_t row_2_31 = (int64_t{1} << 31) / N;
-  if (row_2_31 < M) rows.insert(rows.end(), {row_2_31 - 1, row_2_31, std::min(row_2_31 + 1, M - 1)});
+  if (row_2_31 < M)
+    rows.insert(rows.end(), {row_2_31 - 1, row_2_31, std::min(row_2_31 + 1, M - 1)});
   for (int64_t m : rows) {
     if (m < 0 || m >= M) continue;
-    std::vector<uint16_t> got = read<uint16_t>(y, static_cast<size_t>(m * N), static_cast<size_t>(N));
+    std::vector<uint16_t> got =
+        read<uint16_t>(y, static_cast<size_t>(m * N), static_cast<size_t>(N));
     int bad = 0;
     for (int64_t j = 0; j < N; ++j) {
       if (got[j] != wh[j] && bad++ < 3) {
@@ -113,8 +120,8 @@ TEST(BigShapes, RmsNormBackwardColumnSumOver70000Rows) {
   const int64_t M = 70000, N = 4096;
   const size_t elems = static_cast<size_t>(M * N);
   if (!enough_memory(3 * elems * 2)) GTEST_SKIP() << "skipped: too little free device memory";
-  DeviceBuffer dy(elems * 2), x(elems * 2), w(static_cast<size_t>(N) * 2), rstd(static_cast<size_t>(M) * 4),
-      dx(elems * 2), dw(static_cast<size_t>(N) * 2);
+  DeviceBuffer dy(elems * 2), x(elems * 2), w(static_cast<size_t>(N) * 2),
+      rstd(static_cast<size_t>(M) * 4), dx(elems * 2), dw(static_cast<size_t>(N) * 2);
   fill(dy, 0x3c);
   fill(x, 0x3c);
   fill(w, 0x3c);
@@ -147,7 +154,8 @@ TEST(BigShapes, RmsNormBackwardColumnSumOver70000Rows) {
   // dx of a constant row: r * g - x * r^3 * mean(g * x) with g = dy * w, all constants.
   const double g = c * c;
   const double dx_expected = r * g - c * r * r * r * (g * c);
-  std::vector<uint16_t> last = read<uint16_t>(dx, elems - static_cast<size_t>(N), static_cast<size_t>(N));
+  std::vector<uint16_t> last =
+      read<uint16_t>(dx, elems - static_cast<size_t>(N), static_cast<size_t>(N));
   for (int64_t j = 0; j < N; j += 511) {
     EXPECT_NEAR(f16_bits_to_double(last[j]), dx_expected, 2e-3 * std::fabs(dx_expected) + 1e-6)
         << "dx[" << M - 1 << ", " << j << "]";

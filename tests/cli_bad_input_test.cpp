@@ -40,13 +40,15 @@ Result kdsl(const std::string& args) {
 // A clean failure: status 1 or 2, a message, nothing of a crash or of C++ internals.
 void expect_clean_failure(const std::string& args, const std::string& mentions = "") {
   Result r = kdsl(args);
-  EXPECT_TRUE(r.status == 1 || r.status == 2) << "kdsl " << args << ": status " << r.status << "\n" << r.output;
+  EXPECT_TRUE(r.status == 1 || r.status == 2) << "kdsl " << args << ": status " << r.status << "\n"
+                                              << r.output;
   EXPECT_FALSE(r.output.empty()) << "kdsl " << args;
-  for (const char* bad : {"internal error", "terminate called", "Segmentation", "Aborted",
-                          "AddressSanitizer", "runtime error:", "std::", "what():", "stoll",
-                          "stod", "bad_alloc"}) {
-    EXPECT_EQ(r.output.find(bad), std::string::npos) << "kdsl " << args << " printed '" << bad
-                                                     << "':\n" << r.output;
+  for (const char* bad :
+       {"internal error", "terminate called", "Segmentation", "Aborted", "AddressSanitizer",
+        "runtime error:", "std::", "what():", "stoll", "stod", "bad_alloc"}) {
+    EXPECT_EQ(r.output.find(bad), std::string::npos)
+        << "kdsl " << args << " printed '" << bad << "':\n"
+        << r.output;
   }
   if (!mentions.empty()) {
     EXPECT_NE(r.output.find(mentions), std::string::npos) << "kdsl " << args << ":\n" << r.output;
@@ -114,9 +116,12 @@ TEST(CliBadInput, ScalarsAndSchedules) {
   expect_clean_failure(kRun + "--shape M=2,N=8 --arg eps=abc", "abc");
   expect_clean_failure(kRun + "--shape M=2,N=8 --arg nope=1", "nope");
   expect_clean_failure(kRun + "--shape M=2,N=8 --arg eps", "eps");
-  expect_clean_failure("emit stdlib/rms_norm.kdsl -k rms_norm --dtype f32 --shape N=8 --schedule group=3");
-  expect_clean_failure("emit stdlib/rms_norm.kdsl -k rms_norm --dtype f32 --shape N=8 --schedule bogus");
-  expect_clean_failure("compile stdlib/rms_norm.kdsl -k rms_norm --dtype f32 --shape N=8 --arch sm_1");
+  expect_clean_failure(
+      "emit stdlib/rms_norm.kdsl -k rms_norm --dtype f32 --shape N=8 --schedule group=3");
+  expect_clean_failure(
+      "emit stdlib/rms_norm.kdsl -k rms_norm --dtype f32 --shape N=8 --schedule bogus");
+  expect_clean_failure(
+      "compile stdlib/rms_norm.kdsl -k rms_norm --dtype f32 --shape N=8 --arch sm_1");
 }
 
 TEST(CliBadInput, NpyFiles) {
@@ -134,12 +139,29 @@ TEST(CliBadInput, NpyFiles) {
     f += static_cast<char>(h.size() >> 8);
     return t.write(name, f + h + std::string(data_bytes, '\0'));
   };
-  expect_clean_failure(run + npy("huge.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }", 16), "huge.npy");
-  expect_clean_failure(run + npy("overflow.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999, 8), }", 16), "overflow.npy");
-  expect_clean_failure(run + npy("short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 8), }", 7), "short.npy");
-  expect_clean_failure(run + npy("dtype.npy", "{'descr': '<U7', 'fortran_order': False, 'shape': (2, 8), }", 64), "dtype.npy");
-  expect_clean_failure(run + npy("shape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 8), }", 96), "shape.npy");
-  expect_clean_failure(run + npy("unclosed.npy", "{'descr': '<f4', 'shape': (" + std::string(60000, '1') + ", ", 0), "unclosed.npy");
+  expect_clean_failure(
+      run +
+          npy("huge.npy",
+              "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1099511627776), }",
+              16),
+      "huge.npy");
+  expect_clean_failure(
+      run + npy("overflow.npy",
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999, 8), }",
+                16),
+      "overflow.npy");
+  expect_clean_failure(
+      run + npy("short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 8), }", 7),
+      "short.npy");
+  expect_clean_failure(
+      run + npy("dtype.npy", "{'descr': '<U7', 'fortran_order': False, 'shape': (2, 8), }", 64),
+      "dtype.npy");
+  expect_clean_failure(
+      run + npy("shape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 8), }", 96),
+      "shape.npy");
+  expect_clean_failure(
+      run + npy("unclosed.npy", "{'descr': '<f4', 'shape': (" + std::string(60000, '1') + ", ", 0),
+      "unclosed.npy");
   expect_clean_failure(kRun + "--shape M=2,N=8 --out y=/nonexistent/dir/y.npy", "y.npy");
   expect_clean_failure(kRun + "--shape M=2,N=8 --out nope=" + t.dir() + "/n.npy", "nope");
 }

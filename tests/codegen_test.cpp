@@ -80,11 +80,16 @@ TEST(Codegen, EveryStdlibKernelCompilesWithNvrtc) {
   for (const File& f : files) {
     auto fe = load(f.path);
     for (const char* kernel : f.kernels) {
-      for (auto [t, n] : {std::pair{DType::bf16, int64_t{7}}, {DType::f16, int64_t{1000}},
-                          {DType::f32, int64_t{8192}}, {DType::bf16, int64_t{65537}}}) {
+      for (auto [t, n] : {std::pair{DType::bf16, int64_t{7}},
+                          {DType::f16, int64_t{1000}},
+                          {DType::f32, int64_t{8192}},
+                          {DType::bf16, int64_t{65537}}}) {
         GeneratedKernel g = gen(*fe, kernel, t, n);
         Cubin c = nvrtc_compile(g.source, g.plan.symbol + ".cu", "sm_90", {"-lineinfo"});
-        EXPECT_EQ(c.data.substr(0, 4), "\x7f" "ELF") << g.plan.symbol;
+        EXPECT_EQ(c.data.substr(0, 4),
+                  "\x7f"
+                  "ELF")
+            << g.plan.symbol;
         ++compiled;
       }
     }

@@ -46,7 +46,8 @@ class FuzzRegression : public testing::TestWithParam<std::string> {};
 TEST_P(FuzzRegression, RunsThroughTheFrontEnd) {
   std::ifstream in(regression_dir + "/" + GetParam(), std::ios::binary);
   ASSERT_TRUE(in) << GetParam();
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   EXPECT_LT(run_timed(bytes), kSecondsPerInput) << GetParam();
 }
 
@@ -109,9 +110,11 @@ std::vector<Pathological> pathological_inputs() {
        }()},
       {"lines_20000", repeat("X = 1\n", 20000)},
       {"nul_and_high_bytes", std::string("X = 1\0\xff\xfe\x80\n", 10) + "def \xc3(\n"},
-      {"kernel_sum_of_3000_views", kKernelHead + ("        y[m, :] = " + join("x[m, :]", " + ", 3000)) + "\n"},
+      {"kernel_sum_of_3000_views",
+       kKernelHead + ("        y[m, :] = " + join("x[m, :]", " + ", 3000)) + "\n"},
       {"kernel_150_nested_calls",
-       kKernelHead + ("        y[m, :] = " + repeat("exp(", 150) + "x[m, :]" + repeat(")", 150)) + "\n"},
+       kKernelHead + ("        y[m, :] = " + repeat("exp(", 150) + "x[m, :]" + repeat(")", 150)) +
+           "\n"},
       {"kernel_2000_statements",
        [] {
          std::string s = std::string(kKernelHead) + "        a0 = x[m, :]\n";
@@ -148,10 +151,11 @@ TEST(FuzzPathological, BracketsPastTheLimitAreOneDiagnostic) {
 TEST(FuzzPathological, ExponentialHelperInliningIsAnError) {
   std::string source;
   for (int i = 0; i < 40; ++i) {
-    source += "def h" + std::to_string(i) + "(a):\n    return h" + std::to_string(i + 1) + "(a) + h" +
-              std::to_string(i + 1) + "(a)\n\n";
+    source += "def h" + std::to_string(i) + "(a):\n    return h" + std::to_string(i + 1) +
+              "(a) + h" + std::to_string(i + 1) + "(a)\n\n";
   }
-  source += "def h40(a):\n    return a\n\n" + std::string(kKernelHead) + "        y[m, :] = h0(x[m, :])\n";
+  source += "def h40(a):\n    return a\n\n" + std::string(kKernelHead) +
+            "        y[m, :] = h0(x[m, :])\n";
   try {
     Module::from_source(source, "helpers.kdsl");
     FAIL() << "no error";

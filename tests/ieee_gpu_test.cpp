@@ -1,6 +1,7 @@
 // NaN and infinity inputs on the GPU (tests/ieee_cases.h): every checked output element has the
 // class (NaN, +inf, -inf, zero, finite) documented in docs/reliability.md, the same as on the CPU
-// reference interpreter (tests/bad_input_test.cpp), and the finite ones match it. Skips without a GPU.
+// reference interpreter (tests/bad_input_test.cpp), and the finite ones match it. Skips without a
+// GPU.
 #include "gpu_test_util.h"
 #include "tests/ieee_cases.h"
 

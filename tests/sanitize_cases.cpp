@@ -131,7 +131,8 @@ CaseArgs case_args(const Case& c, std::vector<DeviceBuffer>* buffers) {
     }
     DType t = p.generic >= 0 ? c.binding[p.generic] : p.dtype;
     std::vector<int64_t> shape;
-    for (const ir::Extent& e : p.shape) shape.push_back(e.symbol >= 0 ? symbol_value(sig, e.symbol, c) : e.constant);
+    for (const ir::Extent& e : p.shape)
+      shape.push_back(e.symbol >= 0 ? symbol_value(sig, e.symbol, c) : e.constant);
     int64_t elems = 1;
     for (int64_t s : shape) elems *= s;
     void* data = reinterpret_cast<void*>(fake += uintptr_t{1} << 36);
@@ -206,7 +207,8 @@ int main_impl(int argc, char** argv) {
           try {
             CompiledKernel ck = compile_kernel(module(c.file).impl().front_end(), c.kernel,
                                                work[i].second, DeviceTarget{});
-            std::printf("%s %s\n", ck.gen.plan.symbol.c_str(), ck.binary.hit ? "(cached)" : "compiled");
+            std::printf("%s %s\n", ck.gen.plan.symbol.c_str(),
+                        ck.binary.hit ? "(cached)" : "compiled");
           } catch (const std::exception& e) {
             std::printf("FAILED %s %s: %s\n", c.file.c_str(), c.kernel.c_str(), e.what());
             ++failures;
@@ -240,7 +242,9 @@ int main_impl(int argc, char** argv) {
     }
     return 0;
   }
-  std::fprintf(stderr, "usage: kdsl_sanitize_cases --list TOOL | --precompile [JOBS] | --run TOOL M [FIRST_ID]\n");
+  std::fprintf(
+      stderr,
+      "usage: kdsl_sanitize_cases --list TOOL | --precompile [JOBS] | --run TOOL M [FIRST_ID]\n");
   return 2;
 }
 

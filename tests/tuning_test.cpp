@@ -65,7 +65,10 @@ TEST_F(TuningDbTest, DamagedFileOrUnusableRecordIsIgnored) {
   EXPECT_FALSE(db.lookup("NVIDIA H200", "k"));
   db.record("NVIDIA H200", "k", {"group=64", 1, 2, ""});  // rebuilds the file
   EXPECT_EQ(db.lookup("NVIDIA H200", "k")->hint, "group=64");
-  { std::ofstream(dir_ / "tuning.json") << R"({"G": {"k": {"hint": "bogus=1", "us": 1, "default_us": 2}}})"; }
+  {
+    std::ofstream(dir_ / "tuning.json")
+        << R"({"G": {"k": {"hint": "bogus=1", "us": 1, "default_us": 2}}})";
+  }
   EXPECT_FALSE(db.lookup("G", "k"));
 }
 

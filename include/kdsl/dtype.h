@@ -29,19 +29,27 @@ KDSL_API std::optional<DType> parse_dtype(std::string_view name);
 inline constexpr bool is_float(DType t) {
   return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64;
 }
-inline constexpr bool is_int(DType t) { return t == DType::i32 || t == DType::i64; }
-inline constexpr bool is_complex(DType t) { return t == DType::c64; }
+inline constexpr bool is_int(DType t) {
+  return t == DType::i32 || t == DType::i64;
+}
+inline constexpr bool is_complex(DType t) {
+  return t == DType::c64;
+}
 
 /// The type reductions and scan carries accumulate in: f64 for f64, c64 for c64, i64 for integers,
 /// f32 for every other float type (f16, bf16, f32).
 inline constexpr DType accumulator_dtype(DType t) {
   switch (t) {
-    case DType::f64: return DType::f64;
-    case DType::c64: return DType::c64;
+    case DType::f64:
+      return DType::f64;
+    case DType::c64:
+      return DType::c64;
     case DType::i32:
     case DType::i64:
-    case DType::b8: return DType::i64;
-    default: return DType::f32;
+    case DType::b8:
+      return DType::i64;
+    default:
+      return DType::f32;
   }
 }
 

@@ -59,7 +59,7 @@ class Arg {
   Arg(float v) : kind_(Kind::number), number_(v) {}             // NOLINT
   Arg(int v) : kind_(Kind::number), number_(v) {}               // NOLINT
   Arg(int64_t v) : kind_(Kind::number), number_(static_cast<double>(v)) {}  // NOLINT
-  Arg(bool v) : kind_(Kind::number), number_(v ? 1 : 0) {}      // NOLINT
+  Arg(bool v) : kind_(Kind::number), number_(v ? 1 : 0) {}                  // NOLINT
   static Arg use_default() { return Arg(); }
 
   Kind kind() const { return kind_; }
@@ -77,10 +77,10 @@ class Arg {
 struct ParamInfo {
   std::string name;
   bool is_tensor = true;
-  bool is_output = false;    // Out or InOut
-  bool accumulates = false;  // InOut: its contents on entry are read
-  std::string dtype;         // "f32", or a generic's name such as "T"
-  std::vector<std::string> shape;      // symbols or sizes, e.g. {"M", "N"}
+  bool is_output = false;               // Out or InOut
+  bool accumulates = false;             // InOut: its contents on entry are read
+  std::string dtype;                    // "f32", or a generic's name such as "T"
+  std::vector<std::string> shape;       // symbols or sizes, e.g. {"M", "N"}
   std::optional<double> default_value;  // scalars
 };
 

@@ -69,12 +69,16 @@ int tune(const TuneOptions& o) {
     if (i == 0) {
       reference = out;
     } else if (std::string diff; !same_results(p, out, reference, &diff)) {
-      std::cout << fmt::format("  {:<44} skipped: results differ from the default ({})\n", label, diff);
+      std::cout << fmt::format("  {:<44} skipped: results differ from the default ({})\n", label,
+                               diff);
       continue;
     }
-    Timing t = time_cuda(nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, true);
-    std::cout << fmt::format("  {:<44} {:9.2f} us  ({})\n", label, t.median_us, gpu.loaded().plan.schedule);
-    rows.push_back({{"hint", candidates[i].str()}, {"us", t.median_us}, {"symbol", gpu.loaded().plan.symbol}});
+    Timing t = time_cuda(
+        nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, true);
+    std::cout << fmt::format("  {:<44} {:9.2f} us  ({})\n", label, t.median_us,
+                             gpu.loaded().plan.schedule);
+    rows.push_back(
+        {{"hint", candidates[i].str()}, {"us", t.median_us}, {"symbol", gpu.loaded().plan.symbol}});
     if (i == 0) default_us = t.median_us;
     if (i == 0 || t.median_us < best_us) {
       best_us = t.median_us;
@@ -89,15 +93,20 @@ int tune(const TuneOptions& o) {
     if (!db) {
       std::cerr << "kdsl: the disk cache is off (KDSL_CACHE=off): nothing recorded\n";
     } else {
-      db->record(target.name, tuning_key(p.ir.name, p.spec), {best_hint, best_us, default_us, shape_text});
+      db->record(target.name, tuning_key(p.ir.name, p.spec),
+                 {best_hint, best_us, default_us, shape_text});
       std::cout << fmt::format("recorded in {}; launches of this specialization on {} use it\n",
                                db->path().string(), target.name);
     }
   }
   if (o.json) {
-    std::cout << nlohmann::json({{"key", tuning_key(p.ir.name, p.spec)}, {"gpu", target.name},
-                                 {"shape", shape_text}, {"best", best_hint}, {"best_us", best_us},
-                                 {"default_us", default_us}, {"candidates", rows}})
+    std::cout << nlohmann::json({{"key", tuning_key(p.ir.name, p.spec)},
+                                 {"gpu", target.name},
+                                 {"shape", shape_text},
+                                 {"best", best_hint},
+                                 {"best_us", best_us},
+                                 {"default_us", default_us},
+                                 {"candidates", rows}})
                      .dump(2)
               << "\n";
   }
@@ -109,15 +118,17 @@ int tune(const TuneOptions& o) {
 Command register_tune(CLI::App& app) {
   auto o = std::make_shared<TuneOptions>();
   CLI::App* sub = app.add_subcommand(
-      "tune", "Time the candidate schedules of a specialization on this GPU and record the fastest");
+      "tune",
+      "Time the candidate schedules of a specialization on this GPU and record the fastest");
   add_kernel_options(*sub, o->k, false);
   sub->add_option("--warmup", o->warmup, "Untimed runs per candidate");
   sub->add_option("--reps", o->reps, "Timed runs per candidate (median)");
   sub->add_flag("--json", o->json, "Print a JSON report");
   sub->add_flag("--dry-run", o->dry_run, "Do not record the winner");
-  sub->footer("Example: kdsl tune stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape M=8192,N=8192\n"
-              "The record (in the disk cache directory, tuning.json) is keyed by GPU name, kernel and\n"
-              "specialization (dtypes, N, alignment); later launches of that specialization use it.");
+  sub->footer(
+      "Example: kdsl tune stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape M=8192,N=8192\n"
+      "The record (in the disk cache directory, tuning.json) is keyed by GPU name, kernel and\n"
+      "specialization (dtypes, N, alignment); later launches of that specialization use it.");
   return {sub, [o]() { return tune(*o); }};
 }
 
