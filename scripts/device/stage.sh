@@ -20,5 +20,16 @@ done
 if [ -e "$build/libkdsl.so.0" ]; then cp -L "$build/libkdsl.so.0" .device/lib/; fi
 cudart="${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13"
 if [ -e "$cudart" ]; then cp -L "$cudart" .device/lib/; fi
+# The front-end fuzzer (scripts/fuzz.sh builds it) and its corpus, for scripts/device/fuzz.sh.
+fuzz_build="${KDSL_FUZZ_BUILD:-build-fuzz}"
+if [ -x "$fuzz_build/fuzz/kdsl_frontend_fuzz" ]; then
+  strip -o .device/bin/kdsl_frontend_fuzz "$fuzz_build/fuzz/kdsl_frontend_fuzz"
+  rm -rf .device/fuzz-corpus
+  mkdir -p .device/fuzz-corpus
+  cp -r "$fuzz_build/fuzz-corpus/." .device/fuzz-corpus/ 2>/dev/null || true
+fi
 chmod 700 .device/cache
+commit="$(git rev-parse --short HEAD)"
+git diff --quiet HEAD || commit="$commit (with uncommitted changes)"
+echo "$commit" >.device/COMMIT
 du -sh .device
