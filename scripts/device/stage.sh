@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build="${1:-build}"
 rm -rf .device/bin .device/lib
+# The disk cache is filled on the GPU machine (its cores compile faster than this machine's)
+# unless KDSL_KEEP_CACHE=1 keeps one precompiled here.
+[ "${KDSL_KEEP_CACHE:-0}" = 1 ] || rm -rf .device/cache
 mkdir -p .device/bin .device/lib .device/cache
 for f in "$build"/kdsl "$build"/tests/*_gpu_test "$build"/tests/kdsl_sanitize_cases "$build"/bench/kdsl_bench* \
          "$build"/examples/*_example; do
@@ -17,7 +20,7 @@ for lib in libspdlog.so.1.10 libfmt.so.9 libxxhash.so.0; do
   cp -L "/lib/x86_64-linux-gnu/$lib" .device/lib/
 done
 # The examples link the shared library and the CUDA runtime (for cudaMalloc).
-if [ -e "$build/libkdsl.so.0" ]; then cp -L "$build/libkdsl.so.0" .device/lib/; fi
+if [ -e "$build/libkdsl.so.0" ]; then strip --strip-unneeded -o .device/lib/libkdsl.so.0 "$build/libkdsl.so.0"; fi
 cudart="${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13"
 if [ -e "$cudart" ]; then cp -L "$cudart" .device/lib/; fi
 # The front-end fuzzer (scripts/fuzz.sh builds it) and its corpus, for scripts/device/fuzz.sh.
