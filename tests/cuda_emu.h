@@ -24,6 +24,8 @@ namespace kdsl::emu {
 /// The host definitions of CUDA's built-ins, placed before the generated source.
 inline const char* kHostCuda = R"EMU(
 #include <array>
+#include <map>
+#include <mutex>
 #include <cstdio>
 #include <atomic>
 #include <barrier>
@@ -60,13 +62,31 @@ struct KdslEmuCta {
   std::vector<std::array<unsigned long long, 32>> buf;
   std::once_flag named_once;
   std::unique_ptr<std::barrier<>> named;
-  std::vector<unsigned long long> smem;
+  std::vector<unsigned long long> smem, dynamic_smem = std::vector<unsigned long long>(32 * 1024);
+  std::mutex smem_mu;
+  std::map<int, size_t> smem_at;  // declaration -> byte offset in smem
+  size_t smem_used = 0;
   std::atomic<int> vote_fail{0};
 };
 inline thread_local kdsl_dim3 threadIdx, blockIdx;
 inline kdsl_dim3 gridDim, blockDim;
 inline thread_local KdslEmuCta* kdsl_emu_cta = nullptr;
-template <class T> T* kdsl_emu_smem() { return reinterpret_cast<T*>(kdsl_emu_cta->smem.data()); }
+// The I-th __shared__ declaration of the source: placed after the earlier ones the first time a
+// thread of the CTA reaches it, at the same place for every other thread.
+template <class T, int I> T* kdsl_emu_smem() {
+  KdslEmuCta* c = kdsl_emu_cta;
+  std::lock_guard<std::mutex> lock(c->smem_mu);
+  auto it = c->smem_at.find(I);
+  if (it == c->smem_at.end()) {
+    it = c->smem_at.emplace(I, c->smem_used).first;
+    c->smem_used += (sizeof(T) + 15) / 16 * 16;
+    if (c->smem_used > c->smem.size() * sizeof(c->smem[0])) { std::fprintf(stderr, "emu: shared memory overflow\n"); std::abort(); }
+  }
+  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(c->smem.data()) + it->second);
+}
+inline unsigned char* kdsl_emu_dynamic_smem() {
+  return reinterpret_cast<unsigned char*>(kdsl_emu_cta->dynamic_smem.data());
+}
 inline void __syncthreads() { kdsl_emu_cta->all.arrive_and_wait(); }
 inline int __syncthreads_and(int pred) {
   KdslEmuCta* c = kdsl_emu_cta;
@@ -183,43 +203,55 @@ inline void replace_all(std::string& s, const std::string& from, const std::stri
 /// functions, __shared__ variables placed in the CTA's buffer, and extern "C" entry points
 /// kdsl_emu_entry_<i> calling the kernels `symbols[i]` with a pointer to the parameter block.
 inline std::string emulated_source(std::string src, const std::vector<std::string>& symbols) {
-  replace_once(src, R"(asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));)",
-               "r = kdsl_emu_f32_to_bf16(f);");
-  replace_once(src, R"(asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));)",
-               "f = kdsl_emu_f16_to_f32(h);");
-  replace_once(src, R"(asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));)",
-               "r = kdsl_emu_f32_to_f16(f);");
-  replace_once(src, R"(asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));)",
-               "r = kdsl_emu_f32_to_bf16(lo) | (unsigned(kdsl_emu_f32_to_bf16(hi)) << 16);");
-  replace_once(src, R"(asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));)",
-               "r = kdsl_emu_f32_to_f16(lo) | (unsigned(kdsl_emu_f32_to_f16(hi)) << 16);");
-  replace_once(
+  replace_all(src, R"(asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(f));)",
+              "r = kdsl_emu_f32_to_bf16(f);");
+  replace_all(src, R"(asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));)",
+              "f = kdsl_emu_f16_to_f32(h);");
+  replace_all(src, R"(asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));)",
+              "r = kdsl_emu_f32_to_f16(f);");
+  replace_all(src, R"(asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));)",
+              "r = kdsl_emu_f32_to_bf16(lo) | (unsigned(kdsl_emu_f32_to_bf16(hi)) << 16);");
+  replace_all(src, R"(asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));)",
+              "r = kdsl_emu_f32_to_f16(lo) | (unsigned(kdsl_emu_f32_to_f16(hi)) << 16);");
+  replace_all(
       src, R"(asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");)",
       "v = kdsl_emu_ld_acquire(p);");
-  replace_once(
+  replace_all(
       src, R"(asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(p), "r"(v) : "memory");)",
       "kdsl_emu_st_release(p, v);");
-  replace_once(src, R"(asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory");)",
-               "kdsl_emu_named_bar(n);");
+  replace_all(src, R"(asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory");)",
+              "kdsl_emu_named_bar(n);");
   // Streaming (evict-first) 16-byte accesses are plain accesses on the host.
-  replace_once(src,
-               R"(asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), )"
-               R"("=r"(r.z), "=r"(r.w) : "l"(p));)",
-               "r = *reinterpret_cast<const uint4*>(p);");
-  replace_once(src,
-               R"(asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), )"
-               R"("r"(v.y), "r"(v.z), "r"(v.w) : "memory");)",
-               "*reinterpret_cast<uint4*>(p) = v;");
+  replace_all(src,
+              R"(asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), )"
+              R"("=r"(r.z), "=r"(r.w) : "l"(p));)",
+              "r = *reinterpret_cast<const uint4*>(p);");
+  replace_all(src,
+              R"(asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), )"
+              R"("r"(v.y), "r"(v.z), "r"(v.w) : "memory");)",
+              "*reinterpret_cast<uint4*>(p) = v;");
   if (src.find("asm(") != std::string::npos || src.find("asm volatile(") != std::string::npos) {
     throw std::runtime_error("cuda_emu: unhandled inline assembly in the generated source");
   }
+  // Dynamic shared memory (the launch's bytes): its own buffer of the CTA.
+  replace_all(src, "extern __shared__ __align__(16) unsigned char kdsl_smem[];",
+              "unsigned char* kdsl_smem = kdsl_emu_dynamic_smem();");
+  if (src.find("extern __shared__") != std::string::npos) {
+    throw std::runtime_error("cuda_emu: unhandled dynamic shared memory declaration");
+  }
+  // "__shared__ TYPE NAME[D1][D2];" -> "TYPE (&NAME)[D1][D2] = *kdsl_emu_smem<TYPE[D1][D2], I>();"
+  int index = 0;
   for (size_t at = src.find("__shared__ "); at != std::string::npos;
        at = src.find("__shared__ ", at)) {
     size_t end = src.find(';', at);
-    std::string decl = src.substr(at + 11, end - at - 11);  // "TYPE NAME"
-    size_t space = decl.rfind(' ');
-    std::string type = decl.substr(0, space), name = decl.substr(space + 1);
-    src.replace(at, end - at, type + "& " + name + " = *kdsl_emu_smem<" + type + ">()");
+    std::string decl = src.substr(at + 11, end - at - 11);
+    size_t bracket = std::min(decl.find('['), decl.size());
+    std::string head = decl.substr(0, bracket), dims = decl.substr(bracket);
+    size_t space = head.rfind(' ');
+    std::string type = head.substr(0, space), name = head.substr(space + 1);
+    std::string ref = dims.empty() ? type + "& " + name : type + " (&" + name + ")" + dims;
+    src.replace(at, end - at,
+                fmt::format("{} = *kdsl_emu_smem<{}{}, {}>()", ref, type, dims, index++));
   }
   std::string out = std::string(kHostCuda) + src + kLauncher;
   for (size_t i = 0; i < symbols.size(); ++i) {

@@ -46,7 +46,10 @@ inline std::vector<HostTensor> run_emulated(const Problem& p, unsigned grid_cap 
   for (const ir::LoopVar& l : p.ir.loop) rows *= p.symbols[l.extent];
   uint64_t groups =
       static_cast<uint64_t>((rows + plan.rows_per_cta - 1) / plan.rows_per_cta) * plan.row_splits;
-  auto grid = static_cast<unsigned>(std::min<uint64_t>(groups, grid_cap));
+  // A persistent grid loops over the rows, so fewer CTAs than rows exercise that loop; any other
+  // schedule needs one CTA per group of rows.
+  auto grid =
+      static_cast<unsigned>(plan.persistent ? std::min<uint64_t>(groups, grid_cap) : groups);
   std::vector<std::vector<unsigned char>> ws;
   for (const WorkspaceSpec& w : plan.workspaces) {
     uint64_t bytes = w.bytes_per_cta * std::max(grid, 1u) +
@@ -103,7 +106,10 @@ inline std::vector<HostTensor> run_emulated(const Problem& p, unsigned grid_cap 
   }
   if (grid > 0) lib.launch(0, block.data(), grid, plan.block_threads, concurrent);
   for (size_t f = 0; f < plan.follow_ups.size(); ++f) {
-    lib.launch(f + 1, block.data(), 2, plan.follow_ups[f].block_threads, 2);
+    const FollowUp& fu = plan.follow_ups[f];  // the runtime's grid: one thread per element
+    auto fgrid =
+        static_cast<unsigned>((fu.grid_elements + fu.block_threads - 1) / fu.block_threads);
+    lib.launch(f + 1, block.data(), std::max(fgrid, 1u), fu.block_threads, 2);
   }
   return t;
 }

@@ -3,51 +3,14 @@
 #include <fmt/format.h>
 
 #include "gpu_test_util.h"
+#include "norm_cases.h"
 
 namespace kdsl {
 namespace {
 
-// A backward kernel gets realistic inputs: the tensors its forward kernel (`forward`) takes
-// and produces (x, w, rstd, y, ...) come from running the forward on the CPU reference, so the
-// test exercises the conditioning real training sees (random "saved" tensors would make the
-// gradients cancel catastrophically).
-struct KernelCase {
-  const char* file;
-  const char* kernel;
-  const char* forward;  // nullptr for forward kernels
-};
-
-constexpr KernelCase kKernels[] = {
-    {"stdlib/rms_norm.kdsl", "rms_norm", nullptr},
-    {"stdlib/rms_norm.kdsl", "rms_norm_bwd", "rms_norm"},
-    {"stdlib/rms_norm.kdsl", "add_rms_norm", nullptr},
-    {"stdlib/rms_norm.kdsl", "add_rms_norm_bwd", "add_rms_norm"},
-    {"stdlib/layer_norm.kdsl", "layer_norm", nullptr},
-    {"stdlib/layer_norm.kdsl", "layer_norm_bwd", "layer_norm"},
-    {"stdlib/softmax.kdsl", "softmax", nullptr},
-    {"stdlib/softmax.kdsl", "softmax_bwd", "softmax"},
-    {"stdlib/softmax.kdsl", "log_softmax", nullptr},
-    {"stdlib/softmax.kdsl", "log_softmax_bwd", "log_softmax"},
-};
-
-// The forward kernel's tensors after a reference run, by name, for the backward's inputs.
-std::map<std::string, HostTensor> forward_tensors(const std::shared_ptr<const FrontEnd>& fe,
-                                                  const ProblemSpec& bwd, const char* forward) {
-  std::map<std::string, HostTensor> out;
-  if (!forward) return out;
-  ProblemSpec fs = bwd;
-  fs.kernel = forward;
-  fs.seed = bwd.seed + 7777;
-  Problem fp = make_problem(fe, fs);
-  std::vector<HostTensor> done = run_reference(fp);
-  Problem bp = make_problem(fe, bwd);
-  for (size_t t = 0; t < fp.ir.tensors.size(); ++t) {
-    for (const ir::TensorParam& tp : bp.ir.tensors) {
-      if (tp.name == fp.ir.tensors[t].name && tp.role == ir::Role::in) out[tp.name] = done[t];
-    }
-  }
-  return out;
-}
+using testing::forward_tensors;
+using testing::KernelCase;
+using testing::kKernels;
 
 constexpr int64_t kRowLengths[] = {1, 7, 64, 760, 1000, 1024, 4096, 8192, 12288};
 constexpr DType kDtypes[] = {DType::f32, DType::f16, DType::bf16};

@@ -3,12 +3,14 @@
 # on the GPU machine's spare CPU cores, in the background, while the GPU work runs.
 #   scripts/device/fuzz.sh start SECONDS WORKERS   starts WORKERS libFuzzer jobs for SECONDS
 #   scripts/device/fuzz.sh wait                    waits for them and prints the total executions
-# The corpus is .device/fuzz-corpus (copied from build-fuzz/fuzz-corpus by stage.sh); new inputs,
-# logs and any crash artifacts go to $OUT/fuzz/ so they come back.
+# The corpus is .device/fuzz-corpus (copied from build-fuzz/fuzz-corpus by stage.sh). The work
+# (logs, grown corpus) stays in /tmp/kdsl-fuzz; only the summary (fuzz_summary.txt) and any
+# crash artifacts (fuzz-artifacts.tgz) go to $OUT, so few files travel back.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:${LD_LIBRARY_PATH:-}"
-out="${OUT:-/tmp}/fuzz"
+out=/tmp/kdsl-fuzz
+results="${OUT:-/tmp}"
 bin="$PWD/.device/bin/kdsl_frontend_fuzz"
 case "${1:-}" in
   start)
@@ -29,10 +31,13 @@ case "${1:-}" in
     total=$(cat "$out"/fuzz-*.log 2>/dev/null |
             sed -n 's/^stat::number_of_executed_units: *//p' | awk '{s += $1} END {print s + 0}')
     crashes=$(ls "$out/artifacts" 2>/dev/null | wc -l)
-    echo "fuzz: $(ls "$out"/fuzz-*.log 2>/dev/null | wc -l) jobs, $total executions, $crashes artifacts"
-    grep -h -E '^==[0-9]+==ERROR|runtime error|ALARM|DEADLY' "$out"/fuzz-*.log 2>/dev/null | sort | uniq -c | head -20
-    # Only the artifacts and logs travel back; the grown corpus is large.
-    tar czf "$out/corpus.tgz" -C "$out" new 2>/dev/null && rm -rf "$out/new"
+    {
+      echo "fuzz: $(ls "$out"/fuzz-*.log 2>/dev/null | wc -l) jobs, $total executions, $crashes artifacts"
+      grep -h -E '^==[0-9]+==ERROR|runtime error|ALARM|DEADLY' "$out"/fuzz-*.log 2>/dev/null |
+        sort | uniq -c | head -20
+      grep -h -E '^#[0-9]+.*DONE' "$out"/fuzz-*.log 2>/dev/null | head -3
+    } | tee "$results/fuzz_summary.txt"
+    if [ "$crashes" -gt 0 ]; then tar czf "$results/fuzz-artifacts.tgz" -C "$out" artifacts; fi
     ;;
   *)
     echo "usage: $0 start SECONDS WORKERS | wait"

@@ -3,13 +3,14 @@
 # compiles every specialization the GPU tests use with the machine's cores (unless .device/cache
 # already has them), runs the GPU tests, the example and the issue-2 RMSNorm runs. With
 # KDSL_DEVICE_FUZZ=SECONDS it also fuzzes the front end on the spare cores meanwhile
-# (scripts/device/fuzz.sh). Logs go to $OUT when set.
+# (scripts/device/fuzz.sh). The test logs come back as $OUT/gpu_logs.tgz.
 # Usage: scripts/device/gpu_checks.sh [TEST_BINARY...]   (default: every *_gpu_test)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export KDSL_CACHE_DIR="$PWD/.device/cache" KDSL_SOURCE_DIR="$PWD"
 out="${OUT:-/tmp}"
+logs="$(mktemp -d)"
 bin=.device/bin
 nvidia-smi -L
 cat .device/COMMIT 2>/dev/null
@@ -29,9 +30,10 @@ if [ ${#tests[@]} -eq 0 ]; then
 fi
 for b in "${tests[@]}"; do
   echo "== $b ($(( $(date +%s) - start )) s)"
-  timeout 300 "$bin/$b" --gtest_brief=1 >"$out/$b.log" 2>&1
+  timeout 300 "$bin/$b" --gtest_brief=1 >"$logs/$b.log" 2>&1
   echo "exit $?"
-  grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]|Failure|error' "$out/$b.log" | tail -12
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]|Failure|error|exception' "$logs/$b.log" |
+    tail -12
 done
 if [ -x "$bin/rms_norm_example" ]; then
   echo "== rms_norm_example"
@@ -44,4 +46,5 @@ for spec in "bf16 M=1024,N=8192" "bf16 M=8192,N=8192" "f32 M=8192,N=10240" "f16 
     tail -6
 done
 if [ -n "${KDSL_DEVICE_FUZZ:-}" ]; then bash scripts/device/fuzz.sh wait; fi
+tar czf "$out/gpu_logs.tgz" -C "$logs" .
 echo "total $(( $(date +%s) - start )) s"
