@@ -21,7 +21,7 @@ if [ "${KDSL_PRECOMPILE:-1}" = 1 ]; then
   echo "precompiled in $(( $(date +%s) - start )) s"
 fi
 if [ -n "${KDSL_DEVICE_FUZZ:-}" ]; then
-  bash scripts/device/fuzz.sh start "$KDSL_DEVICE_FUZZ" "$(( $(nproc) - 3 ))"
+  bash scripts/device/fuzz.sh start "$KDSL_DEVICE_FUZZ" "${KDSL_FUZZ_WORKERS:-$(( $(nproc) - 3 ))}"
 fi
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
@@ -30,7 +30,7 @@ if [ ${#tests[@]} -eq 0 ]; then
 fi
 for b in "${tests[@]}"; do
   echo "== $b ($(( $(date +%s) - start )) s)"
-  timeout 300 "$bin/$b" --gtest_brief=1 >"$logs/$b.log" 2>&1
+  timeout "${KDSL_TEST_TIMEOUT:-300}" "$bin/$b" --gtest_brief=1 >"$logs/$b.log" 2>&1
   echo "exit $?"
   grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]|Failure|error|exception' "$logs/$b.log" |
     tail -12
