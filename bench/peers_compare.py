@@ -9,17 +9,19 @@ run, times the same operations at the same shapes through PyTorch eager and torc
                   the peers' times, and kdsl's speedup over the best peer
   OUT/norm_gbps.png  GB/s against N (M x N = 64M elements) for kdsl and the peers
 
-Usage: python3 bench/peers_compare.py OUT_DIR KDSL_JSON [KDSL_JSON ...]
+Usage: python3 bench/peers_compare.py [--peers PEERS_JSON] OUT_DIR KDSL_JSON [KDSL_JSON ...]
+
+With --peers, the peers' times come from a file that ../shared/peers/peers.py wrote on the same
+kind of GPU (same method) instead of being measured now; PyTorch is then not needed, and the
+speedups compare kdsl's run with that recorded one (each ratio to copy is still same-run).
 """
 import json
 import os
 import sys
 
-import torch
-import torch.nn.functional as F
-import triton
+torch = F = triton = None  # imported only when the peers are timed here
 
-DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+DT_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
 
 
 def bench(fn):
@@ -36,7 +38,7 @@ def norm_fn(op, n):
 
 def time_norm(op, dtype, m, n, mode):
     """Forward and backward times (us) of one normalization through PyTorch."""
-    dt = DT[dtype]
+    dt = getattr(torch, DT_NAMES[dtype])
     x = torch.randn(m, n, dtype=dt, device="cuda", requires_grad=True)
     w = torch.randn(n, dtype=dt, device="cuda", requires_grad=True)
     b = torch.randn(n, dtype=dt, device="cuda", requires_grad=True)
@@ -52,19 +54,55 @@ def time_norm(op, dtype, m, n, mode):
 
 
 def time_cumsum(dtype, shape, dim, mode):
-    x = torch.randn(*shape, dtype=DT[dtype], device="cuda")
+    x = torch.randn(*shape, dtype=getattr(torch, DT_NAMES[dtype]), device="cuda")
     f = lambda x: torch.cumsum(x, dim)
     g = f if mode == "eager" else torch.compile(f, dynamic=False)
     return bench(lambda: g(x))
 
 
+def recorded_peers(path):
+    """(norm, cumsum, copy GB/s) lookups from a peers.py JSON file."""
+    with open(path) as f:
+        data = json.load(f)
+    norm, cumsum, copy_gbps = {}, {}, None
+    for r in data["rows"]:
+        if r["op"] == "copy":
+            copy_gbps = r["GBps"]
+        elif r["op"] in ("rmsnorm", "layernorm", "softmax"):
+            norm[(r["op"], r["dtype"], r["M"], r["N"], r["mode"])] = (r["fwd_us"], r["bwd_us"])
+        elif r["op"] == "cumsum":
+            cumsum[(r["dtype"], tuple(r["shape"]), r["dim"], r["mode"])] = r["us"]
+    return data, norm, cumsum, copy_gbps
+
+
 def main():
-    out_dir = sys.argv[1]
+    global torch, F, triton
+    args = sys.argv[1:]
+    peers_file = None
+    if args and args[0] == "--peers":
+        peers_file, args = args[1], args[2:]
+    out_dir = args[0]
     records = []
-    for path in sys.argv[2:]:
+    for path in args[1:]:
         with open(path) as f:
             records += json.load(f)
     os.makedirs(out_dir, exist_ok=True)
+    if peers_file:
+        measure_and_write(records, out_dir, *recorded_peers(peers_file))
+        return
+    import torch as torch_
+    import torch.nn.functional as F_
+    import triton as triton_
+    torch, F, triton = torch_, F_, triton_
+    measure_and_write(records, out_dir, None, {}, {}, None)
+
+
+def measure_and_write(records, out_dir, recorded, norm_cache, cumsum_cache, copy_gbps):
+    """Fills in the peers' times (recorded ones first, else timed now) and writes the outputs."""
+    if copy_gbps is not None:
+        print(f"recorded peers: {recorded['device']}, torch {recorded['torch']}; their copy {copy_gbps:.0f} GB/s",
+              flush=True)
+        return finish(records, out_dir, recorded, norm_cache, cumsum_cache, copy_gbps)
     n = 1 << 30
     a = torch.empty(n, dtype=torch.uint8, device="cuda")
     c = torch.empty_like(a)
@@ -72,7 +110,10 @@ def main():
     copy_gbps = 2 * n / copy_us / 1e3
     del a, c
     print(f"torch copy (1 GiB): {copy_us:.1f} us, {copy_gbps:.0f} GB/s", flush=True)
-    norm_cache = {}
+    return finish(records, out_dir, None, norm_cache, cumsum_cache, copy_gbps)
+
+
+def finish(records, out_dir, recorded, norm_cache, cumsum_cache, copy_gbps):
     out = []
     for r in records:
         if r.get("op") == "copy":
@@ -81,6 +122,8 @@ def main():
         if r.get("op") in ("rmsnorm", "layernorm", "softmax"):
             for mode in ("eager", "compile"):
                 key = (r["op"], r["dtype"], r["M"], r["N"], mode)
+                if key not in norm_cache and recorded is not None:
+                    norm_cache[key] = (None, None)
                 if key not in norm_cache:
                     try:
                         norm_cache[key] = time_norm(r["op"], r["dtype"], r["M"], r["N"], mode)
@@ -91,6 +134,10 @@ def main():
                 peers[mode] = bwd if r["pass"] == "bwd" else fwd
         elif r.get("op") == "cumsum":
             for mode in ("eager", "compile"):
+                key = (r["dtype"], tuple(r["shape"]), r["dim"], mode)
+                if recorded is not None:
+                    peers[mode] = cumsum_cache.get(key)
+                    continue
                 try:
                     peers[mode] = time_cumsum(r["dtype"], r["shape"], r["dim"], mode)
                 except Exception as e:
@@ -107,8 +154,12 @@ def main():
         print(f"{r['kernel']:<22} {r['dtype']:<5} {str(shape):>16}  kdsl {r['us']:9.2f} us ({r['ratio_to_copy']:.3f} of copy)"
               f"  eager {peers.get('eager') or float('nan'):9.2f}  compile {peers.get('compile') or float('nan'):9.2f}"
               f"  kdsl/best speedup {rec['speedup_vs_best_peer'] or float('nan'):.2f}x", flush=True)
-    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-              "torch_copy_GBps": copy_gbps, "records": out}
+    if recorded is not None:
+        result = {"device": recorded["device"], "torch": recorded["torch"], "triton": recorded["triton"],
+                  "peers": "recorded by ../shared/peers/peers.py", "torch_copy_GBps": copy_gbps, "records": out}
+    else:
+        result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+                  "torch_copy_GBps": copy_gbps, "records": out}
     with open(os.path.join(out_dir, "h200.json"), "w") as f:
         json.dump(result, f, indent=1)
     plot(out, os.path.join(out_dir, "norm_gbps.png"))

@@ -147,19 +147,26 @@ int run(int argc, char** argv) {
                    fmt::format("{},{},{}", s.b, s.l, s.d), tm.median_us, gbps, gbps / copy,
                    gpu.loaded().plan.schedule);
         std::cout.flush();
-        records.push_back({{"kernel", c.kernel},
-                           {"dtype", dtype_name(t)},
-                           {"B", s.b},
-                           {"L", s.l},
-                           {"D", s.d},
-                           {"us", tm.median_us},
-                           {"min_us", tm.min_us},
-                           {"bytes", bytes},
-                           {"GBps", gbps},
-                           {"ratio_to_copy", gbps / copy},
-                           {"symbol", gpu.loaded().plan.symbol},
-                           {"schedule", gpu.loaded().plan.schedule},
-                           {"reasons", gpu.loaded().plan.reasons}});
+        nlohmann::json rec = {{"kernel", c.kernel},
+                              {"dtype", dtype_name(t)},
+                              {"B", s.b},
+                              {"L", s.l},
+                              {"D", s.d},
+                              {"us", tm.median_us},
+                              {"min_us", tm.min_us},
+                              {"bytes", bytes},
+                              {"GBps", gbps},
+                              {"ratio_to_copy", gbps / copy},
+                              {"symbol", gpu.loaded().plan.symbol},
+                              {"schedule", gpu.loaded().plan.schedule},
+                              {"reasons", gpu.loaded().plan.reasons}};
+        if (std::string(c.kernel).starts_with("cumsum")) {  // torch.cumsum's shape and dim
+          rec["op"] = "cumsum";
+          rec["shape"] =
+              c.middle ? std::vector<int64_t>{s.b, s.l, s.d} : std::vector<int64_t>{s.b * s.d, s.l};
+          rec["dim"] = c.middle ? 1 : -1;
+        }
+        records.push_back(rec);
       }
     }
   }

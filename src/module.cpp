@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -14,11 +15,13 @@
 namespace kdsl {
 namespace {
 
-constexpr int kDefaultDynamicSmemBytes = 48 * 1024;
+// Without the opt-in attribute a CTA may use 48 KiB of shared memory, static and dynamic together.
+constexpr int kDefaultSmemBytes = 48 * 1024;
 
 struct LoadedFunction {
   CUfunction function = nullptr;
-  int dynamic_smem_limit = kDefaultDynamicSmemBytes;  // bytes
+  int dynamic_smem_limit =
+      -1;  // bytes of dynamic shared memory a launch may use; -1: not known yet
 };
 
 struct LoadedModule {
@@ -89,6 +92,13 @@ CUfunction get_function(CUmodule module, const std::string& symbol) {
 }
 
 void raise_smem_limit(LoadedFunction& f, const std::string& symbol, int bytes) {
+  if (f.dynamic_smem_limit < 0) {
+    int static_bytes = 0;
+    check(
+        driver().cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f.function),
+        "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+    f.dynamic_smem_limit = std::max(0, kDefaultSmemBytes - static_bytes);
+  }
   if (bytes <= f.dynamic_smem_limit) return;
   CUresult r = driver().cuFuncSetAttribute(f.function,
                                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);

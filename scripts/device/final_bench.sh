@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The benchmark run on the GPU machine (after stage.sh): tunes the normalization kernels whose
-# default schedule is furthest from the copy bandwidth, then runs kdsl's benchmarks and the
-# same-run PyTorch comparison. Results under $OUT (kdsl_norm.json, kdsl_scan.json, h200.json,
-# norm_gbps.png, tune.txt, bench.txt).
+# The benchmark run on the GPU machine (after stage.sh): launch overhead, kdsl's normalization and
+# scan benchmarks, and the comparison with PyTorch: with the peers' times recorded by
+# ../shared/peers/peers.py (stage.sh copies them to .device/peers.json) when present, else timed
+# in this run (several minutes of torch.compile). KDSL_TUNE=1 first tunes the normalization
+# kernels furthest from the copy bandwidth. Results under $OUT (launch.txt, kdsl_norm.json,
+# kdsl_scan.json, h200.json, norm_gbps.png, tune.txt, bench.txt).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -21,7 +23,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
 # The benchmarks' specializations, compiled with the machine's cores.
 bash scripts/device/precompile_tests.sh "$KDSL_CACHE_DIR" "$k" 2>&1 | tail -2
 bash scripts/device/precompile_scan_tests.sh "$KDSL_CACHE_DIR" "$k" 2>&1 | tail -2
-{
+[ "${KDSL_TUNE:-0}" = 1 ] && {
   for spec in "rms_norm.kdsl rms_norm_bwd bf16 M=8192,N=8192" "layer_norm.kdsl layer_norm bf16 M=8192,N=8192" \
               "layer_norm.kdsl layer_norm_bwd bf16 M=8192,N=8192" "softmax.kdsl softmax bf16 M=8192,N=8192" \
               "softmax.kdsl softmax_bwd bf16 M=8192,N=8192" "rms_norm.kdsl rms_norm bf16 M=1024,N=8192"; do
@@ -35,4 +37,6 @@ if [ -x .device/bin/kdsl_bench_scan ]; then
   timeout 120 .device/bin/kdsl_bench_scan "$out/kdsl_scan.json" 2>&1 | tee -a "$out/bench.txt"
   [ -s "$out/kdsl_scan.json" ] && inputs+=("$out/kdsl_scan.json")
 fi
-timeout 240 python3 bench/peers_compare.py "$out" "${inputs[@]}" 2>&1 | tee "$out/peers.txt" | tail -60
+peers=()
+[ -s .device/peers.json ] && peers=(--peers .device/peers.json)
+timeout 240 python3 bench/peers_compare.py "${peers[@]}" "$out" "${inputs[@]}" 2>&1 | tee "$out/peers.txt" | tail -60

@@ -32,6 +32,9 @@ if [ -x "$fuzz_build/fuzz/kdsl_frontend_fuzz" ]; then
   cp -r "$fuzz_build/fuzz-corpus/." .device/fuzz-corpus/ 2>/dev/null || true
 fi
 chmod 700 .device/cache
+# The peers' recorded times (bench/peers_compare.py --peers), newest file.
+peers="$(ls ../shared/peers/peers-*.json 2>/dev/null | sort | tail -1)"
+if [ -n "$peers" ]; then cp "$peers" .device/peers.json; fi
 commit="$(git rev-parse --short HEAD)"
 git diff --quiet HEAD || commit="$commit (with uncommitted changes)"
 echo "$commit" >.device/COMMIT
