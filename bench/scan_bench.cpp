@@ -167,11 +167,11 @@ int run(int argc, char** argv) {
           rec["dim"] = c.middle ? 1 : -1;
         }
         records.push_back(rec);
+        // Written after each record, so a run cut short keeps what it measured.
+        if (!out_path.empty()) std::ofstream(out_path) << records.dump(1) << "\n";
       }
     }
   }
-  if (out_path.empty()) return 0;
-  std::ofstream(out_path) << records.dump(1) << "\n";
   return 0;
 }
 
