@@ -10,6 +10,7 @@
 
 #include "codegen_cuda.h"
 #include "codegen_expr.h"
+#include "codegen_text.h"
 #include "cuda_prelude.h"
 #include "kdsl/error.h"
 
@@ -19,23 +20,7 @@ namespace {
 using ir::Form;
 using ir::Op;
 
-class Text {
- public:
-  template <class... A>
-  void line(fmt::format_string<A...> f, A&&... a) {
-    out_.append(static_cast<size_t>(indent_) * 2, ' ');
-    fmt::format_to(std::back_inserter(out_), f, std::forward<A>(a)...);
-    out_ += '\n';
-  }
-  void raw(const std::string& s) { out_ += s; }
-  void in() { ++indent_; }
-  void out() { --indent_; }
-  std::string str() const { return out_; }
-
- private:
-  std::string out_;
-  int indent_ = 0;
-};
+using codegen::Text;
 
 bool vector_view(const ir::View& v) {
   return std::any_of(v.begin(), v.end(),
@@ -334,47 +319,13 @@ void RowEmitter::plan_params() {
 }
 
 void RowEmitter::emit_params_struct() {
-  t_.line("struct kdsl_params_{} {{", sym_);
-  t_.in();
-  for (const ParamSlot& s : plan_.slots) {
-    switch (s.kind) {
-      case ParamSlot::Kind::tensor_ptr: {
-        const ir::TensorParam& tp = k_.tensors[s.index];
-        t_.line("{}{}* t{};  // {}", tp.role == ir::Role::in ? "const " : "",
-                cuda::storage_type(tp.dtype), s.index, tp.name);
-        break;
-      }
-      case ParamSlot::Kind::stride:
-        t_.line("long long st{}_{};", s.index, s.axis);
-        break;
-      case ParamSlot::Kind::scalar:
-        t_.line("{} sc{};  // {}", cuda::reg_type(s.dtype), s.index, k_.scalars[s.index].name);
-        if (s.size < 8) t_.line("int pad_sc{};", s.index);
-        break;
-      case ParamSlot::Kind::symbol:
-        t_.line("long long sym{};  // {}", s.index, k_.symbols[s.index].name);
-        break;
-      case ParamSlot::Kind::rows:
-        t_.line("long long rows;");
-        break;
-      case ParamSlot::Kind::partials:
-        t_.line("long long partials;");
-        break;
-      case ParamSlot::Kind::workspace: {
-        DType acc = DType::f32;
-        for (size_t j = 0; j < k_.stores.size(); ++j) {
-          if (store_ws_[j] == s.index) acc = k_.node(k_.stores[j].value).type.dtype;
-        }
-        t_.line("{}* ws{};", cuda::reg_type(acc), s.index);
-        break;
-      }
+  codegen::emit_params_struct(t_, k_, plan_, sym_, [&](const ParamSlot& s) {
+    DType acc = DType::f32;  // a column reduction's partials: its value's dtype
+    for (size_t j = 0; j < k_.stores.size(); ++j) {
+      if (store_ws_[j] == s.index) acc = k_.node(k_.stores[j].value).type.dtype;
     }
-  }
-  t_.out();
-  t_.line("}};");
-  t_.line("static_assert(sizeof(kdsl_params_{}) == {}, \"parameter block layout\");", sym_,
-          plan_.param_bytes);
-  t_.line("");
+    return fmt::format("{}*", cuda::reg_type(acc));
+  });
 }
 
 void RowEmitter::emit_scalar(ir::ValueId id) {

@@ -101,42 +101,8 @@ std::string Emitter::ws_name(int partial_ws) const {
 }
 
 void Emitter::emit_params_struct() {
-  t_.line("struct kdsl_params_{} {{", sym_);
-  t_.in();
-  for (const ParamSlot& s : plan_.slots) {
-    switch (s.kind) {
-      case ParamSlot::Kind::tensor_ptr: {
-        const ir::TensorParam& tp = k_.tensors[s.index];
-        t_.line("{}{}* t{};  // {}", tp.role == ir::Role::in ? "const " : "",
-                cuda::storage_type(tp.dtype), s.index, tp.name);
-        break;
-      }
-      case ParamSlot::Kind::stride:
-        t_.line("long long st{}_{};", s.index, s.axis);
-        break;
-      case ParamSlot::Kind::scalar:
-        t_.line("{} sc{};  // {}", cuda::reg_type(s.dtype), s.index, k_.scalars[s.index].name);
-        if (s.size < 8) t_.line("int pad_sc{};", s.index);
-        break;
-      case ParamSlot::Kind::symbol:
-        t_.line("long long sym{};  // {}", s.index, k_.symbols[s.index].name);
-        break;
-      case ParamSlot::Kind::rows:
-        t_.line("long long rows;");
-        break;
-      case ParamSlot::Kind::partials:
-        t_.line("long long partials;");
-        break;
-      case ParamSlot::Kind::workspace:
-        t_.line("unsigned char* ws{};", s.index);
-        break;
-    }
-  }
-  t_.out();
-  t_.line("}};");
-  t_.line("static_assert(sizeof(kdsl_params_{}) == {}, \"parameter block layout\");", sym_,
-          plan_.param_bytes);
-  t_.line("");
+  codegen::emit_params_struct(t_, k_, plan_, sym_,
+                              [](const ParamSlot&) { return std::string("unsigned char*"); });
 }
 
 // One struct per carried state, its identity ("empty") and its combine function, from the

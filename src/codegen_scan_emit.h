@@ -14,27 +14,11 @@
 
 #include "codegen_cuda.h"
 #include "codegen_scan_plan.h"
+#include "codegen_text.h"
 
 namespace kdsl::scan_codegen {
 
-/// Indented text, one statement a line.
-class Text {
- public:
-  template <class... A>
-  void line(fmt::format_string<A...> f, A&&... a) {
-    out_.append(static_cast<size_t>(indent_) * 2, ' ');
-    fmt::format_to(std::back_inserter(out_), f, std::forward<A>(a)...);
-    out_ += '\n';
-  }
-  void raw(const std::string& s) { out_ += s; }
-  void in() { ++indent_; }
-  void out() { --indent_; }
-  std::string str() const { return out_; }
-
- private:
-  std::string out_;
-  int indent_ = 0;
-};
+using codegen::Text;
 
 bool has_vector_axis(const ir::View& v);
 int vector_axis(const ir::View& v);

@@ -1,0 +1,80 @@
+// Shared pieces of the CUDA C++ emitters (row and scan schedules): indented text, and the
+// kernel's parameter block as a struct laid out as the launch plan's slots say.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <iterator>
+#include <string>
+
+#include "codegen_expr.h"
+#include "dsl/ir.h"
+#include "launch_plan.h"
+
+namespace kdsl::codegen {
+
+/// Indented text, one statement a line.
+class Text {
+ public:
+  template <class... A>
+  void line(fmt::format_string<A...> f, A&&... a) {
+    out_.append(static_cast<size_t>(indent_) * 2, ' ');
+    fmt::format_to(std::back_inserter(out_), f, std::forward<A>(a)...);
+    out_ += '\n';
+  }
+  void raw(const std::string& s) { out_ += s; }
+  void in() { ++indent_; }
+  void out() { --indent_; }
+  std::string str() const { return out_; }
+
+ private:
+  std::string out_;
+  int indent_ = 0;
+};
+
+/// Emits `struct kdsl_params_<symbol>` with one field per slot of `plan` (in slot order, which is
+/// offset order) and a static_assert of its size against plan.param_bytes. `workspace_type`
+/// gives the pointer type of a workspace slot (e.g. "float*").
+inline void emit_params_struct(Text& t, const ir::Kernel& k, const LaunchPlan& plan,
+                               const std::string& symbol,
+                               const std::function<std::string(const ParamSlot&)>& workspace_type) {
+  t.line("struct kdsl_params_{} {{", symbol);
+  t.in();
+  for (const ParamSlot& s : plan.slots) {
+    switch (s.kind) {
+      case ParamSlot::Kind::tensor_ptr: {
+        const ir::TensorParam& tp = k.tensors[s.index];
+        t.line("{}{}* t{};  // {}", tp.role == ir::Role::in ? "const " : "",
+               cuda::storage_type(tp.dtype), s.index, tp.name);
+        break;
+      }
+      case ParamSlot::Kind::stride:
+        t.line("long long st{}_{};", s.index, s.axis);
+        break;
+      case ParamSlot::Kind::scalar:
+        t.line("{} sc{};  // {}", cuda::reg_type(s.dtype), s.index, k.scalars[s.index].name);
+        if (s.size < 8) t.line("int pad_sc{};", s.index);
+        break;
+      case ParamSlot::Kind::symbol:
+        t.line("long long sym{};  // {}", s.index, k.symbols[s.index].name);
+        break;
+      case ParamSlot::Kind::rows:
+        t.line("long long rows;");
+        break;
+      case ParamSlot::Kind::partials:
+        t.line("long long partials;");
+        break;
+      case ParamSlot::Kind::workspace:
+        t.line("{} ws{};", workspace_type(s), s.index);
+        break;
+    }
+  }
+  t.out();
+  t.line("}};");
+  t.line("static_assert(sizeof(kdsl_params_{}) == {}, \"parameter block layout\");", symbol,
+         plan.param_bytes);
+  t.line("");
+}
+
+}  // namespace kdsl::codegen
