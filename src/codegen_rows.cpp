@@ -149,9 +149,14 @@ void RowEmitter::analyze() {
     store_access_.push_back(access_of(st.tensor, st.view));
     store_ws_.push_back(st.kind == ir::StoreKind::reduce ? ws++ : -1);
     if (st.kind == ir::StoreKind::reduce && loop_view(st.view)) {
-      throw InternalError(
-          "codegen: a column reduction over some but not all loop variables "
-          "needs the scan schedule");
+      // Vector column reductions that keep some loop variables (GroupNorm's dw[g, :] += v): the
+      // interpreter runs them; no GPU schedule does yet (dsl/SPEC.md section 11.3).
+      throw CompileError(fmt::format(
+          "kernel '{}': the column reduction into '{}' keeps some loop variables and sums over "
+          "the others, with a vector value; the GPU code generator does not support that yet "
+          "(dsl/SPEC.md section 11.3); the CPU reference interpreter runs it (kdsl run --device "
+          "cpu)",
+          k_.name, k_.tensors[st.tensor].name));
     }
     if (vector_view(st.view) || st.kind == ir::StoreKind::reduce) {
       phases_ = std::max(phases_, level_[st.value] + (vector_view(st.view) ? 1 : 0));

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kdsl/error.h"
 #include "src/compiler.h"
 #include "src/nvrtc.h"
 
@@ -62,6 +63,20 @@ TEST(Codegen, SymbolNamesKernelAndSpecialization) {
   Specialization unaligned{{DType::bf16}, 4096, 0, ~0u};
   ir::Kernel k = lower_specialized(*fe, "softmax", unaligned);
   EXPECT_EQ(generate(k, unaligned, DeviceTarget{}).plan.symbol, "kdsl_softmax_bf16_n4096_u03");
+}
+
+// A vector column reduction over part of the loop (GroupNorm's backward) has no GPU schedule yet:
+// a CompileError that names the kernel and tensor, not an internal error.
+TEST(Codegen, PartialVectorColumnReductionIsAClearCompileError) {
+  auto fe = load("examples/group_norm.kdsl");
+  try {
+    gen(*fe, "group_norm_bwd", DType::f32, 64);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'group_norm_bwd'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'dw'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();
+  }
 }
 
 // Every stdlib normalization kernel compiles to a cubin for sm_90 at lengths that exercise every

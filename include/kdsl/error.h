@@ -28,8 +28,9 @@ class KDSL_API ArgumentError : public Error {
   using Error::Error;
 };
 
-/// NVRTC rejected generated code or the driver refused to load it. The message carries the kernel,
-/// specialization, architecture, options and the compiler log.
+/// NVRTC rejected generated code or the driver refused to load it (the message carries the kernel,
+/// specialization, architecture, options and the compiler log), or the kernel uses a feature the
+/// GPU code generator does not support yet (the message names it).
 class KDSL_API CompileError : public Error {
  public:
   using Error::Error;
