@@ -46,5 +46,7 @@ for k in complex_linear_recurrence_bwd complex_linear_recurrence_h0_bwd; do
 done
 printf '%s\n' "${jobs[@]}" | sort -u | xargs -P "$(nproc)" -L 1 sh -c '
   dt=""; [ "$2" != "-" ] && dt="--dtype $2"
-  '"$kdsl"' -q compile "$0" -k "$1" $dt --shape L="$3",N="$3" --arch sm_90 >/dev/null || echo "FAILED: $0 $1 $2 $3"'
+  sym=N  # the scanned length: N for the last axis, L for (B, L, D) kernels
+  case "$1" in *_mid*|*linear_recurrence*|rg_lru*) sym=L ;; esac
+  '"$kdsl"' -q compile "$0" -k "$1" $dt --shape "$sym=$3" --arch sm_90 >/dev/null || echo "FAILED: $0 $1 $2 $3"'
 echo "precompiled $(printf '%s\n' "${jobs[@]}" | sort -u | wc -l) specializations into $KDSL_CACHE_DIR"
