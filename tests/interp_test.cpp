@@ -259,7 +259,8 @@ INSTANTIATE_TEST_SUITE_P(Stdlib, InterpStdlib, ::testing::ValuesIn(kCases),
 constexpr int64_t kFdShapes[][2] = {{3, 7}, {2, 64}};
 
 TEST(InterpFiniteDifferences, RmsNormBwd) {
-  for (auto [m, n] : kFdShapes) {
+  for (const auto& shape : kFdShapes) {
+    const int64_t m = shape[0], n = shape[1];  // (not a structured binding: lambdas use them)
     size_t mn = static_cast<size_t>(m * n);
     Vec x = f32_values(mn, 1), w = f32_values(static_cast<size_t>(n), 2, 1.0, 1.0);
     Vec dy = f32_values(mn, 3), rstd;
@@ -286,7 +287,8 @@ TEST(InterpFiniteDifferences, RmsNormBwd) {
 }
 
 TEST(InterpFiniteDifferences, AddRmsNormBwdTakesBothGradients) {
-  for (auto [m, n] : kFdShapes) {
+  for (const auto& shape : kFdShapes) {
+    const int64_t m = shape[0], n = shape[1];  // (not a structured binding: lambdas use them)
     size_t mn = static_cast<size_t>(m * n);
     Vec x = f32_values(mn, 11), res = f32_values(mn, 12),
         w = f32_values(static_cast<size_t>(n), 13);
@@ -322,7 +324,8 @@ TEST(InterpFiniteDifferences, AddRmsNormBwdTakesBothGradients) {
 }
 
 TEST(InterpFiniteDifferences, LayerNormBwd) {
-  for (auto [m, n] : kFdShapes) {
+  for (const auto& shape : kFdShapes) {
+    const int64_t m = shape[0], n = shape[1];  // (not a structured binding: lambdas use them)
     size_t mn = static_cast<size_t>(m * n);
     Vec x = f32_values(mn, 21, 2.0, 0.7), w = f32_values(static_cast<size_t>(n), 22, 1.0, 1.0);
     Vec b = f32_values(static_cast<size_t>(n), 23), dy = f32_values(mn, 24), mu, rstd;
@@ -358,7 +361,8 @@ TEST(InterpFiniteDifferences, LayerNormBwd) {
 }
 
 void softmax_family_fd(const char* kernel, Vec (*forward)(const Vec&)) {
-  for (auto [m, n] : kFdShapes) {
+  for (const auto& shape : kFdShapes) {
+    const int64_t m = shape[0], n = shape[1];  // (not a structured binding: lambdas use them)
     size_t mn = static_cast<size_t>(m * n);
     Vec x = f32_values(mn, 31, 2.0), dy = f32_values(mn, 32), y;
     for (int64_t i = 0; i < m; ++i) {

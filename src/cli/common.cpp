@@ -199,7 +199,7 @@ std::vector<std::vector<DType>> bindings_for(const KernelSignature& sig, const D
   if (strict) {
     for (const auto& [name, list] : given) {
       bool known = std::any_of(sig.generics.begin(), sig.generics.end(),
-                               [&](const GenericInfo& g) { return g.name == name; });
+                               [&n = name](const GenericInfo& g) { return g.name == n; });
       if (!known) {
         throw ArgumentError(fmt::format("kernel '{}' has no generic named {}", sig.name, name));
       }
@@ -424,7 +424,7 @@ SpecList expand_specs(const SpecListOptions& o, bool all_symbols) {
   ShapeLists shapes = parse_shape_lists(o.shape);
   for (const auto& [name, values] : shapes) {
     bool known = std::any_of(kernels.begin(), kernels.end(),
-                             [&](const KernelSignature* k) { return has_symbol(*k, name); });
+                             [&n = name](const KernelSignature* k) { return has_symbol(*k, n); });
     if (!known) {
       throw ArgumentError(
           fmt::format("no selected kernel has a shape symbol {} (symbols of '{}': {})", name,
@@ -432,9 +432,10 @@ SpecList expand_specs(const SpecListOptions& o, bool all_symbols) {
     }
   }
   for (const auto& [name, list] : req.named) {
-    bool known = std::any_of(kernels.begin(), kernels.end(), [&](const KernelSignature* k) {
+    // (Structured bindings are captured through an init-capture: clang 14 refuses them bare.)
+    bool known = std::any_of(kernels.begin(), kernels.end(), [&n = name](const KernelSignature* k) {
       return std::any_of(k->generics.begin(), k->generics.end(),
-                         [&](const GenericInfo& g) { return g.name == name; });
+                         [&](const GenericInfo& g) { return g.name == n; });
     });
     if (!known)
       throw ArgumentError(fmt::format("-D {}: no selected kernel has a generic {}", name, name));
