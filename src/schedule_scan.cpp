@@ -73,6 +73,12 @@ void apply_hints(ScanSchedule& s) {
     } else if (key == "wp") {
       pow2(1, 32);
       s.wp = v;
+    } else if (key == "vr") {
+      pow2(1, 16);
+      if (!s.columns && v != 1) {
+        throw ArgumentError("KDSL_SCAN_SCHEDULE: vr (rows per access) applies to scan.columns only");
+      }
+      s.vr = v;
     } else if (key == "window") {
       pow2(1, 32);
       s.window = v;
@@ -80,7 +86,7 @@ void apply_hints(ScanSchedule& s) {
       s.pipeline = v != 0;
     } else {
       throw ArgumentError(
-          fmt::format("KDSL_SCAN_SCHEDULE: unknown key '{}' (t, lp, wp, pipeline, window)", key));
+          fmt::format("KDSL_SCAN_SCHEDULE: unknown key '{}' (t, lp, wp, vr, pipeline, window)", key));
     }
   }
   s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE={}", text));
@@ -193,14 +199,17 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     s.lp = 32;
     s.wp = 8;
   }
-  s.t = 1;
-  for (int t : {16, 8, 4, 2}) {
-    if (t * s.vp * words <= 40) {
-      s.t = t;
-      break;
+  s.t = 0;  // chosen below unless KDSL_SCAN_SCHEDULE sets it
+  apply_hints(s);
+  if (s.t == 0) {
+    s.t = 1;
+    for (int t : {16, 8, 4, 2}) {
+      if (t * s.vp * s.vr * words <= 40) {
+        s.t = t;
+        break;
+      }
     }
   }
-  apply_hints(s);
   // Short sequences: halve the tile's length (steps, then lanes, then warps along the positions
   // move to the rows) while it is at least twice the sequence.
   while (s.cl() / 2 >= len && (s.t > 1 || s.lp > 1 || s.wp > 1)) {

@@ -182,13 +182,15 @@ TEST_F(ScanEmu, UserCombineFunctionWithoutInitReverseAndExclusive) {
 }
 
 // The schedule's knobs (KDSL_SCAN_SCHEDULE): a look-back window of 1 and 2 tiles (several windows
-// per look-back), the pipelined loop, other tile shapes.
+// per look-back), the pipelined loop, other tile shapes, 16-byte accesses of several rows (D = 24
+// is a multiple of every VR tried).
 TEST_F(ScanEmu, ScheduleVariants) {
   struct Unset {
     ~Unset() { unsetenv("KDSL_SCAN_SCHEDULE"); }
   } unset;
   uint64_t seed = 400;
-  for (const char* hint : {"window=1", "window=2,pipeline=1", "pipeline=1", "t=2,lp=4,wp=4"}) {
+  for (const char* hint : {"window=1", "window=2,pipeline=1", "pipeline=1", "t=2,lp=4,wp=4", "vr=4",
+                           "vr=4,pipeline=1", "lp=1", "vr=2,lp=2,t=4,pipeline=1"}) {
     setenv("KDSL_SCAN_SCHEDULE", hint, 1);
     for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
       ProblemSpec ps;
