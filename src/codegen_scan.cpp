@@ -219,6 +219,14 @@ void Emitter::emit_smem() {
       t_.line("{} in{}[{}];", state_type(i), i, s_.td());
     }
   }
+  if (staged()) {
+    for (size_t a = 0; a < p_.accesses.size(); ++a) {
+      if (!p_.accesses[a].phase_a) continue;
+      t_.line("alignas(16) {} stg{}[{}][{}][{}];  // cp.async staging: step, thread, elements",
+              cuda::storage_type(k_.tensors[p_.accesses[a].tensor].dtype), a, s_.t, s_.threads(),
+              s_.vr * s_.vp);
+    }
+  }
   for (size_t j = 0; j < p_.stores.size(); ++j) {
     if (p_.stores[j].how != StorePlan::How::tile_partial) continue;
     t_.line("{} pp{}[{}][{}];", cuda::reg_type(k_.node(k_.stores[j].value).type.dtype), j, s_.wp,
@@ -235,7 +243,9 @@ void Emitter::emit_smem() {
 void Emitter::emit_main() {
   emit_run();
   t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
-          s_.threads(), sym_, sym_);
+          s_.min_ctas > 0 ? fmt::format("{}, {}", s_.threads(), s_.min_ctas)
+                          : std::to_string(s_.threads()),
+          sym_, sym_);
   t_.in();
   t_.line("__shared__ kdsl_smem_{} sm;", sym_);
   t_.line("const bool fast = {};", fast_condition());
@@ -282,7 +292,10 @@ void Emitter::emit_run() {
     return;
   }
   // Tiles in ticket order; while tile n looks back and writes its outputs, the loads of tile
-  // n + 1 (its ticket taken at the start of tile n) are in flight.
+  // n + 1 (its ticket taken at the start of tile n) are in flight: into registers, or (staged)
+  // as cp.async copies into shared memory, which cost no registers while they fly and are read
+  // into registers when tile n + 1 starts. Each thread reads only the slots it copied, so the
+  // copies need no barrier, only the thread's own wait.
   emit_constants();
   emit_uniforms();
   t_.line("const long long RT = (p.rows + TD - 1) / TD;");
@@ -295,7 +308,19 @@ void Emitter::emit_run() {
   emit_row_decls("");
   emit_row_decls("_n");
   emit_row_assign("", "tk");
-  emit_loads(true, "", true);
+  if (staged()) {
+    emit_stage_constants();
+    for (size_t a = 0; a < p_.accesses.size(); ++a) {
+      if (p_.accesses[a].phase_a) {
+        t_.line("{} R{}[T][VR * VP];", cuda::storage_type(k_.tensors[p_.accesses[a].tensor].dtype),
+                a);
+      }
+    }
+    emit_staged_loads("");
+    emit_stage_reads();
+  } else {
+    emit_loads(true, "", true);
+  }
   t_.line("for (;;) {{");
   t_.in();
   t_.line("__syncthreads();  // the previous tile is done with shared memory and the ticket");
@@ -305,12 +330,17 @@ void Emitter::emit_run() {
     t_.line("if (nt < tiles) {{");
     t_.in();
     emit_row_assign("_n", "nt");
-    emit_loads(true, "_n", false);
+    if (staged()) {
+      emit_staged_loads("_n");
+    } else {
+      emit_loads(true, "_n", false);
+    }
     t_.out();
     t_.line("}}");
   });
   t_.line("if (nt >= tiles) return;");
   emit_row_copy();
+  if (staged()) emit_stage_reads();
   t_.out();
   t_.line("}}");
   t_.out();
@@ -470,6 +500,25 @@ namespace kdsl {
 GeneratedKernel generate_scan_kernel(const ir::Kernel& k, const Specialization& spec,
                                      const ScanSchedule& s) {
   scan_codegen::Plan p = scan_codegen::plan_scan_kernel(k, s);
+  // The cp.async staging (T steps x VR * VP elements per thread and phase-A access) must fit in
+  // 32 of the 48 KiB of static shared memory; else the next tile's loads go to registers.
+  size_t staging = 0;
+  for (const scan_codegen::Access& a : p.accesses) {
+    if (a.phase_a) {
+      staging += static_cast<size_t>(s.t) * s.threads() * s.vr * s.vp *
+                 dtype_size(k.tensors[a.tensor].dtype);
+    }
+  }
+  if (s.async_copy && p.lookback && s.pipeline && staging > 32 * 1024) {
+    ScanSchedule registers = s;
+    registers.async_copy = false;
+    registers.reasons.push_back(fmt::format(
+        "cp.async staging would take {} bytes of shared memory: the next tile's loads go to "
+        "registers",
+        staging));
+    scan_codegen::Emitter e(k, spec, registers, p);
+    return e.run();
+  }
   scan_codegen::Emitter e(k, spec, s, p);
   return e.run();
 }

@@ -46,6 +46,9 @@ class Emitter {
   bool warp_smem() const { return s_.wp > 1 || p_.lookback; }
   /// Look-back mode: the next tile's phase-A loads are issued during this tile's look-back.
   bool pipelined() const { return p_.lookback && s_.pipeline; }
+  /// Pipelined with the next tile's phase-A loads copied by cp.async into shared memory (staging
+  /// arrays stg<a>), read into registers when the tile starts.
+  bool staged() const { return pipelined() && s_.async_copy; }
 
   // The tile (codegen_scan_tile.cpp).
   void emit_tile();
@@ -62,6 +65,10 @@ class Emitter {
   void emit_loads(bool phase_a, const std::string& sfx, bool declare);
   void emit_load(int a, const std::string& sfx, const std::string& array, bool declare);
   bool loaded_in_b(int a) const;
+  void emit_stage_constants();
+  void emit_staged_load(int a, const std::string& sfx);
+  void emit_staged_loads(const std::string& sfx);
+  void emit_stage_reads();
   void emit_phase_a();
   void emit_lookback_setup();
   void emit_state_loads(const std::string& w0);

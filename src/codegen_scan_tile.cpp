@@ -305,6 +305,107 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
   t_.line("}}");
 }
 
+// The staged pipeline's copies of access `a`: CB<a> bytes each (VR rows or VP positions in one
+// copy where the plain loads make one 16-byte access, else one element), staged when that is a
+// size cp.async copies (4, 8 or 16 bytes; else the access is loaded into registers as in the
+// register pipeline).
+void Emitter::emit_stage_constants() {
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    const Access& x = p_.accesses[a];
+    if (!x.phase_a) continue;
+    const size_t es = dtype_size(k_.tensors[x.tensor].dtype);
+    std::string cb;
+    if (s_.columns) {
+      cb = uses_fast(x.view) ? fmt::format("(FAST ? VR : 1) * {}", es) : std::to_string(es);
+    } else {
+      cb = s_.vector_fast && x.delta % s_.vp == 0 ? fmt::format("VP * {}", es) : std::to_string(es);
+    }
+    t_.line("constexpr int CB{0} = {1};  // bytes per cp.async copy of access {0}", a, cb);
+    t_.line("constexpr bool AS{0} = CB{0} == 4 || CB{0} == 8 || CB{0} == 16;", a);
+  }
+}
+
+void Emitter::emit_staged_load(int a, const std::string& sfx) {
+  const Access& x = p_.accesses[a];
+  const std::string base = fmt::format("t{}", x.tensor);
+  const std::string vs = vstride(x.tensor, x.view);
+  auto copy = [&](const std::string& slot, const std::string& at) {
+    t_.line(
+        "kdsl_sc_cp_async<CB{0}>(&sm.stg{0}[j][tid][{1}], ok ? static_cast<const void*>({2} + "
+        "ao{0}{3} + {4}) : static_cast<const void*>({2}), ok);",
+        a, slot, base, sfx, at);
+  };
+  t_.line("if constexpr (AS{}) {{", a);
+  t_.in();
+  t_.line("#pragma unroll");
+  t_.line("for (int j = 0; j < T; ++j) {{");
+  t_.in();
+  t_.line("const long long q0 = {};", q0_expr(sfx));
+  if (s_.columns) {
+    t_.line("const long long pp = (REV ? L - 1 - q0 : q0) - ({});", x.delta);
+    t_.line("const bool ok = (ALL_VALID || q0 < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    copy("0", fmt::format("pp * {}", vs));
+  } else if (s_.vector_fast && x.delta % s_.vp == 0) {
+    t_.line("const long long pl = (REV ? L - q0 - VP : q0) - ({});", x.delta);
+    t_.line("const bool ok = (ALL_VALID || q0 < L) && pl >= 0 && pl + VP <= L && rv{}[0];", sfx);
+    copy("0", "pl");
+  } else {
+    t_.line("#pragma unroll");
+    t_.line("for (int vp = 0; vp < VP; ++vp) {{");
+    t_.in();
+    t_.line("const long long q = q0 + vp;");
+    t_.line("const long long pp = (REV ? L - 1 - q : q) - ({});", x.delta);
+    t_.line("const bool ok = (ALL_VALID || q < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    copy("vp", fmt::format("pp * {}", vs));
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}} else {{");
+  t_.in();
+  emit_load(a, sfx, fmt::format("R{}", a), false);
+  t_.out();
+  t_.line("}}");
+}
+
+void Emitter::emit_staged_loads(const std::string& sfx) {
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    if (p_.accesses[a].phase_a) emit_staged_load(static_cast<int>(a), sfx);
+  }
+}
+
+// The current tile's staged elements: shared memory -> R<a> (what the plain loads would give).
+void Emitter::emit_stage_reads() {
+  t_.line("kdsl_sc_cp_wait();  // this thread's copies (it reads only its own slots)");
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    const Access& x = p_.accesses[a];
+    if (!x.phase_a) continue;
+    t_.line("if constexpr (AS{}) {{", a);
+    t_.in();
+    t_.line("#pragma unroll");
+    t_.line("for (int j = 0; j < T; ++j) {{");
+    t_.in();
+    t_.line("#pragma unroll");
+    if (s_.columns) {
+      t_.line("for (int v = 0; v < VR; ++v) R{0}[j][v] = sm.stg{0}[j][tid][{1}];", a,
+              uses_fast(x.view) ? "v" : "0");
+    } else if (s_.vector_fast && x.delta % s_.vp == 0) {
+      t_.line(
+          "for (int vp = 0; vp < VP; ++vp) R{0}[j][vp] = sm.stg{0}[j][tid][REV ? VP - 1 - vp : "
+          "vp];",
+          a);
+    } else {
+      t_.line("for (int vp = 0; vp < VP; ++vp) R{0}[j][vp] = sm.stg{0}[j][tid][vp];", a);
+    }
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+  }
+}
+
 // Phase A's loads go to R<a>, phase B's to RB<a>. Pipelined (look-back mode), phase A's loads are
 // the next tile's, so every access phase B needs is loaded again into RB; else an access both
 // phases need is loaded once, into R.

@@ -76,17 +76,23 @@ void apply_hints(ScanSchedule& s) {
     } else if (key == "vr") {
       pow2(1, 16);
       if (!s.columns && v != 1) {
-        throw ArgumentError("KDSL_SCAN_SCHEDULE: vr (rows per access) applies to scan.columns only");
+        throw ArgumentError(
+            "KDSL_SCAN_SCHEDULE: vr (rows per access) applies to scan.columns only");
       }
       s.vr = v;
     } else if (key == "window") {
       pow2(1, 32);
       s.window = v;
+    } else if (key == "ctas") {
+      if (v < 0 || v > 32) throw ArgumentError("KDSL_SCAN_SCHEDULE: ctas must be 0 to 32");
+      s.min_ctas = v;
     } else if (key == "pipeline") {
+      if (v < 0 || v > 2) throw ArgumentError("KDSL_SCAN_SCHEDULE: pipeline must be 0, 1 or 2");
       s.pipeline = v != 0;
+      s.async_copy = v == 2;
     } else {
-      throw ArgumentError(
-          fmt::format("KDSL_SCAN_SCHEDULE: unknown key '{}' (t, lp, wp, vr, pipeline, window)", key));
+      throw ArgumentError(fmt::format(
+          "KDSL_SCAN_SCHEDULE: unknown key '{}' (t, lp, wp, vr, pipeline, window, ctas)", key));
     }
   }
   s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE={}", text));

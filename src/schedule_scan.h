@@ -43,21 +43,23 @@
 namespace kdsl {
 
 struct ScanSchedule {
-  std::string name;       // scan.columns or scan.rows
-  bool columns = true;    // the rows are the contiguous dimension (else the positions are)
-  bool reverse = false;   // processing order from the last position to the first
-  int vr = 1, vp = 1;     // rows and positions per access of a thread
-  int lr = 32, lp = 1;    // lanes along the rows and along the positions (lr * lp = 32)
-  int wr = 1, wp = 1;     // warps along the rows and along the positions
-  int t = 1;              // steps of VP positions per thread
-  bool blocked = false;   // a thread's steps are consecutive positions (else interleaved)
-  bool pipeline = false;  // look-back mode: the next tile's loads are issued during the look-back
-  int window = 0;         // look-back: predecessors examined at once (0: threads / rows per tile)
-  int64_t chunks = 1;     // NCH = ceil(L / CL)
+  std::string name;         // scan.columns or scan.rows
+  bool columns = true;      // the rows are the contiguous dimension (else the positions are)
+  bool reverse = false;     // processing order from the last position to the first
+  int vr = 1, vp = 1;       // rows and positions per access of a thread
+  int lr = 32, lp = 1;      // lanes along the rows and along the positions (lr * lp = 32)
+  int wr = 1, wp = 1;       // warps along the rows and along the positions
+  int t = 1;                // steps of VP positions per thread
+  bool blocked = false;     // a thread's steps are consecutive positions (else interleaved)
+  bool pipeline = false;    // look-back mode: the next tile's loads are issued during the look-back
+  bool async_copy = false;  // ... as cp.async copies into shared memory (else into registers)
+  int window = 0;           // look-back: predecessors examined at once (0: threads / rows per tile)
+  int64_t chunks = 1;       // NCH = ceil(L / CL)
   bool vector_fast = false;    // scan.rows: 16-byte accesses along the positions (spec-aligned)
   std::vector<int> row_order;  // loop variables, slowest first (the flattening of rows)
   int fast_loop = -1;          // scan.columns: the loop variable whose axis is contiguous
   int ctas_per_sm = 2;
+  int min_ctas = 0;  // __launch_bounds__' minimum CTAs per SM (caps the registers; 0: none)
   std::vector<std::string> reasons;
 
   int threads() const { return 32 * wr * wp; }
@@ -70,11 +72,13 @@ struct ScanSchedule {
 bool needs_scan_schedule(const ir::Kernel& k);
 
 /// Chooses the scan schedule for `k` (specialized). Deterministic for a given environment: the
-/// variable KDSL_SCAN_SCHEDULE ("t=4,lp=2,wp=8,pipeline=1,window=8") overrides the steps per
-/// thread, the lanes and warps along the positions and the pipelining, for experiments and tuning
-/// (the source, hence the cache key, changes with them). Throws kdsl::SourceError when the kernel's
-/// scans cannot run in one pass (e.g. scans in opposite directions) and kdsl::ArgumentError for a
-/// malformed KDSL_SCAN_SCHEDULE.
+/// variable KDSL_SCAN_SCHEDULE ("t=4,lp=2,wp=8,vr=4,pipeline=2,window=8,ctas=3") overrides the
+/// steps per thread, the lanes and warps along the positions, the rows per 16-byte access
+/// (scan.columns) and the pipelining (pipeline=1: the next tile's loads into registers, 2: into
+/// shared memory by cp.async, 0: none) and the CTAs per SM the registers must allow, for
+/// experiments and tuning (the source, hence the cache key, changes with them). Throws
+/// kdsl::SourceError when the kernel's scans cannot run in one pass (e.g. scans in opposite
+/// directions) and kdsl::ArgumentError for a malformed KDSL_SCAN_SCHEDULE.
 ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spec,
                                   const DeviceTarget& target);
 

@@ -124,6 +124,10 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
 inline unsigned __ldcg(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+inline void kdsl_emu_cp_async(void* smem, const void* g, int bytes, int n) {
+  std::memset(smem, 0, static_cast<size_t>(bytes));
+  if (n > 0) std::memcpy(smem, g, static_cast<size_t>(n));
+}
 inline unsigned kdsl_emu_ld_acquire(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 // Random delays before a tile's inclusive prefix is published, so that other tiles' look-backs
 // often find only its aggregate (the paths a fast single machine would rarely take).
@@ -230,6 +234,18 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               R"(asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), )"
               R"("r"(v.y), "r"(v.z), "r"(v.w) : "memory");)",
               "*reinterpret_cast<uint4*>(p) = v;");
+  // Asynchronous global-to-shared copies: done at once (zero-filled when not ok); waiting is a
+  // no-op.
+  replace_all(src, "const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));", "");
+  replace_all(src,
+              R"(asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(s), "l"(g), )"
+              R"("r"(n) : "memory");)",
+              "kdsl_emu_cp_async(smem, g, 16, n);");
+  replace_all(src,
+              R"(asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(s), "l"(g), )"
+              R"("n"(B), "r"(n) : "memory");)",
+              "kdsl_emu_cp_async(smem, g, B, n);");
+  replace_all(src, R"(asm volatile("cp.async.wait_all;" ::: "memory");)", "");
   if (src.find("asm(") != std::string::npos || src.find("asm volatile(") != std::string::npos) {
     throw std::runtime_error("cuda_emu: unhandled inline assembly in the generated source");
   }

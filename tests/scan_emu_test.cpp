@@ -168,15 +168,23 @@ TEST_F(ScanEmu, BuiltinScansAlongTheLastAxis) {
 }
 
 TEST_F(ScanEmu, UserCombineFunctionWithoutInitReverseAndExclusive) {
+  struct Unset {
+    ~Unset() { unsetenv("KDSL_SCAN_SCHEDULE"); }
+  } unset;
   uint64_t seed = 300;
-  for (auto [M, N] : {std::pair<int64_t, int64_t>{2, 9000}, {4, 33}}) {
+  // The default schedule, then the staged (cp.async) pipeline along contiguous rows.
+  for (auto [M, N, hint] : {std::tuple<int64_t, int64_t, const char*>{2, 9000, ""},
+                            {4, 33, ""},
+                            {2, 9000, "pipeline=2"},
+                            {3, 4099, "pipeline=2,window=1"}}) {
+    setenv("KDSL_SCAN_SCHEDULE", hint, 1);
     ProblemSpec ps;
     ps.kernel = "custom_rows";
     ps.shapes = {{"M", M}, {"N", N}};
     ps.inputs["a"] = decays(DType::f32, {M, N}, seed++);
     ps.seed = seed++;
     Problem p = make_problem(module(), ps);
-    emu::expect_emulated_matches_reference(p, fmt::format("custom_rows M={} N={}", M, N));
+    emu::expect_emulated_matches_reference(p, fmt::format("custom_rows M={} N={} {}", M, N, hint));
     if (HasFailure()) return;
   }
 }
@@ -190,7 +198,8 @@ TEST_F(ScanEmu, ScheduleVariants) {
   } unset;
   uint64_t seed = 400;
   for (const char* hint : {"window=1", "window=2,pipeline=1", "pipeline=1", "t=2,lp=4,wp=4", "vr=4",
-                           "vr=4,pipeline=1", "lp=1", "vr=2,lp=2,t=4,pipeline=1"}) {
+                           "vr=4,pipeline=1", "lp=1", "vr=2,lp=2,t=4,pipeline=1", "pipeline=2",
+                           "vr=4,pipeline=2,ctas=2", "window=1,vr=2,lp=2,t=4,pipeline=2"}) {
     setenv("KDSL_SCAN_SCHEDULE", hint, 1);
     for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
       ProblemSpec ps;
