@@ -73,6 +73,10 @@ void Emitter::plan_params() {
     WorkspaceSpec flags;
     flags.bytes_per_row = (static_cast<uint64_t>(nch) * 4 + td - 1) / td;
     flags.bytes_fixed = 16 + static_cast<uint64_t>(nch) * 4;
+    if (packed()) {  // the ticket counter, then a 16-byte word per row and chunk (rows padded)
+      flags.bytes_per_row = static_cast<uint64_t>(nch) * 16;
+      flags.bytes_fixed = 16 + static_cast<uint64_t>(nch) * td_max * 16;
+    }
     flags.zeroed = true;
     plan_.workspaces.push_back(flags);
     add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
@@ -207,13 +211,17 @@ void Emitter::emit_smem() {
   t_.line("struct kdsl_smem_{} {{", sym_);
   t_.in();
   t_.line("long long ticket;");
-  if (p_.lookback)
+  if (packed()) {
+    t_.line("uint4 lbp[{}][{}];  // packed look-back: the aggregates passed, per row",
+            lookback_window(), s_.td());
+  } else if (p_.lookback) {
     t_.line("unsigned lbs[{}];  // look-back: the predecessors' flags", lookback_window());
+  }
   for (size_t i = 0; i < p_.states.size(); ++i) {
     if (warp_smem()) t_.line("{} w{}[{}][{}];", state_type(i), i, s_.wp, s_.td());
     if (p_.lookback) {
       t_.line("{} x{}[{}];", state_type(i), i, s_.td());
-      t_.line("{} lbv{}[{}][{}];", state_type(i), i, lookback_window(), s_.td());
+      if (!packed()) t_.line("{} lbv{}[{}][{}];", state_type(i), i, lookback_window(), s_.td());
     }
     if (p_.lookback && !p_.states[i].inits.empty()) {
       t_.line("{} in{}[{}];", state_type(i), i, s_.td());

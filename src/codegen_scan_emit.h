@@ -49,6 +49,10 @@ class Emitter {
   /// Pipelined with the next tile's phase-A loads copied by cp.async into shared memory (staging
   /// arrays stg<a>), read into registers when the tile starts.
   bool staged() const { return pipelined() && s_.async_copy; }
+  /// Look-back with packed words (kdsl_sc_pk_*): every state component is 32 bits wide and
+  /// together they take at most three words, the fourth being the status.
+  bool packed() const;
+  void emit_packed_lookback();
 
   // The tile (codegen_scan_tile.cpp).
   void emit_tile();

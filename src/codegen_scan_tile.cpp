@@ -639,6 +639,13 @@ void Emitter::emit_prefix_steps(size_t i) {
 // inclusive prefix.
 void Emitter::emit_lookback_setup() {
   if (!p_.lookback) return;
+  if (packed()) {
+    t_.line("constexpr int KW = {};  // aggregates kept in shared memory per row",
+            lookback_window());
+    t_.line("const long long tile = c * RT + rt;");
+    t_.line("uint4* pk = reinterpret_cast<uint4*>(p.ws0 + 16);  // packed words, (tile, row)");
+    return;
+  }
   t_.line("// look-back: a non-blocking peek at the previous chunks while the loads are in flight");
   t_.line("constexpr int KW = {};  // predecessors examined at once", lookback_window());
   t_.line("unsigned* flags = reinterpret_cast<unsigned*>(p.ws0 + 16);");
@@ -710,6 +717,10 @@ void Emitter::emit_lookback(const std::function<void()>& between) {
   t_.line("__syncthreads();");
   between();
   if (!p_.lookback) return;
+  if (packed()) {
+    emit_packed_lookback();
+    return;
+  }
   for (size_t i = 0; i < p_.states.size(); ++i) {
     const std::string ty = state_type(i);
     t_.line("{0} ag{1} = {0}_empty(), ex{1} = {0}_empty();", ty, i);
@@ -790,6 +801,100 @@ void Emitter::emit_lookback(const std::function<void()>& between) {
   t_.line("}}");
   t_.line("__syncthreads();");
   t_.line("if (tid == 0) kdsl_sc_st_release(flags + tile, 2u);");
+}
+
+bool Emitter::packed() const {
+  if (!p_.lookback || !s_.packed || p_.states.empty()) return false;
+  size_t words = 0;
+  for (const State& st : p_.states) {
+    for (DType t : st.dtypes) {
+      if (t != DType::f32 && t != DType::bf16 && t != DType::f16 && t != DType::i32) return false;
+    }
+    words += st.dtypes.size() + (st.custom() ? 1 : 0);
+  }
+  return words <= 3;
+}
+
+// The look-back with packed words, one thread per row (tid < TD), no barrier until the end: the
+// tile publishes its aggregate (status 1), walks back over the previous chunks of its row until
+// an inclusive prefix (status 2), keeping the aggregates passed (the first KW in shared memory,
+// older ones read again: a word that has meanwhile become an inclusive prefix replaces what was
+// combined so far), combines them from left to right -- exactly the bits of the chained
+// definition incl[c] = incl[c - 1] (+) agg[c], whichever prefix it finds -- and publishes its
+// inclusive prefix.
+void Emitter::emit_packed_lookback() {
+  std::vector<size_t> offs;
+  size_t words = 0;
+  for (const State& st : p_.states) {
+    offs.push_back(words);
+    words += st.dtypes.size() + (st.custom() ? 1 : 0);
+  }
+  auto pack = [&](const std::string& w, const std::string& prefix) {
+    for (size_t i = 0; i < p_.states.size(); ++i) {
+      t_.line("memcpy(reinterpret_cast<unsigned*>(&{}) + {}, &{}{}, sizeof({}{}));", w, offs[i],
+              prefix, i, prefix, i);
+    }
+  };
+  auto unpack = [&](const std::string& w, const std::string& prefix) {
+    for (size_t i = 0; i < p_.states.size(); ++i) {
+      t_.line("{} {}{};", state_type(i), prefix, i);
+      t_.line("memcpy(&{}{}, reinterpret_cast<const unsigned*>(&{}) + {}, sizeof({}{}));", prefix,
+              i, w, offs[i], prefix, i);
+    }
+  };
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("{0} ag{1} = {0}_empty(), ex{1} = {0}_empty();", state_type(i), i);
+  }
+  t_.line("if (tid < TD) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("ag{0} = sm.w{0}[0][tid];", i);
+    t_.line("#pragma unroll");
+    t_.line("for (int w = 1; w < WP; ++w) ag{0} = {1}_op(ag{0}, sm.w{0}[w][tid]);", i,
+            state_type(i));
+    if (!p_.states[i].inits.empty()) t_.line("if (c == 0) ex{0} = sm.in{0}[tid];", i);
+  }
+  t_.line("if (c > 0) {{");
+  t_.in();
+  t_.line("uint4 w = make_uint4(0u, 0u, 0u, 1u);");
+  pack("w", "ag");
+  t_.line("kdsl_sc_pk_st(pk + tile * TD + tid, w);");
+  t_.line("long long j = c - 1;");
+  t_.line("int n = 0;  // aggregates passed: chunks c - 1, ..., c - n");
+  t_.line("for (;;) {{");
+  t_.in();
+  t_.line("w = kdsl_sc_pk_wait(pk + (j * RT + rt) * TD + tid);");
+  t_.line("if (w.w == 2u) break;");
+  t_.line("if (n < KW) sm.lbp[n][tid] = w;");
+  t_.line("++n;");
+  t_.line("--j;");
+  t_.out();
+  t_.line("}}");
+  unpack("w", "e");
+  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("ex{0} = e{0};", i);
+  t_.line("for (int q = n - 1; q >= 0; --q) {{  // chunk c - 1 - q, left to right");
+  t_.in();
+  t_.line(
+      "const uint4 a = q < KW ? sm.lbp[q][tid] : kdsl_sc_pk_ld(pk + ((c - 1 - q) * RT + rt) * TD "
+      "+ tid);");
+  unpack("a", "s");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("ex{0} = a.w == 2u ? s{0} : {1}_op(ex{0}, s{0});", i, state_type(i));
+  }
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line("uint4 w2 = make_uint4(0u, 0u, 0u, 2u);");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("const {0} in{1} = {0}_op(ex{1}, ag{1});", state_type(i), i);
+    t_.line("sm.x{0}[tid] = ex{0};", i);
+  }
+  pack("w2", "in");
+  t_.line("kdsl_sc_pk_st(pk + tile * TD + tid, w2);");
+  t_.out();
+  t_.line("}}");
+  t_.line("__syncthreads();");
 }
 
 void Emitter::emit_uniforms() {

@@ -23,6 +23,27 @@ __device__ __forceinline__ unsigned kdsl_sc_wait(const unsigned* p) {
   }
   return v;
 }
+// Packed look-back words: a row's published state (at most three 32-bit words) and its status
+// (1: the tile's aggregate, 2: its inclusive prefix) in one 16-byte word, written and read by one
+// thread in one aligned 16-byte access, which the GPU performs as a single transaction (what
+// CUB's tile status words also rely on): the state cannot be seen without its status, so no fence
+// orders them.
+__device__ __forceinline__ void kdsl_sc_pk_st(uint4* p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+__device__ __forceinline__ uint4 kdsl_sc_pk_ld(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint4 kdsl_sc_pk_wait(const uint4* p) {
+  uint4 v;
+  int spins = 0;
+  while ((v = kdsl_sc_pk_ld(p)).w == 0u) {
+    if (++spins > 4) __nanosleep(32);
+  }
+  return v;
+}
 // Asynchronous copy of B bytes (4, 8 or 16) from global to shared memory (sm_80+), bypassing the
 // registers; when ok is false nothing is read and the B bytes are zero-filled. Completed by
 // kdsl_sc_cp_wait (this thread's copies only).

@@ -83,6 +83,8 @@ void apply_hints(ScanSchedule& s) {
     } else if (key == "window") {
       pow2(1, 32);
       s.window = v;
+    } else if (key == "packed") {
+      s.packed = v != 0;
     } else if (key == "ctas") {
       if (v < 0 || v > 32) throw ArgumentError("KDSL_SCAN_SCHEDULE: ctas must be 0 to 32");
       s.min_ctas = v;
@@ -92,7 +94,8 @@ void apply_hints(ScanSchedule& s) {
       s.async_copy = v == 2;
     } else {
       throw ArgumentError(fmt::format(
-          "KDSL_SCAN_SCHEDULE: unknown key '{}' (t, lp, wp, vr, pipeline, window, ctas)", key));
+          "KDSL_SCAN_SCHEDULE: unknown key '{}' (t, lp, wp, vr, pipeline, window, ctas, packed)",
+          key));
     }
   }
   s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE={}", text));

@@ -30,6 +30,19 @@
 // the bits of the chained definition incl[c] = incl[c-1] (+) agg[c] whichever tile it finds: the
 // results are deterministic. The epilogue (outputs, first/last, column-reduction partials) runs
 // on the tile still in registers.
+//
+// Packed look-back (the default when the carried states take at most three 32-bit words, e.g. a
+// sum or the affine pair of a real linear recurrence): each row of a tile publishes its state and
+// status (1 aggregate, 2 inclusive prefix) together in one 16-byte word, written and read in one
+// access, and walks back over its own row's words, one thread per row, with no barrier and no
+// fence in the chain. Measured on the H200 the fenced per-tile flags (packed=0: the data, a
+// barrier, then a release of the flag; the waiter's acquire, then the data) cost about 1.7 us per
+// chunk on the critical path of a long sequence (bench/RESULTS.md).
+//
+// Optional pipelining (look-back mode): while tile n looks back and writes its outputs, the loads
+// of tile n + 1 are in flight, in registers (pipeline=1) or as cp.async copies into shared memory
+// (pipeline=2). Neither is the default: both measured slower on the H200 (more registers or more
+// shared-memory traffic per element than the latency they hide).
 #pragma once
 
 #include <cstdint>
@@ -59,7 +72,9 @@ struct ScanSchedule {
   std::vector<int> row_order;  // loop variables, slowest first (the flattening of rows)
   int fast_loop = -1;          // scan.columns: the loop variable whose axis is contiguous
   int ctas_per_sm = 2;
-  int min_ctas = 0;  // __launch_bounds__' minimum CTAs per SM (caps the registers; 0: none)
+  bool packed = true;  // look-back: states of at most 3 words published with their status in
+                       // one 16-byte word per row (else per-tile flags, fenced)
+  int min_ctas = 0;    // __launch_bounds__' minimum CTAs per SM (caps the registers; 0: none)
   std::vector<std::string> reasons;
 
   int threads() const { return 32 * wr * wp; }

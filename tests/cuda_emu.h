@@ -139,6 +139,18 @@ inline void kdsl_emu_st_release(unsigned* p, unsigned v) {
   if (v == 2u) kdsl_emu_jitter();
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
+// Packed look-back words: 16-byte accesses that are single transactions on the GPU; here under
+// one lock.
+inline std::mutex kdsl_emu_pk_mutex;
+inline void kdsl_emu_pk_st(uint4* p, uint4 v) {
+  if (v.w == 2u) kdsl_emu_jitter();
+  std::lock_guard<std::mutex> lock(kdsl_emu_pk_mutex);
+  *p = v;
+}
+inline uint4 kdsl_emu_pk_ld(const uint4* p) {
+  std::lock_guard<std::mutex> lock(kdsl_emu_pk_mutex);
+  return *p;
+}
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline float __uint_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
 inline unsigned __float_as_uint(float f) { unsigned i; std::memcpy(&i, &f, 4); return i; }
@@ -234,6 +246,14 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               R"(asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), "r"(v.x), )"
               R"("r"(v.y), "r"(v.z), "r"(v.w) : "memory");)",
               "*reinterpret_cast<uint4*>(p) = v;");
+  replace_all(src,
+              R"(asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(p), )"
+              R"("r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");)",
+              "kdsl_emu_pk_st(p, v);");
+  replace_all(src,
+              R"(asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), )"
+              R"("=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");)",
+              "v = kdsl_emu_pk_ld(p);");
   // Asynchronous global-to-shared copies: done at once (zero-filled when not ok); waiting is a
   // no-op.
   replace_all(src, "const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));", "");

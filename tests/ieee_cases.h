@@ -28,15 +28,22 @@ struct IeeeCase {
   // One character per checked element: 'n' NaN, '+' +inf, '-' -inf, '0' zero (either sign),
   // 'f' finite and non-zero. Checked: row 0 of an (M, N) output, element 0 of an (M,) output,
   // every element of an (N,) output (a column reduction over both rows).
-  const char* expected;
-  // The GPU's classes where they differ: the reference interpreter computes in float64, the
-  // kernels in f32, so a value whose square overflows f32 is finite only on the CPU.
-  const char* gpu_expected = nullptr;
+  std::string expected;
+  // The GPU's classes where they differ (empty: the same): the reference interpreter computes in
+  // float64, the kernels in f32, so a value whose square overflows f32 is finite only on the CPU.
+  std::string gpu_expected;
 };
 
 /// Names a case in test output (gtest finds it by argument-dependent lookup).
 inline void PrintTo(const IeeeCase& c, std::ostream* os) {
   *os << c.name;
+}
+
+/// n values: four of 1e38 (their f32 sum overflows at the fourth), then ones.
+inline std::vector<double> overflow_row(size_t n) {
+  std::vector<double> row(n, 1.0);
+  for (size_t i = 0; i < 4 && i < n; ++i) row[i] = 1e38;
+  return row;
 }
 
 inline const std::vector<IeeeCase>& ieee_cases() {
@@ -172,6 +179,69 @@ inline const std::vector<IeeeCase>& ieee_cases() {
        {1, 2, kNaN, 4, 5, 6, 7, 8},
        "dw",
        "ffnfffff"},
+      // Scans (stdlib/scan.kdsl): a running sum that reaches +inf stays +inf, inf - inf is NaN
+      // from there on, 0 * inf is NaN, exp(-inf) contributes nothing.
+      {"cumsum_plus_inf",
+       "stdlib/scan.kdsl",
+       "cumsum",
+       "x",
+       {1, 2, kInf, 4, 5, 6, 7, 8},
+       "y",
+       "ff++++++"},
+      {"cumsum_nan",
+       "stdlib/scan.kdsl",
+       "cumsum",
+       "x",
+       {1, 2, kNaN, 4, 5, 6, 7, 8},
+       "y",
+       "ffnnnnnn"},
+      {"cumsum_inf_minus_inf",
+       "stdlib/scan.kdsl",
+       "cumsum",
+       "x",
+       {1, kInf, -kInf, 4, 5, 6, 7, 8},
+       "y",
+       "f+nnnnnn"},
+      {"cumsum_reverse_plus_inf",
+       "stdlib/scan.kdsl",
+       "cumsum_reverse",
+       "x",
+       {1, 2, kInf, 4, 5, 6, 7, 8},
+       "y",
+       "+++fffff"},
+      // 5000 positions (more than one chunk of the GPU schedule): the f32 sum overflows at the
+      // fourth and stays +inf across the chunks (the float64 reference's 4e38 is +inf in the
+      // f32 output too).
+      {"cumsum_overflows_f32_long", "stdlib/scan.kdsl", "cumsum", "x", overflow_row(5000), "y",
+       "fff" + std::string(4997, '+')},
+      {"cumprod_zero_times_inf",
+       "stdlib/scan.kdsl",
+       "cumprod",
+       "x",
+       {2, 0, kInf, 4, 5, 6, 7, 8},
+       "y",
+       "f0nnnnnn"},
+      {"logcumsumexp_minus_inf",
+       "stdlib/scan.kdsl",
+       "logcumsumexp",
+       "x",
+       {-kInf, -kInf, 1, 2, 3, 4, 5, 6},
+       "y",
+       "--ffffff"},
+      {"logcumsumexp_plus_inf",
+       "stdlib/scan.kdsl",
+       "logcumsumexp",
+       "x",
+       {1, kInf, 2, 3, 4, 5, 6, 7},
+       "y",
+       "f+++++++"},
+      {"logcumsumexp_nan",
+       "stdlib/scan.kdsl",
+       "logcumsumexp",
+       "x",
+       {1, kNaN, 2, 3, 4, 5, 6, 7},
+       "y",
+       "fnnnnnnn"},
   };
   return cases;
 }

@@ -197,9 +197,10 @@ TEST_F(ScanEmu, ScheduleVariants) {
     ~Unset() { unsetenv("KDSL_SCAN_SCHEDULE"); }
   } unset;
   uint64_t seed = 400;
-  for (const char* hint : {"window=1", "window=2,pipeline=1", "pipeline=1", "t=2,lp=4,wp=4", "vr=4",
-                           "vr=4,pipeline=1", "lp=1", "vr=2,lp=2,t=4,pipeline=1", "pipeline=2",
-                           "vr=4,pipeline=2,ctas=2", "window=1,vr=2,lp=2,t=4,pipeline=2"}) {
+  for (const char* hint :
+       {"window=1", "window=2,pipeline=1", "pipeline=1", "t=2,lp=4,wp=4", "vr=4", "vr=4,pipeline=1",
+        "lp=1", "vr=2,lp=2,t=4,pipeline=1", "pipeline=2", "vr=4,pipeline=2,ctas=2",
+        "window=1,vr=2,lp=2,t=4,pipeline=2", "packed=0", "packed=0,window=2,pipeline=1"}) {
     setenv("KDSL_SCAN_SCHEDULE", hint, 1);
     for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
       ProblemSpec ps;

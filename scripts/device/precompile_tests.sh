@@ -19,5 +19,7 @@ compile stdlib/softmax.kdsl -k softmax,softmax_bwd,log_softmax,log_softmax_bwd \
   --dtype f32,f16,bf16 --shape "$ns"
 compile examples/group_norm.kdsl -k group_norm --dtype f32,f16,bf16 --shape K=7,64,1000,4096  # group_norm_gpu_test
 compile tests/data/col_sum.kdsl -k col_sum --dtype bf16 --shape N=1000  # runtime_gpu_test
+compile stdlib/scan.kdsl -k cumsum,cumsum_reverse,cumprod,logcumsumexp --dtype f32 \
+  --shape N=8,5000  # ieee_gpu_test
 echo "precompiled into $KDSL_CACHE_DIR"
 exit $status
