@@ -69,6 +69,9 @@ class Emitter {
   void emit_loads(bool phase_a, const std::string& sfx, bool declare);
   void emit_load(int a, const std::string& sfx, const std::string& array, bool declare);
   bool loaded_in_b(int a) const;
+  void emit_position(const std::string& q, int delta, const std::string& sfx);
+  void emit_vector_position(int delta, const std::string& sfx);
+  void emit_position_loop(int delta, const std::string& sfx);
   void emit_stage_constants();
   void emit_staged_load(int a, const std::string& sfx);
   void emit_staged_loads(const std::string& sfx);

@@ -216,6 +216,28 @@ void Emitter::emit_row_copy() {
   }
 }
 
+// pp: the physical position of processing-order position `q` read at shift `delta`; ok: it is
+// inside the sequence and the thread's row is a row of the tensor.
+void Emitter::emit_position(const std::string& q, int delta, const std::string& sfx) {
+  t_.line("const long long pp = (REV ? L - 1 - {0} : {0}) - ({1});", q, delta);
+  t_.line("const bool ok = (ALL_VALID || {0} < L) && pp >= 0 && pp < L && rv{1}[0];", q, sfx);
+}
+
+// Opens a loop over the VP positions from q0, each with its pp and ok (the caller closes it).
+void Emitter::emit_position_loop(int delta, const std::string& sfx) {
+  t_.line("#pragma unroll");
+  t_.line("for (int vp = 0; vp < VP; ++vp) {{");
+  t_.in();
+  t_.line("const long long q = q0 + vp;");
+  emit_position("q", delta, sfx);
+}
+
+// pl: the first physical position of the VP positions from q0 (scan.rows, vector accesses).
+void Emitter::emit_vector_position(int delta, const std::string& sfx) {
+  t_.line("const long long pl = (REV ? L - q0 - VP : q0) - ({});", delta);
+  t_.line("const bool ok = (ALL_VALID || q0 < L) && pl >= 0 && pl + VP <= L && rv{}[0];", sfx);
+}
+
 // Loads of access `a` for all T steps into R<a>[T][VR * VP] (storage format), zero where the row
 // or the position is outside the tensor.
 void Emitter::emit_load(int a, const std::string& sfx, const std::string& array, bool declare) {
@@ -235,8 +257,7 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
     t_.line("for (int j = 0; j < T; ++j) {{");
     t_.in();
     q0();
-    t_.line("const long long pp = (REV ? L - 1 - q0 : q0) - ({});", x.delta);
-    t_.line("const bool ok = (ALL_VALID || q0 < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    emit_position("q0", x.delta, sfx);
     if (uses_fast(x.view)) {
       t_.line("if (ok) {{");
       t_.in();
@@ -262,8 +283,7 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
     t_.line("for (int j = 0; j < T; ++j) {{");
     t_.in();
     q0();
-    t_.line("const long long pp = (REV ? L - 1 - q0 : q0) - ({});", x.delta);
-    t_.line("const bool ok = (ALL_VALID || q0 < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    emit_position("q0", x.delta, sfx);
     t_.line("{}[j][0] = ok ? {}[ao{}{} + pp * {}] : {}{{}};", array, base, a, sfx, vs, st);
     t_.out();
     t_.line("}}");
@@ -276,8 +296,8 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
   t_.in();
   q0();
   if (s_.vector_fast && x.delta % s_.vp == 0) {
-    t_.line("const long long pl = (REV ? L - q0 - VP : q0) - ({});", x.delta);
-    t_.line("if ((ALL_VALID || q0 < L) && pl >= 0 && pl + VP <= L && rv{}[0]) {{", sfx);
+    emit_vector_position(x.delta, sfx);
+    t_.line("if (ok) {{");
     t_.in();
     t_.line("{} tmp[VP];", st);
     t_.line("kdsl_sc_vld<VP>({} + ao{}{} + pl, tmp);", base, a, sfx);
@@ -291,12 +311,7 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
     t_.out();
     t_.line("}}");
   } else {
-    t_.line("#pragma unroll");
-    t_.line("for (int vp = 0; vp < VP; ++vp) {{");
-    t_.in();
-    t_.line("const long long q = q0 + vp;");
-    t_.line("const long long pp = (REV ? L - 1 - q : q) - ({});", x.delta);
-    t_.line("const bool ok = (ALL_VALID || q < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    emit_position_loop(x.delta, sfx);
     t_.line("{}[j][vp] = ok ? {}[ao{}{} + pp * {}] : {}{{}};", array, base, a, sfx, vs, st);
     t_.out();
     t_.line("}}");
@@ -342,20 +357,13 @@ void Emitter::emit_staged_load(int a, const std::string& sfx) {
   t_.in();
   t_.line("const long long q0 = {};", q0_expr(sfx));
   if (s_.columns) {
-    t_.line("const long long pp = (REV ? L - 1 - q0 : q0) - ({});", x.delta);
-    t_.line("const bool ok = (ALL_VALID || q0 < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    emit_position("q0", x.delta, sfx);
     copy("0", fmt::format("pp * {}", vs));
   } else if (s_.vector_fast && x.delta % s_.vp == 0) {
-    t_.line("const long long pl = (REV ? L - q0 - VP : q0) - ({});", x.delta);
-    t_.line("const bool ok = (ALL_VALID || q0 < L) && pl >= 0 && pl + VP <= L && rv{}[0];", sfx);
+    emit_vector_position(x.delta, sfx);
     copy("0", "pl");
   } else {
-    t_.line("#pragma unroll");
-    t_.line("for (int vp = 0; vp < VP; ++vp) {{");
-    t_.in();
-    t_.line("const long long q = q0 + vp;");
-    t_.line("const long long pp = (REV ? L - 1 - q : q) - ({});", x.delta);
-    t_.line("const bool ok = (ALL_VALID || q < L) && pp >= 0 && pp < L && rv{}[0];", sfx);
+    emit_position_loop(x.delta, sfx);
     copy("vp", fmt::format("pp * {}", vs));
     t_.out();
     t_.line("}}");

@@ -1,32 +1,81 @@
 #!/usr/bin/env bash
-# Scan-schedule exploration on the GPU machine (after scripts/device/stage.sh; carry .device):
-# times the scan kernels of issue 4 at (1, 32768, 2048) under KDSL_SCAN_SCHEDULE variants
-# (scripts/device/sweep.sh) and profiles two of them with Nsight Compute into $OUT.
+# Scan-schedule sweeps of 2026-11-29 on the GPU machine (after scripts/device/stage.sh; carry
+# .device), each at (1, 32768, 2048) through scripts/device/sweep.sh with KDSL_SCAN_SCHEDULE
+# variants; the results are in bench/RESULTS.md.
+#   bench/experiments/scan_sweep.sh 1   tile shapes, rows per access, register pipelining, and
+#                                       Nsight Compute on two variants (into $OUT)
+#   bench/experiments/scan_sweep.sh 2   the staged cp.async pipeline (pipeline=2) and register
+#                                       caps (ctas=N)
+#   bench/experiments/scan_sweep.sh 3   the packed look-back against packed=0, tile lengths
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export KDSL_CACHE_DIR="$PWD/.device/cache" KDSL_SOURCE_DIR="$PWD"
 shape=B=1,L=32768,D=2048
 sw() { bash scripts/device/sweep.sh "$@"; }
-nvidia-smi -L; cat .device/COMMIT
-sw stdlib/linear_recurrence.kdsl linear_recurrence f32 $shape "" scan:pipeline=1 scan:lp=1 \
-  scan:lp=1,pipeline=1 scan:vr=4 scan:vr=4,pipeline=1 scan:vr=4,t=4 scan:vr=4,t=4,pipeline=1 \
-  scan:vr=4,lp=2,t=4 scan:vr=4,lp=2,t=4,pipeline=1 scan:t=16 scan:t=4 scan:wp=4 \
-  scan:vr=4,wp=4,t=4 scan:vr=2,lp=2 scan:vr=2,lp=2,pipeline=1
-sw stdlib/linear_recurrence.kdsl linear_recurrence bf16 $shape "" scan:pipeline=1 scan:lp=1 \
-  scan:vr=8 scan:vr=8,lp=4 scan:vr=8,lp=4,pipeline=1 scan:vr=4,lp=2 scan:vr=4,lp=2,pipeline=1 \
-  scan:vr=2,lp=1 scan:vr=2,lp=1,pipeline=1 scan:vr=8,lp=4,t=4 scan:vr=8,lp=4,t=4,pipeline=1
-for k in "linear_recurrence linear_recurrence_bwd" "scan cumsum_mid" "rg_lru rg_lru_bwd"; do
-  set -- $k
-  sw stdlib/$1.kdsl $2 f32 $shape "" scan:pipeline=1 scan:vr=4 scan:vr=4,pipeline=1 \
-    scan:vr=4,t=4,pipeline=1 scan:lp=1,pipeline=1 scan:vr=2,lp=2,pipeline=1
-done
-ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
-for hint in "" "vr=4,pipeline=1"; do
-  KDSL_SCAN_SCHEDULE="$hint" timeout 120 "$ncu" --section SpeedOfLight --section Occupancy \
-    --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
-    -k regex:kdsl_linear_recurrence -c 1 .device/bin/kdsl run stdlib/linear_recurrence.kdsl \
-    -k linear_recurrence --dtype f32 --shape $shape --bench --reps 1 --warmup 0 \
-    >"${OUT:-/tmp}/ncu_lr_f32_$(echo "${hint:-default}" | tr ",=" "__").txt" 2>&1
-  echo "ncu ${hint:-default}: exit $?"
-done
+nvidia-smi -L
+cat .device/COMMIT
+
+sweep1() {
+  sw stdlib/linear_recurrence.kdsl linear_recurrence f32 $shape "" scan:pipeline=1 scan:lp=1 \
+    scan:lp=1,pipeline=1 scan:vr=4 scan:vr=4,pipeline=1 scan:vr=4,t=4 scan:vr=4,t=4,pipeline=1 \
+    scan:vr=4,lp=2,t=4 scan:vr=4,lp=2,t=4,pipeline=1 scan:t=16 scan:t=4 scan:wp=4 \
+    scan:vr=4,wp=4,t=4 scan:vr=2,lp=2 scan:vr=2,lp=2,pipeline=1
+  sw stdlib/linear_recurrence.kdsl linear_recurrence bf16 $shape "" scan:pipeline=1 scan:lp=1 \
+    scan:vr=8 scan:vr=8,lp=4 scan:vr=8,lp=4,pipeline=1 scan:vr=4,lp=2 scan:vr=4,lp=2,pipeline=1 \
+    scan:vr=2,lp=1 scan:vr=2,lp=1,pipeline=1 scan:vr=8,lp=4,t=4 scan:vr=8,lp=4,t=4,pipeline=1
+  for k in "linear_recurrence linear_recurrence_bwd" "scan cumsum_mid" "rg_lru rg_lru_bwd"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 f32 $shape "" scan:pipeline=1 scan:vr=4 scan:vr=4,pipeline=1 \
+      scan:vr=4,t=4,pipeline=1 scan:lp=1,pipeline=1 scan:vr=2,lp=2,pipeline=1
+  done
+  ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+  for hint in "" "vr=4,pipeline=1"; do
+    KDSL_SCAN_SCHEDULE="$hint" timeout 120 "$ncu" --section SpeedOfLight --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+      -k regex:kdsl_linear_recurrence -c 1 .device/bin/kdsl run stdlib/linear_recurrence.kdsl \
+      -k linear_recurrence --dtype f32 --shape $shape --bench --reps 1 --warmup 0 \
+      >"${OUT:-/tmp}/ncu_lr_f32_$(echo "${hint:-default}" | tr ",=" "__").txt" 2>&1
+    echo "ncu ${hint:-default}: exit $?"
+  done
+}
+
+sweep2() {
+  lr=stdlib/linear_recurrence.kdsl
+  sw $lr linear_recurrence f32 $shape "" scan:t=16 scan:pipeline=2 scan:pipeline=2,ctas=4 \
+    scan:pipeline=2,ctas=3 scan:t=16,pipeline=2,ctas=3 scan:t=16,ctas=3 scan:vr=4,t=4,pipeline=2 \
+    scan:vr=4,t=4,pipeline=2,ctas=3 scan:vr=2,lp=2,t=8,pipeline=2 scan:t=16,pipeline=2 \
+    scan:wp=4,pipeline=2 scan:t=32
+  sw $lr linear_recurrence bf16 $shape "" scan:vr=8,lp=4,t=4 scan:vr=8,lp=4,t=4,pipeline=2 \
+    scan:vr=8,lp=4,t=4,pipeline=2,ctas=3 scan:vr=4,lp=2,t=4,pipeline=2 scan:vr=2,lp=1,t=8,pipeline=2 \
+    scan:vr=2,lp=1,t=8,pipeline=2,ctas=3 scan:vr=8,lp=4,t=2,pipeline=2 scan:t=16
+  sw $lr linear_recurrence_bwd f32 $shape "" scan:t=16 scan:pipeline=2 scan:pipeline=2,ctas=4 \
+    scan:t=16,pipeline=2,ctas=3 scan:vr=4,t=4,pipeline=2
+  sw $lr linear_recurrence_bwd bf16 $shape "" scan:vr=8,lp=4,t=4 scan:vr=8,lp=4,t=4,pipeline=2 \
+    scan:vr=2,lp=1,t=8,pipeline=2
+  sw stdlib/scan.kdsl cumsum_mid f32 $shape "" scan:t=16 scan:pipeline=2 scan:pipeline=2,ctas=4 \
+    scan:t=16,pipeline=2
+  sw stdlib/rg_lru.kdsl rg_lru_bwd f32 $shape "" scan:t=16 scan:pipeline=2 scan:pipeline=2,ctas=3
+  sw stdlib/scan.kdsl cumsum f32 M=2048,N=32768 "" scan:pipeline=2
+}
+
+sweep3() {
+  lr=stdlib/linear_recurrence.kdsl
+  for d in f32 bf16; do
+    sw $lr linear_recurrence $d $shape "" scan:packed=0 scan:t=4 scan:t=16 scan:t=32
+    sw $lr linear_recurrence_bwd $d $shape "" scan:packed=0 scan:t=8 scan:t=16 scan:t=32
+    sw stdlib/scan.kdsl cumsum_mid $d $shape "" scan:packed=0 scan:t=8 scan:t=32
+    sw stdlib/rg_lru.kdsl rg_lru_bwd $d $shape "" scan:packed=0 scan:t=4 scan:t=8
+    sw stdlib/rg_lru.kdsl rg_lru $d $shape "" scan:packed=0 scan:t=8 scan:t=16
+  done
+  sw $lr linear_recurrence c64 $shape "" scan:packed=0 scan:t=8
+  sw stdlib/scan.kdsl cumsum f32 M=2048,N=32768 "" scan:packed=0
+  sw stdlib/scan.kdsl cumsum bf16 M=2048,N=32768 "" scan:packed=0
+}
+
+case "${1:-}" in
+  1) sweep1 ;;
+  2) sweep2 ;;
+  3) sweep3 ;;
+  *) echo "usage: bench/experiments/scan_sweep.sh 1|2|3" >&2; exit 2 ;;
+esac
