@@ -9,11 +9,13 @@ run, times the same operations at the same shapes through PyTorch eager and torc
                   the peers' times, and kdsl's speedup over the best peer
   OUT/norm_gbps.png  GB/s against N (M x N = 64M elements) for kdsl and the peers
 
-Usage: python3 bench/peers_compare.py [--peers PEERS_JSON] OUT_DIR KDSL_JSON [KDSL_JSON ...]
+Usage: python3 bench/peers_compare.py [--peers PEERS_JSON] OUT_DIR KDSL_JSON[@COMMIT] ...
+(@COMMIT: the commit the file was measured at, copied into its records)
 
 With --peers, the peers' times come from a file that ../shared/peers/peers.py wrote on the same
 kind of GPU (same method) instead of being measured now; PyTorch is then not needed, and the
-speedups compare kdsl's run with that recorded one (each ratio to copy is still same-run).
+speedups compare kdsl's run with that recorded one (each ratio to copy is still same-run); the
+recorded Triton linear-recurrence forward (lru_fwd_triton) is the peer of linear_recurrence.
 """
 import json
 import os
@@ -72,6 +74,8 @@ def recorded_peers(path):
             norm[(r["op"], r["dtype"], r["M"], r["N"], r["mode"])] = (r["fwd_us"], r["bwd_us"])
         elif r["op"] == "cumsum":
             cumsum[(r["dtype"], tuple(r["shape"]), r["dim"], r["mode"])] = r["us"]
+        elif r["op"] == "lru_fwd_triton":  # a Triton chunked linear-recurrence forward
+            cumsum[("lru", r["dtype"], tuple(r["shape"]))] = r["us"]
     return data, norm, cumsum, copy_gbps
 
 
@@ -83,9 +87,14 @@ def main():
         peers_file, args = args[1], args[2:]
     out_dir = args[0]
     records = []
-    for path in args[1:]:
+    for arg in args[1:]:  # PATH or PATH@COMMIT (the commit is copied into each record)
+        path, _, commit = arg.partition("@")
         with open(path) as f:
-            records += json.load(f)
+            rows = json.load(f)
+        for r in rows:
+            if commit:
+                r["commit"] = commit
+        records += rows
     os.makedirs(out_dir, exist_ok=True)
     if peers_file:
         measure_and_write(records, out_dir, *recorded_peers(peers_file))
@@ -142,6 +151,8 @@ def finish(records, out_dir, recorded, norm_cache, cumsum_cache, copy_gbps):
                     peers[mode] = time_cumsum(r["dtype"], r["shape"], r["dim"], mode)
                 except Exception as e:
                     print(f"peer cumsum {mode} failed: {e!r}"[:300], flush=True)
+        elif r.get("kernel") == "linear_recurrence" and r["dtype"] in ("bf16", "f32") and recorded is not None:
+            peers["triton_lru"] = cumsum_cache.get(("lru", r["dtype"], (r["B"], r["L"], r["D"])))
         times = [t for t in peers.values() if t]
         best = min(times) if times else None
         rec = dict(r)
@@ -150,7 +161,7 @@ def finish(records, out_dir, recorded, norm_cache, cumsum_cache, copy_gbps):
         rec["speedup_vs_best_peer"] = (best / r["us"]) if best else None
         rec["peer_best_ratio_to_copy"] = (r["bytes"] / best / 1e3 / copy_gbps) if best else None
         out.append(rec)
-        shape = r.get("shape") or f"{r.get('M')}x{r.get('N')}"
+        shape = r.get("shape") or ([r["B"], r["L"], r["D"]] if "B" in r else f"{r.get('M')}x{r.get('N')}")
         print(f"{r['kernel']:<22} {r['dtype']:<5} {str(shape):>16}  kdsl {r['us']:9.2f} us ({r['ratio_to_copy']:.3f} of copy)"
               f"  eager {peers.get('eager') or float('nan'):9.2f}  compile {peers.get('compile') or float('nan'):9.2f}"
               f"  kdsl/best speedup {rec['speedup_vs_best_peer'] or float('nan'):.2f}x", flush=True)
