@@ -287,40 +287,17 @@ std::string RowEmitter::in_range() const {
 }
 
 void RowEmitter::plan_params() {
-  uint32_t off = 0;
-  auto add = [&](ParamSlot::Kind kind, int32_t index, int32_t axis, uint32_t size, DType dt) {
-    plan_.slots.push_back({kind, index, axis, off, size, dt});
-    off += 8;
-  };
-  for (size_t t = 0; t < k_.tensors.size(); ++t) {
-    add(ParamSlot::Kind::tensor_ptr, static_cast<int32_t>(t), 0, 8, DType::i64);
-    for (size_t ax = 0; ax < k_.tensors[t].shape.size(); ++ax) {
-      add(ParamSlot::Kind::stride, static_cast<int32_t>(t), static_cast<int32_t>(ax), 8,
-          DType::i64);
-    }
-  }
-  for (size_t i = 0; i < k_.scalars.size(); ++i) {
-    DType dt = k_.scalars[i].dtype;
-    DType reg = dt == DType::f16 || dt == DType::bf16 ? DType::f32
-                : dt == DType::b8                     ? DType::i32
-                                                      : dt;
-    add(ParamSlot::Kind::scalar, static_cast<int32_t>(i), 0, static_cast<uint32_t>(dtype_size(reg)),
-        reg);
-  }
-  for (size_t i = 0; i < k_.symbols.size(); ++i) {
-    add(ParamSlot::Kind::symbol, static_cast<int32_t>(i), 0, 8, DType::i64);
-  }
-  add(ParamSlot::Kind::rows, 0, 0, 8, DType::i64);
-  add(ParamSlot::Kind::partials, 0, 0, 8, DType::i64);
+  codegen::SlotLayout slots(k_, plan_);
+  slots.add(ParamSlot::Kind::partials, 0, 0, 8, DType::i64);
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     if (store_ws_[j] < 0) continue;
     const ir::Store& st = k_.stores[j];
     uint64_t per_group = (vector_view(st.view) ? static_cast<uint64_t>(n_) : 1) *
                          dtype_size(k_.node(st.value).type.dtype);
     plan_.workspaces.push_back({per_group * static_cast<uint64_t>(r_)});
-    add(ParamSlot::Kind::workspace, store_ws_[j], 0, 8, DType::i64);
+    slots.add(ParamSlot::Kind::workspace, store_ws_[j], 0, 8, DType::i64);
   }
-  plan_.param_bytes = off;
+  slots.finish();
 }
 
 void RowEmitter::emit_params_struct() {

@@ -40,30 +40,7 @@ std::string Emitter::state_type(size_t i) const {
 }
 
 void Emitter::plan_params() {
-  uint32_t off = 0;
-  auto add = [&](ParamSlot::Kind kind, int32_t index, int32_t axis, uint32_t size, DType dt) {
-    plan_.slots.push_back({kind, index, axis, off, size, dt});
-    off += 8;
-  };
-  for (size_t t = 0; t < k_.tensors.size(); ++t) {
-    add(ParamSlot::Kind::tensor_ptr, static_cast<int32_t>(t), 0, 8, DType::i64);
-    for (size_t ax = 0; ax < k_.tensors[t].shape.size(); ++ax) {
-      add(ParamSlot::Kind::stride, static_cast<int32_t>(t), static_cast<int32_t>(ax), 8,
-          DType::i64);
-    }
-  }
-  for (size_t i = 0; i < k_.scalars.size(); ++i) {
-    DType dt = k_.scalars[i].dtype;
-    DType reg = dt == DType::f16 || dt == DType::bf16 ? DType::f32
-                : dt == DType::b8                     ? DType::i32
-                                                      : dt;
-    add(ParamSlot::Kind::scalar, static_cast<int32_t>(i), 0, static_cast<uint32_t>(dtype_size(reg)),
-        reg);
-  }
-  for (size_t i = 0; i < k_.symbols.size(); ++i) {
-    add(ParamSlot::Kind::symbol, static_cast<int32_t>(i), 0, 8, DType::i64);
-  }
-  add(ParamSlot::Kind::rows, 0, 0, 8, DType::i64);
+  codegen::SlotLayout slots(k_, plan_);
   // Workspaces: look-back flags (zeroed) and published states, then one per column reduction.
   const int64_t nch = s_.chunks;
   const uint64_t td = static_cast<uint64_t>(s_.wr * s_.lr);  // the smallest tile (VR = 1)
@@ -79,14 +56,14 @@ void Emitter::plan_params() {
     }
     flags.zeroed = true;
     plan_.workspaces.push_back(flags);
-    add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
+    slots.add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
     uint64_t state_bytes = 0;  // an upper bound of the states' sizes (8 bytes per field)
     for (const State& st : p_.states) state_bytes += 8 * (st.dtypes.size() + 1);
     WorkspaceSpec states;
     states.bytes_per_row = 2 * static_cast<uint64_t>(nch) * state_bytes;
     states.bytes_fixed = 2 * static_cast<uint64_t>(nch) * td_max * state_bytes + 256;
     plan_.workspaces.push_back(states);
-    add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
+    slots.add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
   }
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     const StorePlan& sp = p_.stores[j];
@@ -95,9 +72,9 @@ void Emitter::plan_params() {
     w.bytes_per_row =
         static_cast<uint64_t>(sp.per_row) * dtype_size(k_.node(k_.stores[j].value).type.dtype);
     plan_.workspaces.push_back(w);
-    add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
+    slots.add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
   }
-  plan_.param_bytes = off;
+  slots.finish();
 }
 
 std::string Emitter::ws_name(int partial_ws) const {

@@ -33,6 +33,44 @@ class Text {
   int indent_ = 0;
 };
 
+/// The launch plan's parameter slots, 8 bytes each: the constructor lays out those every kernel
+/// has (each tensor's pointer and strides, the scalars in their register types, the shape
+/// symbols, the row count); the emitter adds its own (partials, workspaces), then finish() sets
+/// plan.param_bytes.
+class SlotLayout {
+ public:
+  SlotLayout(const ir::Kernel& k, LaunchPlan& plan) : plan_(plan) {
+    for (size_t t = 0; t < k.tensors.size(); ++t) {
+      add(ParamSlot::Kind::tensor_ptr, static_cast<int32_t>(t), 0, 8, DType::i64);
+      for (size_t ax = 0; ax < k.tensors[t].shape.size(); ++ax) {
+        add(ParamSlot::Kind::stride, static_cast<int32_t>(t), static_cast<int32_t>(ax), 8,
+            DType::i64);
+      }
+    }
+    for (size_t i = 0; i < k.scalars.size(); ++i) {
+      const DType dt = k.scalars[i].dtype;
+      const DType reg = dt == DType::f16 || dt == DType::bf16 ? DType::f32
+                        : dt == DType::b8                     ? DType::i32
+                                                              : dt;
+      add(ParamSlot::Kind::scalar, static_cast<int32_t>(i), 0,
+          static_cast<uint32_t>(dtype_size(reg)), reg);
+    }
+    for (size_t i = 0; i < k.symbols.size(); ++i) {
+      add(ParamSlot::Kind::symbol, static_cast<int32_t>(i), 0, 8, DType::i64);
+    }
+    add(ParamSlot::Kind::rows, 0, 0, 8, DType::i64);
+  }
+  void add(ParamSlot::Kind kind, int32_t index, int32_t axis, uint32_t size, DType dt) {
+    plan_.slots.push_back({kind, index, axis, off_, size, dt});
+    off_ += 8;
+  }
+  void finish() { plan_.param_bytes = off_; }
+
+ private:
+  LaunchPlan& plan_;
+  uint32_t off_ = 0;
+};
+
 /// Emits `struct kdsl_params_<symbol>` with one field per slot of `plan` (in slot order, which is
 /// offset order) and a static_assert of its size against plan.param_bytes. `workspace_type`
 /// gives the pointer type of a workspace slot (e.g. "float*").
