@@ -59,9 +59,11 @@ void Emitter::plan_params() {
     slots.add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
     uint64_t state_bytes = 0;  // an upper bound of the states' sizes (8 bytes per field)
     for (const State& st : p_.states) state_bytes += 8 * (st.dtypes.size() + 1);
-    WorkspaceSpec states;
-    states.bytes_per_row = 2 * static_cast<uint64_t>(nch) * state_bytes;
-    states.bytes_fixed = 2 * static_cast<uint64_t>(nch) * td_max * state_bytes + 256;
+    WorkspaceSpec states;  // the fenced look-back's aggregates and prefixes (packed: unused)
+    if (!packed()) {
+      states.bytes_per_row = 2 * static_cast<uint64_t>(nch) * state_bytes;
+      states.bytes_fixed = 2 * static_cast<uint64_t>(nch) * td_max * state_bytes + 256;
+    }
     plan_.workspaces.push_back(states);
     slots.add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
   }

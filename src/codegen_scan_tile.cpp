@@ -811,14 +811,26 @@ void Emitter::emit_lookback(const std::function<void()>& between) {
   t_.line("if (tid == 0) kdsl_sc_st_release(flags + tile, 2u);");
 }
 
+namespace {
+
+// 32-bit words of a state in a packed look-back word (its components, and the emptiness flag of
+// a user combine function); -1 when a component is not 32 bits wide in registers.
+int packed_words(const State& st) {
+  for (DType t : st.dtypes) {
+    if (t != DType::f32 && t != DType::bf16 && t != DType::f16 && t != DType::i32) return -1;
+  }
+  return static_cast<int>(st.dtypes.size()) + (st.custom() ? 1 : 0);
+}
+
+}  // namespace
+
 bool Emitter::packed() const {
   if (!p_.lookback || !s_.packed || p_.states.empty()) return false;
-  size_t words = 0;
+  int words = 0;
   for (const State& st : p_.states) {
-    for (DType t : st.dtypes) {
-      if (t != DType::f32 && t != DType::bf16 && t != DType::f16 && t != DType::i32) return false;
-    }
-    words += st.dtypes.size() + (st.custom() ? 1 : 0);
+    const int w = packed_words(st);
+    if (w < 0) return false;
+    words += w;
   }
   return words <= 3;
 }
@@ -831,11 +843,11 @@ bool Emitter::packed() const {
 // definition incl[c] = incl[c - 1] (+) agg[c], whichever prefix it finds -- and publishes its
 // inclusive prefix.
 void Emitter::emit_packed_lookback() {
-  std::vector<size_t> offs;
-  size_t words = 0;
+  std::vector<int> offs;  // each state's first word
+  int words = 0;
   for (const State& st : p_.states) {
     offs.push_back(words);
-    words += st.dtypes.size() + (st.custom() ? 1 : 0);
+    words += packed_words(st);
   }
   auto pack = [&](const std::string& w, const std::string& prefix) {
     for (size_t i = 0; i < p_.states.size(); ++i) {

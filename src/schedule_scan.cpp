@@ -176,8 +176,8 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   if (s.columns && ref.back().kind == ir::AxisIndex::Kind::loop)
     s.fast_loop = static_cast<int>(ref.back().value);
 
-  // About 40 registers of elements per thread (the loads, then the local prefixes held between the
-  // look-back and the epilogue).
+  // 32-bit registers per element (the loads, then the local prefixes held between the look-back
+  // and the epilogue); the steps per thread follow from a budget of them, below.
   const int words = element_words(k);
   const int vec = static_cast<int>(std::clamp<size_t>(16 / vmin, 1, 8));
   if (s.columns) {
