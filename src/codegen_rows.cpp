@@ -47,6 +47,7 @@ class RowEmitter {
     g_ = s.group;
     r_ = s.rows_per_cta;
     c_ = s.chunks;
+    k_cl_ = s.cluster;
   }
 
   GeneratedKernel run();
@@ -57,6 +58,7 @@ class RowEmitter {
   void plan_params();
   void emit_params_struct();
   void emit_main();
+  void emit_cluster_helpers();
   void emit_row_body();
   void emit_finalize();
   void emit_scalar(ir::ValueId id);
@@ -73,7 +75,8 @@ class RowEmitter {
   bool packed(ir::ValueId id) const;
   /// The accumulator of column reduction `store` for element (c, v) of this thread.
   std::string column_slot(size_t store) const {
-    return s_.smem_columns ? fmt::format("CA{}[(c * VEC + v) * G + lane]", store)
+    return s_.smem_columns ? fmt::format("CA{}[(c * VEC + v) * {} + {}]", store,
+                                         k_cl_ > 1 ? "GC" : "G", k_cl_ > 1 ? "tl" : "lane")
                            : fmt::format("CA{}[c * VEC + v]", store);
   }
   std::map<size_t, uint32_t> smem_offset_;  // byte offset of each column accumulator in kdsl_smem
@@ -94,6 +97,10 @@ class RowEmitter {
   const RowSchedule& s_;
   int64_t n_;
   int vec_, g_, r_, c_;
+  int k_cl_ = 1;  // CTAs per row (a thread-block cluster); 1 without clusters
+  /// This CTA's (with clusters: this cluster's) index and the grid's count of them.
+  const char* cta_index() const { return k_cl_ > 1 ? "(blockIdx.x / K)" : "blockIdx.x"; }
+  const char* cta_count() const { return k_cl_ > 1 ? "(gridDim.x / K)" : "gridDim.x"; }
   std::vector<int> level_;
   std::vector<bool> row_dep_;
   std::vector<bool> hoisted_;
@@ -511,9 +518,31 @@ void RowEmitter::emit_phase(int p) {
     auto sp =
         cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
     t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
-    if (g_ > 32) t_.line("if ((lane & 31) == 0) red{}[buf][group][lane >> 5] = acc{};", r, r);
+    if (g_ > 32) {
+      t_.line("if ((lane & 31) == 0) red{}[buf][group][{} >> 5] = acc{};", r,
+              k_cl_ > 1 ? "tl" : "lane", r);
+    }
   }
-  if (g_ > 32 && !reductions.empty()) {
+  if (g_ > 32 && !reductions.empty() && k_cl_ > 1) {
+    // The cluster's CTAs combine every CTA's warp results, read through distributed shared
+    // memory in (CTA rank, warp) order: the order of one CTA of G threads.
+    t_.line("kdsl_cluster_sync();");
+    for (ir::ValueId r : reductions) {
+      const ir::Node& n = k_.node(r);
+      auto sp =
+          cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+      t_.line("acc{0} = kdsl_cluster_map(&red{0}[buf][group][0], 0)[0];", r);
+      t_.line("#pragma unroll");
+      t_.line("for (int q = 0; q < K; ++q) {{");
+      t_.in();
+      t_.line("const auto* rq = kdsl_cluster_map(&red{}[buf][group][0], q);", r);
+      t_.line("#pragma unroll");
+      t_.line("for (int w = q == 0 ? 1 : 0; w < GC / 32; ++w) acc{0} = {1}(acc{0}, rq[w]);", r,
+              sp.op);
+      t_.out();
+      t_.line("}}");
+    }
+  } else if (g_ > 32 && !reductions.empty()) {
     t_.line("__syncthreads();");
     for (ir::ValueId r : reductions) {
       const ir::Node& n = k_.node(r);
@@ -589,15 +618,25 @@ void RowEmitter::emit_row_body() {
 void RowEmitter::emit_main() {
   std::string bounds =
       s_.min_ctas > 0 ? fmt::format("{}, {}", s_.threads, s_.min_ctas) : std::to_string(s_.threads);
-  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
-          bounds, sym_, sym_);
+  if (k_cl_ > 1) emit_cluster_helpers();
+  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}{}(const kdsl_params_{} p) {{",
+          bounds, k_cl_ > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", k_cl_) : "", sym_, sym_);
   t_.in();
   t_.line("constexpr long long N = {}LL;  // vector axis ({})", n_,
           k_.vector_symbol >= 0 ? k_.symbols[k_.vector_symbol].name : "none");
   t_.line("constexpr int VEC = {}, G = {}, R = {}, C = {};", vec_, g_, r_, c_);
   if (s_.smem_columns) t_.line("extern __shared__ __align__(16) unsigned char kdsl_smem[];");
-  t_.line("const int lane = static_cast<int>(threadIdx.x) % G;");
-  t_.line("const int group = static_cast<int>(threadIdx.x) / G;");
+  if (k_cl_ > 1) {
+    // A row's G threads: GC in each of the cluster's K CTAs; `tl` is the thread's place among
+    // its CTA's GC, `lane` its place in the row (CTA rank major).
+    t_.line("constexpr int K = {}, GC = G / K;", k_cl_);
+    t_.line("const int tl = static_cast<int>(threadIdx.x) % GC;");
+    t_.line("const int lane = static_cast<int>(blockIdx.x % K) * GC + tl;");
+    t_.line("const int group = static_cast<int>(threadIdx.x) / GC;");
+  } else {
+    t_.line("const int lane = static_cast<int>(threadIdx.x) % G;");
+    t_.line("const int group = static_cast<int>(threadIdx.x) / G;");
+  }
   for (size_t t = 0; t < k_.tensors.size(); ++t) {
     t_.line("{}{}* __restrict__ t{} = p.t{};", k_.tensors[t].role == ir::Role::in ? "const " : "",
             cuda::storage_type(k_.tensors[t].dtype), t, t);
@@ -618,7 +657,7 @@ void RowEmitter::emit_main() {
       if (n.op != Op::reduce) continue;
       auto sp =
           cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
-      t_.line("__shared__ {} red{}[2][R][G / 32];", sp.state_type, i);
+      t_.line("__shared__ {} red{}[2][R][{} / 32];", sp.state_type, i, k_cl_ > 1 ? "GC" : "G");
     }
   }
   // Declarations of the cached vectors: packed pairs of 16-bit values or register values.
@@ -648,10 +687,12 @@ void RowEmitter::emit_main() {
       if (s_.smem_columns) {
         // In shared memory, laid out so that a warp's lanes touch consecutive words; each
         // thread owns its slots, so no barrier or atomic is needed.
-        t_.line("{0}* CA{1} = reinterpret_cast<{0}*>(kdsl_smem + {2}) + group * (C * VEC * G);",
-                cuda::reg_type(acc), j, smem_offset_[j]);
+        const char* gc = k_cl_ > 1 ? "GC" : "G";
+        t_.line("{0}* CA{1} = reinterpret_cast<{0}*>(kdsl_smem + {2}) + group * (C * VEC * {3});",
+                cuda::reg_type(acc), j, smem_offset_[j], gc);
         t_.line("#pragma unroll");
-        t_.line("for (int i = 0; i < C * VEC; ++i) CA{}[i * G + lane] = {};", j, cuda::zero(acc));
+        t_.line("for (int i = 0; i < C * VEC; ++i) CA{}[i * {} + {}] = {};", j, gc,
+                k_cl_ > 1 ? "tl" : "lane", cuda::zero(acc));
       } else {
         t_.line("{} CA{}[C * VEC];", cuda::reg_type(acc), j);
         t_.line("#pragma unroll");
@@ -668,7 +709,7 @@ void RowEmitter::emit_main() {
     declare_cached(false, "P");
     t_.line("{{");
     t_.in();
-    t_.line("const long long frow = static_cast<long long>(blockIdx.x) * R + group;");
+    t_.line("const long long frow = static_cast<long long>({}) * R + group;", cta_index());
     emit_row_indices("f", "frow");
     emit_cached_loads(false, "L", "f", "frow < p.rows");
     t_.out();
@@ -676,20 +717,20 @@ void RowEmitter::emit_main() {
   }
   if (s_.persistent) {
     t_.line("int buf = 0;");
-    t_.line("for (long long row0 = static_cast<long long>(blockIdx.x) * R; row0 < p.rows;");
-    t_.line("     row0 += static_cast<long long>(gridDim.x) * R, buf ^= 1) {{");
+    t_.line("for (long long row0 = static_cast<long long>({}) * R; row0 < p.rows;", cta_index());
+    t_.line("     row0 += static_cast<long long>({}) * R, buf ^= 1) {{", cta_count());
   } else {
     // One CTA per R rows: no loop, so nothing stays live across rows.
     t_.line("const int buf = 0;");
     t_.line("{{");
-    t_.line("  const long long row0 = static_cast<long long>(blockIdx.x) * R;");
+    t_.line("  const long long row0 = static_cast<long long>({}) * R;", cta_index());
   }
   t_.in();
   t_.line("const long long row = row0 + group;");
   t_.line("const bool valid = row < p.rows;");
   emit_row_indices("", "row");
   if (s_.prefetch) {
-    t_.line("const long long nrow = row + static_cast<long long>(gridDim.x) * R;");
+    t_.line("const long long nrow = row + static_cast<long long>({}) * R;", cta_count());
     emit_row_indices("n", "nrow");
     emit_cached_loads(false, "P", "n", "nrow < p.rows");
   } else {
@@ -706,7 +747,7 @@ void RowEmitter::emit_main() {
     if (st.kind != ir::StoreKind::reduce) continue;
     t_.line("{{");
     t_.in();
-    t_.line("const long long part = static_cast<long long>(blockIdx.x) * R + group;");
+    t_.line("const long long part = static_cast<long long>({}) * R + group;", cta_index());
     if (vector_view(st.view)) {
       t_.line("#pragma unroll");
       t_.line("for (int c = 0; c < C; ++c) {{");
@@ -724,9 +765,27 @@ void RowEmitter::emit_main() {
     t_.out();
     t_.line("}}");
   }
+  // No CTA leaves while another CTA of its cluster may still read its shared memory.
+  if (k_cl_ > 1) t_.line("kdsl_cluster_sync();");
   t_.out();
   t_.line("}}");
   t_.line("");
+}
+
+void RowEmitter::emit_cluster_helpers() {
+  // Thread-block clusters (sm_90): the barrier across the cluster's CTAs (release/acquire, so
+  // shared-memory writes before it are seen by the other CTAs after it) and the address of a
+  // shared variable in CTA `rank` of the cluster (PTX mapa on a generic address).
+  t_.line("__device__ __forceinline__ void kdsl_cluster_sync() {{");
+  t_.line(
+      R"(  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");)");
+  t_.line("}}");
+  t_.line("template <class T>");
+  t_.line("__device__ __forceinline__ const T* kdsl_cluster_map(const T* p, int rank) {{");
+  t_.line("  unsigned long long r;");
+  t_.line(R"(  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));)");
+  t_.line("  return reinterpret_cast<const T*>(r);");
+  t_.line("}}");
 }
 
 void RowEmitter::emit_finalize() {
@@ -791,6 +850,8 @@ GeneratedKernel RowEmitter::run() {
   plan_.reasons = s_.reasons;
   plan_.block_threads = static_cast<uint32_t>(s_.threads);
   plan_.rows_per_cta = static_cast<uint32_t>(r_);
+  plan_.cluster = static_cast<uint32_t>(k_cl_);
+  plan_.row_splits = static_cast<uint32_t>(k_cl_);
   plan_.max_ctas_per_sm = static_cast<uint32_t>(s_.ctas_per_sm);
   plan_.persistent = s_.persistent;
   if (s_.persistent) {
@@ -814,7 +875,8 @@ GeneratedKernel RowEmitter::run() {
       const ir::Store& st = k_.stores[j];
       if (st.kind != ir::StoreKind::reduce || !vector_view(st.view)) continue;
       smem_offset_[j] = off;
-      off += static_cast<uint32_t>(dtype_size(k_.node(st.value).type.dtype)) * c_ * vec_ * g_ * r_;
+      off += static_cast<uint32_t>(dtype_size(k_.node(st.value).type.dtype)) * c_ * vec_ *
+             (g_ / k_cl_) * r_;
       off = (off + 15) / 16 * 16;
     }
     plan_.dynamic_smem = off;

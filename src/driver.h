@@ -26,6 +26,7 @@ namespace kdsl {
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) \
   X(cuFuncSetAttribute) X(cuFuncGetAttribute) \
   X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuOccupancyMaxActiveClusters) \
   X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemcpyDtoDAsync) \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) \
   X(cuMemsetD8) X(cuMemsetD8Async) X(cuMemGetInfo) X(cuPointerGetAttribute) \

@@ -24,6 +24,7 @@ std::string LaunchPlan::to_json() const {
   j["block_threads"] = block_threads;
   j["rows_per_cta"] = rows_per_cta;
   j["row_splits"] = row_splits;
+  j["cluster"] = cluster;
   j["max_ctas_per_sm"] = max_ctas_per_sm;
   j["persistent"] = persistent;
   j["dynamic_smem"] = dynamic_smem;
@@ -67,6 +68,7 @@ LaunchPlan LaunchPlan::from_json(const std::string& text) {
     p.block_threads = j.at("block_threads").get<uint32_t>();
     p.rows_per_cta = j.at("rows_per_cta").get<uint32_t>();
     p.row_splits = j.value("row_splits", 1u);
+    p.cluster = std::max(1u, j.value("cluster", 1u));
     p.max_ctas_per_sm = j.at("max_ctas_per_sm").get<uint32_t>();
     p.persistent = j.at("persistent").get<bool>();
     p.dynamic_smem = j.at("dynamic_smem").get<uint32_t>();

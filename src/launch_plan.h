@@ -54,7 +54,8 @@ struct LaunchPlan {
   std::vector<std::string> reasons;  // why this schedule (kdsl emit --explain)
   uint32_t block_threads = 256;
   uint32_t rows_per_cta = 1;     // loop iterations a CTA works on at once
-  uint32_t row_splits = 1;       // CTAs of work per rows_per_cta rows (scan chunks)
+  uint32_t row_splits = 1;       // CTAs of work per rows_per_cta rows (scan chunks, cluster CTAs)
+  uint32_t cluster = 1;          // CTAs per thread-block cluster (x); the grid is a multiple of it
   uint32_t max_ctas_per_sm = 1;  // persistent grid: at most this many CTAs per SM
   bool persistent = true;        // false: one CTA per rows_per_cta rows
   uint32_t dynamic_smem = 0;     // bytes
@@ -63,6 +64,12 @@ struct LaunchPlan {
   std::vector<WorkspaceSpec> workspaces;
   std::vector<FollowUp> follow_ups;
   std::vector<uint32_t> aligned_tensors;  // tensors whose accesses assume 16-byte alignment
+
+  /// The number of per-group partials of the row schedule's column reductions for a grid of
+  /// `grid` CTAs: rows_per_cta per CTA, or per cluster when a row spans a cluster.
+  int64_t partials(uint32_t grid) const {
+    return static_cast<int64_t>(grid / cluster) * rows_per_cta;
+  }
 
   std::string to_json() const;
   /// Parses what to_json() wrote; throws kdsl::Error on malformed input.

@@ -416,6 +416,21 @@ void check_plan(const LaunchPlan& plan) {
   }
 }
 
+// The persistent grid of a kernel compiled with __cluster_dims__(K, 1, 1): K times the number of
+// clusters the driver can place at once, at most `limit` CTAs, at least one cluster.
+uint32_t cluster_grid_limit(CUfunction f, const LaunchPlan& plan, uint32_t limit) {
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = std::max(limit / plan.cluster, 1u) * plan.cluster;
+  cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = plan.block_threads;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = plan.dynamic_smem;
+  int clusters = 0;
+  check(driver().cuOccupancyMaxActiveClusters(&clusters, f, &cfg), "cuOccupancyMaxActiveClusters");
+  uint32_t fit = static_cast<uint32_t>(std::max(clusters, 1)) * plan.cluster;
+  return std::max(std::min(fit, limit / plan.cluster * plan.cluster), plan.cluster);
+}
+
 }  // namespace
 
 const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
@@ -467,6 +482,11 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
         "cuOccupancyMaxActiveBlocksPerMultiprocessor");
   per_sm = std::max(1, std::min<int>(per_sm, static_cast<int>(ls->plan.max_ctas_per_sm)));
   ls->grid_limit = static_cast<uint32_t>(per_sm * target.sm_count);
+  if (ls->plan.cluster > 1) {
+    // A cluster's CTAs run at once on SMs of one GPC: the persistent grid is the number of
+    // clusters that fit at once (the driver's count), in whole clusters.
+    ls->grid_limit = cluster_grid_limit(ls->main, ls->plan, ls->grid_limit);
+  }
   ls->cache_hit = ck.binary.hit;
   ls->compile_ms = ck.binary.compile_ms;
   ls->load_ms =
@@ -624,7 +644,7 @@ void KernelImpl::prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* 
       std::min<uint64_t>(groups, plan.persistent ? ls.grid_limit : 0x7fffffffu));
   // With M = 0 the grid is empty and partials is 0: the follow-up kernels still run and write
   // the column reductions' empty sums (zeros for Out, the old contents for InOut).
-  int64_t partials = static_cast<int64_t>(grid) * plan.rows_per_cta;
+  int64_t partials = plan.partials(grid);
   CUdeviceptr ws = 0;
   uint64_t ws_offsets[kMaxWorkspaces] = {}, ws_sizes[kMaxWorkspaces] = {};
   if (!plan.workspaces.empty()) {

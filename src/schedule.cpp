@@ -34,7 +34,7 @@ int reg_words(DType t) {
 
 bool ScheduleHint::empty() const {
   return !vec && !group && !cache_rows && !cache_invariant && !prefetch && !pack && !stream &&
-         !persistent && !min_ctas && !smem_columns;
+         !persistent && !min_ctas && !smem_columns && !cluster;
 }
 
 ScheduleHint ScheduleHint::parse(const std::string& text) {
@@ -59,9 +59,11 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
     }
     if (key == "min_ctas" && v >= 1 && v <= 32) {
       h.min_ctas = v;
+    } else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) {
+      h.cluster = v;
     } else if (key == "vec" && (v == 1 || v == 2 || v == 4 || v == 8)) {
       h.vec = v;
-    } else if (key == "group" && v >= 1 && v <= 1024 && (v & (v - 1)) == 0) {
+    } else if (key == "group" && v >= 1 && v <= 8192 && (v & (v - 1)) == 0) {
       h.group = v;
     } else if ((key == "cache_rows" || key == "cache_invariant" || key == "prefetch" ||
                 key == "pack" || key == "stream" || key == "persistent" || key == "smem_columns") &&
@@ -77,8 +79,9 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
     } else {
       throw ArgumentError(
           fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
-                      "of two up to 1024), cache_rows, cache_invariant, prefetch, "
-                      "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32)",
+                      "of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, "
+                      "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32), "
+                      "cluster (1, 2, 4, 8)",
                       item));
     }
   }
@@ -98,6 +101,7 @@ std::string ScheduleHint::str() const {
   if (persistent) add("persistent", *persistent);
   if (min_ctas) add("min_ctas", *min_ctas);
   if (smem_columns) add("smem_columns", *smem_columns);
+  if (cluster) add("cluster", *cluster);
   return s;
 }
 
@@ -127,8 +131,12 @@ Words cached_words(const ir::Kernel& k, const Specialization& spec, bool pack, i
 
 }  // namespace
 
-RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
-                                const DeviceTarget& target, const ScheduleHint& hint) {
+namespace {
+
+// The row schedule with `cluster` CTAs per row; sets `*columns_overflow` when the column-reduction
+// accumulators were meant for shared memory but do not fit there.
+RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const DeviceTarget& target,
+                        const ScheduleHint& hint, int cluster, bool* columns_overflow) {
   RowSchedule s;
   int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
   size_t min_size = 16;
@@ -165,11 +173,11 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   });
   int reductions = static_cast<int>(std::count_if(
       k.nodes.begin(), k.nodes.end(), [](const ir::Node& x) { return x.op == ir::Op::reduce; }));
-  // Measured on an H200 (bench/RESULTS.md, "schedule experiments"): a persistent grid that
-  // prefetches the next row wins for kernels with several reductions, 4-byte rows and rows longer
-  // than 16K elements; one CTA per row wins for single-reduction kernels on 16-bit rows up to
-  // 16K. `kdsl tune` measures both on the GPU at hand.
-  bool simple = !column_reduction && reductions <= 1 && min_size == 2 && n <= 16384;
+  // Measured on an H200 (bench/RESULTS.md, "schedule experiments" and the fourth session's
+  // sweeps): one CTA per row wins for every kernel without column reductions up to 16K elements
+  // per row, once its threads are large (below); a persistent grid that prefetches the next row
+  // wins for longer rows. `kdsl tune` measures both on the GPU at hand.
+  bool simple = !column_reduction && n <= 16384;
   s.persistent = hint.persistent.value_or(!simple) || column_reduction;
   // Threads per row: about 16 elements per thread, then more threads while the cached vectors
   // (row loads, weights, column accumulators) exceed the register budget.
@@ -187,30 +195,64 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   // Persistent: about 4 chunks per thread (VEC x 4 elements), at least 64 threads for long rows.
   // With column reductions the accumulators also live in registers: more threads per row until
   // the cached vectors fit the budget.
+  // Without column reductions: the fewest threads per row whose share of the row fits the
+  // register budget (about 40 words: 40 f32 or 80 packed 16-bit elements), so that an SM holds
+  // as many rows, and keeps as many bytes in flight, as its registers allow (measured at 8192 x
+  // 10240 f32: 0.93 of copy with 256 threads per row against 0.32 with 1024; LayerNorm bf16
+  // 8192 x 8192: 0.76 with 128 against 0.36 with 512). Loop-invariant vectors (weights) are then
+  // re-read from L1 where they do not fit too (measured: no cost). Single-reduction kernels on
+  // 16-bit rows (RMSNorm) keep about 16 elements per thread: with 1024 rows, fewer threads
+  // per row leave SMs idle (18.4 us against 15.1 us at 1024 x 8192).
+  const int64_t per_thread_vectors =
+      std::max<int64_t>(1, static_cast<int64_t>(budget / std::max(words.row, 0.5)) / s.vec);
+  const int fit_group =
+      std::clamp(pow2_ceil((vectors + per_thread_vectors - 1) / per_thread_vectors), 1, 1024);
+  const bool small_threads = reductions <= 1 && min_size == 2;
   int group;
-  if (!s.persistent) {
+  if (!s.persistent && small_threads) {
     int64_t chunks_target = std::max(1, 16 / s.vec);
     group = std::clamp(pow2_ceil((vectors + chunks_target - 1) / chunks_target), 1, 1024);
+  } else if (!column_reduction) {
+    group = s.persistent && vectors > 256 ? std::max(fit_group, 64) : fit_group;
   } else {
     group = vectors <= 16    ? pow2_ceil(vectors)
             : vectors <= 256 ? 32
                              : std::clamp(pow2_ceil((vectors + 3) / 4), 64, 1024);
   }
-  while (column_reduction && group < 1024 &&
+  // A thread-block cluster of K CTAs per row: the row's G threads are spread over K CTAs, so G
+  // may reach 1024 * K.
+  if (cluster > 1) group = std::clamp(group, 64 * cluster, 1024 * cluster);
+  while (column_reduction && group < 1024 * cluster &&
          group<vectors&& static_cast<double>((vectors + group - 1) / group) * s.vec * per_elem>
              budget) {
     group *= 2;
   }
   if (hint.group) group = *hint.group;
+  if (cluster == 1 && group > 1024) {
+    throw ArgumentError(fmt::format(
+        "schedule hint group={}: more than 1024 threads per row need a cluster (cluster=2, 4 or 8)",
+        group));
+  }
+  if (cluster > 1 && (group / cluster < 64 || group / cluster > 1024)) {
+    throw ArgumentError(fmt::format(
+        "schedule hint cluster={}: a row's {} threads would give {} per CTA; a cluster needs "
+        "64 to 1024 threads per CTA and row (group from {} to {})",
+        cluster, group, group / cluster, 64 * cluster, 1024 * cluster));
+  }
   s.group = group;
-  s.name = group < 32 ? "rows.subwarp" : group == 32 ? "rows.warp" : "rows.cta";
-  s.threads = std::max(group, 256);
-  s.rows_per_cta = s.threads / s.group;
+  s.cluster = cluster;
+  s.name = cluster > 1   ? "rows.cluster"
+           : group < 32  ? "rows.subwarp"
+           : group == 32 ? "rows.warp"
+                         : "rows.cta";
+  s.threads = std::max(group / cluster, 256);
+  s.rows_per_cta = s.threads / (s.group / cluster);
   s.chunks = static_cast<int>((vectors + s.group - 1) / s.group);
   s.reasons.push_back(fmt::format(
-      "N = {}: VEC = {} ({}-byte accesses), {} vectors per row -> {} ({} threads per row, {} "
+      "N = {}: VEC = {} ({}-byte accesses), {} vectors per row -> {} ({} threads per row{}, {} "
       "rows per CTA, {} chunks per thread), {}",
-      n, s.vec, s.vec * min_size, vectors, s.name, s.group, s.rows_per_cta, s.chunks,
+      n, s.vec, s.vec * min_size, vectors, s.name, s.group,
+      cluster > 1 ? fmt::format(" in a cluster of {} CTAs", cluster) : "", s.rows_per_cta, s.chunks,
       !s.persistent      ? "one CTA per row group (no state across rows)"
       : column_reduction ? "persistent grid (column reductions accumulate across a CTA's rows)"
                          : "persistent grid (CTAs loop over rows)"));
@@ -219,12 +261,13 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   // flight) fit on an SM: 64 registers per thread, minus about 24 for indices and temporaries.
   const Words& w = words;
   const double elems = static_cast<double>(s.chunks) * s.vec;
-  double smem_bytes = elems * s.group * s.rows_per_cta * w.column * 4;
+  double smem_bytes = elems * (s.group / cluster) * s.rows_per_cta * w.column * 4;
   // Up to 96 KiB per CTA (two CTAs per SM); a 1024-thread CTA is alone on its SM anyway.
   double smem_limit = std::min(s.threads >= 1024 ? 200.0 * 1024 : 96.0 * 1024,
                                static_cast<double>(target.max_smem_per_cta));
   if (s.smem_columns && smem_bytes > smem_limit) {
     s.smem_columns = false;
+    if (columns_overflow) *columns_overflow = true;
   }
   if (s.smem_columns) {
     s.reasons.push_back(fmt::format(
@@ -254,6 +297,25 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   // upper bound (threads per SM), so that the generated source depends on the kernel, the
   // specialization and the architecture only.
   s.ctas_per_sm = std::max(1, std::min(target.max_threads_per_sm / s.threads, 32));
+  return s;
+}
+
+}  // namespace
+
+RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
+                                const DeviceTarget& target, const ScheduleHint& hint) {
+  bool overflow = false;
+  RowSchedule s = choose_rows(k, spec, target, hint, hint.cluster.value_or(1), &overflow);
+  if (overflow && !hint.cluster && !hint.group && s.group == 1024) {
+    // Column accumulators of a 1024-thread row beyond the CTA's shared memory (LayerNorm
+    // backward at N = 32768: two of 128 KiB): the row split over a cluster of two CTAs, each
+    // keeping its half of the columns' accumulators in its own shared memory (measured: 847 us
+    // against 2369 us with the accumulators in spilled registers, bf16 4096 x 32768).
+    s = choose_rows(k, spec, target, hint, 2, nullptr);
+    s.reasons.insert(s.reasons.begin() + 1,
+                     "column-reduction accumulators exceed one CTA's shared memory: a cluster of "
+                     "2 CTAs per row, each with half of the columns");
+  }
   return s;
 }
 

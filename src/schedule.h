@@ -19,6 +19,20 @@
 //   order by a follow-up kernel (in f64 for f32 partials). Kernels with column reductions are
 //   always persistent.
 //
+//   Threads per row (measured on an H200, bench/RESULTS.md): without column reductions, one CTA
+//   per row up to 16K elements and the fewest threads whose share of the row fits the register
+//   budget (about 40 f32 or 80 packed 16-bit elements each), so that an SM holds as many rows as
+//   its registers allow; RMSNorm-like kernels (one reduction, 16-bit rows) keep about 16 elements
+//   per thread, which fills the GPU at small row counts. Longer rows: the same threads per row on
+//   a persistent grid.
+//
+//   Clusters (rows.cluster, G > 1024 possible): a row's G threads span a thread-block cluster of
+//   K CTAs (sm_90); each CTA reduces its warps' partial states into its shared memory, and after
+//   a cluster barrier every CTA reads all K CTAs' partials through distributed shared memory in
+//   (rank, warp) order, the order of a single CTA, so results are the same bits. Each CTA keeps
+//   the column accumulators of its own columns. Chosen when a row's column accumulators exceed
+//   one CTA's shared memory (LayerNorm backward at N = 32768); `cluster=K` forces it.
+//
 //   Registers. Rows are held in registers (each element read once: "register-resident") when the
 //   cached vectors fit a budget of about 40 registers per thread (so that 1024 or more threads
 //   fit on an SM); 16-bit rows may be held as packed pairs; otherwise every phase re-reads the
@@ -54,7 +68,7 @@ struct DeviceTarget {
 /// (`kdsl run --schedule group=512,prefetch=1`). Unset fields keep the scheduler's choice.
 struct ScheduleHint {
   std::optional<int> vec;    // elements per access: 1, 2, 4 or 8
-  std::optional<int> group;  // threads per row: a power of two, 1 to 1024
+  std::optional<int> group;  // threads per row: a power of two, 1 to 1024 (1024 x cluster)
   std::optional<bool> cache_rows;
   std::optional<bool> cache_invariant;
   std::optional<bool> prefetch;      // load the next row while the current one is computed
@@ -63,6 +77,7 @@ struct ScheduleHint {
   std::optional<bool> persistent;    // a persistent grid (else one CTA per R rows)
   std::optional<int> min_ctas;       // __launch_bounds__ minimum CTAs per SM (caps registers)
   std::optional<bool> smem_columns;  // column-reduction accumulators in shared memory
+  std::optional<int> cluster;        // CTAs per row (a thread-block cluster): 1, 2, 4 or 8
 
   bool empty() const;
   /// Parses "group=512,prefetch=1,pack=0"; throws kdsl::ArgumentError on unknown keys or values.
@@ -87,6 +102,7 @@ struct RowSchedule {
   int min_ctas = 0;             // __launch_bounds__(threads, min_ctas) when > 0
   bool smem_columns = false;    // column accumulators in shared memory instead of registers
   int ctas_per_sm = 1;          // persistent grid: CTAs per SM
+  int cluster = 1;              // K: a row's G threads span a cluster of K CTAs (G / K each)
   std::vector<std::string> reasons;
 };
 

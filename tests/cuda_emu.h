@@ -42,6 +42,7 @@ inline const char* kHostCuda = R"EMU(
 #define __global__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __cluster_dims__(...)
 #define __restrict__ __restrict
 struct kdsl_dim3 { unsigned x = 0, y = 1, z = 1; };
 struct uint4 { unsigned x, y, z, w; };
@@ -52,6 +53,14 @@ inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return
 inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 inline float2 make_float2(float a, float b) { return {a, b}; }
+struct KdslEmuCta;
+// A thread-block cluster: its CTAs run at once; barrier.cluster is a barrier over all their
+// threads, and mapa maps an address in one CTA's shared memory to the same place in another's.
+struct KdslEmuCluster {
+  explicit KdslEmuCluster(unsigned threads) : all(threads) {}
+  std::barrier<> all;
+  std::vector<KdslEmuCta*> ctas;
+};
 struct KdslEmuCta {
   explicit KdslEmuCta(unsigned threads) : all(threads), smem(256 * 1024) {
     for (unsigned w = 0; w < (threads + 31) / 32; ++w) warps.push_back(std::make_unique<std::barrier<>>(32));
@@ -67,6 +76,7 @@ struct KdslEmuCta {
   std::map<int, size_t> smem_at;  // declaration -> byte offset in smem
   size_t smem_used = 0;
   std::atomic<int> vote_fail{0};
+  KdslEmuCluster* cluster = nullptr;
 };
 inline thread_local kdsl_dim3 threadIdx, blockIdx;
 inline kdsl_dim3 gridDim, blockDim;
@@ -101,6 +111,18 @@ inline int __syncthreads_and(int pred) {
 inline void kdsl_emu_named_bar(int n) {
   std::call_once(kdsl_emu_cta->named_once, [&] { kdsl_emu_cta->named = std::make_unique<std::barrier<>>(n); });
   kdsl_emu_cta->named->arrive_and_wait();
+}
+inline void kdsl_emu_cluster_sync() { kdsl_emu_cta->cluster->all.arrive_and_wait(); }
+inline unsigned long long kdsl_emu_mapa(const void* p, int rank) {
+  const KdslEmuCta* me = kdsl_emu_cta;
+  const KdslEmuCta* to = me->cluster->ctas.at(static_cast<size_t>(rank));
+  const auto off = static_cast<const unsigned char*>(p) -
+                   reinterpret_cast<const unsigned char*>(me->smem.data());
+  if (off < 0 || static_cast<size_t>(off) >= me->smem.size() * sizeof(me->smem[0])) {
+    std::fprintf(stderr, "emu: mapa of an address outside the CTA's shared memory\n");
+    std::abort();
+  }
+  return reinterpret_cast<unsigned long long>(reinterpret_cast<const unsigned char*>(to->smem.data()) + off);
 }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __nanosleep(unsigned) { std::this_thread::yield(); }
@@ -180,15 +202,23 @@ using std::max;
 /// The launcher, compiled into the library with the kernel.
 inline const char* kLauncher = R"EMU(
 extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, unsigned grid,
-                                unsigned block, unsigned concurrent) {
+                                unsigned block, unsigned concurrent, unsigned cluster) {
   gridDim.x = grid;
   blockDim.x = block;
+  // A cluster's CTAs run in the same batch.
+  concurrent = (concurrent + cluster - 1) / cluster * cluster;
   for (unsigned b0 = 0; b0 < grid; b0 += concurrent) {
     std::vector<std::unique_ptr<KdslEmuCta>> ctas;
+    std::vector<std::unique_ptr<KdslEmuCluster>> clusters;
     std::vector<std::thread> threads;
     for (unsigned b = b0; b < grid && b < b0 + concurrent; ++b) {
       ctas.push_back(std::make_unique<KdslEmuCta>(block));
       KdslEmuCta* cta = ctas.back().get();
+      if (cluster > 1) {
+        if (b % cluster == 0) clusters.push_back(std::make_unique<KdslEmuCluster>(block * cluster));
+        cta->cluster = clusters.back().get();
+        cta->cluster->ctas.push_back(cta);
+      }
       for (unsigned t = 0; t < block; ++t) {
         threads.emplace_back([=] {
           threadIdx.x = t;
@@ -266,6 +296,13 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               R"("n"(B), "r"(n) : "memory");)",
               "kdsl_emu_cp_async(smem, g, B, n);");
   replace_all(src, R"(asm volatile("cp.async.wait_all;" ::: "memory");)", "");
+  // Thread-block clusters (the row schedule's rows.cluster).
+  replace_all(src,
+              R"(asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.)"
+              R"(acquire.aligned;" ::: "memory");)",
+              "kdsl_emu_cluster_sync();");
+  replace_all(src, R"(asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));)",
+              "r = kdsl_emu_mapa(p, rank);");
   if (src.find("asm(") != std::string::npos || src.find("asm volatile(") != std::string::npos) {
     throw std::runtime_error("cuda_emu: unhandled inline assembly in the generated source");
   }
@@ -330,15 +367,16 @@ class Library {
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
 
-  /// Runs entry point `i` on `grid` CTAs of `block` threads, `concurrent` CTAs at a time.
-  void launch(size_t i, const void* params, unsigned grid, unsigned block,
-              unsigned concurrent) const {
-    launch_(entries_.at(i), params, grid, block, concurrent);
+  /// Runs entry point `i` on `grid` CTAs of `block` threads, `concurrent` CTAs at a time, in
+  /// clusters of `cluster` CTAs (the grid is a multiple of it).
+  void launch(size_t i, const void* params, unsigned grid, unsigned block, unsigned concurrent,
+              unsigned cluster = 1) const {
+    launch_(entries_.at(i), params, grid, block, concurrent, cluster);
   }
 
  private:
   using Entry = void (*)(const void*);
-  using Launch = void (*)(Entry, const void*, unsigned, unsigned, unsigned);
+  using Launch = void (*)(Entry, const void*, unsigned, unsigned, unsigned, unsigned);
   void* handle_ = nullptr;
   Launch launch_ = nullptr;
   std::vector<Entry> entries_;

@@ -37,6 +37,37 @@ TEST_P(RowsEmu, MatchesTheInterpreter) {
   }
 }
 
+// A row split over a thread-block cluster (rows.cluster): the row's reductions combine the CTAs'
+// partial states through distributed shared memory, each CTA keeps its own columns' accumulators.
+// Two CTAs of 256 threads per row (bf16 N = 4096); four CTAs of 64 threads per row with four rows
+// per cluster and a tail (f32 N = 1000); persistent grids of two clusters, so clusters loop.
+TEST_P(RowsEmu, ClusterSchedules) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  const testing::KernelCase& kc = GetParam();
+  auto fe = testing::front_end(kc.file);
+  uint64_t seed = 71;
+  for (auto [t, n, hint] :
+       {std::tuple{DType::bf16, int64_t{4096}, "cluster=2,group=512"},
+        std::tuple{DType::f32, int64_t{1000}, "cluster=4,group=256"},
+        std::tuple{DType::f32, int64_t{1000}, "cluster=2,group=256,persistent=0"}}) {
+    ProblemSpec ps;
+    ps.kernel = kc.kernel;
+    ps.binding = {t};
+    ps.shapes = {{"M", 37}, {"N", n}};
+    ps.seed = seed++;
+    ps.inputs = testing::forward_tensors(fe, ps, kc.forward);
+    Problem p = make_problem(fe, ps);
+    ScheduleHint h = ScheduleHint::parse(hint);
+    GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{}, h);
+    EXPECT_EQ(gen.plan.schedule, "rows.cluster") << hint;
+    EXPECT_NE(gen.source.find("__cluster_dims__"), std::string::npos) << hint;
+    emu::expect_emulated_matches_reference(
+        p, fmt::format("{} {} M=37 N={} {}", kc.kernel, dtype_name(t), n, hint), /*grid_cap=*/8,
+        /*concurrent=*/4, h);
+    if (HasFailure()) return;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Stdlib, RowsEmu, ::testing::ValuesIn(testing::kKernels),
                          [](const auto& info) { return std::string(info.param.kernel); });
 

@@ -35,10 +35,11 @@ inline const Library& library_for(const GeneratedKernel& gen) {
 }
 
 /// Runs `p` on the emulation; returns every tensor afterwards. At most `grid_cap` CTAs, of which
-/// `concurrent` run at once.
+/// `concurrent` run at once; `hint` overrides the row schedule's choices.
 inline std::vector<HostTensor> run_emulated(const Problem& p, unsigned grid_cap = 8,
-                                            unsigned concurrent = 4) {
-  GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{});
+                                            unsigned concurrent = 4,
+                                            const ScheduleHint& hint = {}) {
+  GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{}, hint);
   const LaunchPlan& plan = gen.plan;
   const Library& lib = library_for(gen);
   std::vector<HostTensor> t = p.tensors;
@@ -48,8 +49,11 @@ inline std::vector<HostTensor> run_emulated(const Problem& p, unsigned grid_cap 
       static_cast<uint64_t>((rows + plan.rows_per_cta - 1) / plan.rows_per_cta) * plan.row_splits;
   // A persistent grid loops over the rows, so fewer CTAs than rows exercise that loop; any other
   // schedule needs one CTA per group of rows.
-  auto grid =
-      static_cast<unsigned>(plan.persistent ? std::min<uint64_t>(groups, grid_cap) : groups);
+  // (In whole clusters when a row spans a thread-block cluster.)
+  auto grid = static_cast<unsigned>(
+      plan.persistent ? std::max<uint64_t>(std::min<uint64_t>(groups, grid_cap) / plan.cluster, 1) *
+                            plan.cluster
+                      : groups);
   std::vector<std::vector<unsigned char>> ws;
   for (const WorkspaceSpec& w : plan.workspaces) {
     uint64_t bytes = w.bytes_per_cta * std::max(grid, 1u) +
@@ -77,7 +81,7 @@ inline std::vector<HostTensor> run_emulated(const Problem& p, unsigned grid_cap 
         put(s.offset, &rows, 8);
         break;
       case ParamSlot::Kind::partials: {
-        int64_t parts = static_cast<int64_t>(grid) * plan.rows_per_cta;
+        int64_t parts = plan.partials(grid);
         put(s.offset, &parts, 8);
         break;
       }
@@ -104,7 +108,7 @@ inline std::vector<HostTensor> run_emulated(const Problem& p, unsigned grid_cap 
       }
     }
   }
-  if (grid > 0) lib.launch(0, block.data(), grid, plan.block_threads, concurrent);
+  if (grid > 0) lib.launch(0, block.data(), grid, plan.block_threads, concurrent, plan.cluster);
   for (size_t f = 0; f < plan.follow_ups.size(); ++f) {
     const FollowUp& fu = plan.follow_ups[f];  // the runtime's grid: one thread per element
     auto fgrid =
@@ -118,9 +122,10 @@ inline std::vector<HostTensor> run_emulated(const Problem& p, unsigned grid_cap 
 /// with the output's root-mean-square value (scans of random inputs cancel, so a purely
 /// relative bound is meaningless where a running sum crosses zero).
 inline void expect_emulated_matches_reference(const Problem& p, const std::string& label,
-                                              unsigned grid_cap = 8, unsigned concurrent = 4) {
+                                              unsigned grid_cap = 8, unsigned concurrent = 4,
+                                              const ScheduleHint& hint = {}) {
   std::vector<HostTensor> ref = run_reference(p);
-  std::vector<HostTensor> got = run_emulated(p, grid_cap, concurrent);
+  std::vector<HostTensor> got = run_emulated(p, grid_cap, concurrent, hint);
   for (size_t t = 0; t < got.size(); ++t) {
     const ir::TensorParam& tp = p.ir.tensors[t];
     if (tp.role == ir::Role::in) continue;

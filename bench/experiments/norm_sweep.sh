@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Row-schedule sweeps of 2026-11-30 (fourth session) on the GPU machine (after
+# scripts/device/stage.sh; carry .device): the normalization shapes furthest from the copy
+# bandwidth or slower than the best PyTorch peer (bench/RESULTS.md), each under schedule hints
+# through scripts/device/sweep.sh. The results are in bench/RESULTS.md.
+#   bench/experiments/norm_sweep.sh 1   threads per row, grid kind, cached weights, prefetch
+#   bench/experiments/norm_sweep.sh 2   thread-block clusters (cluster=K), mostly at N = 32768
+#   bench/experiments/norm_sweep.sh 3   one CTA per row with fewer, larger threads
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export KDSL_CACHE_DIR="$PWD/.device/cache" KDSL_SOURCE_DIR="$PWD"
+sw() { bash scripts/device/sweep.sh "$@"; }
+nvidia-smi -L
+cat .device/COMMIT
+
+sweep1() {
+  sw stdlib/layer_norm.kdsl layer_norm f32 M=8192,N=10240 "" group=512 group=256 \
+    cache_invariant=0 group=512,cache_invariant=0 group=256,cache_invariant=0 persistent=0 \
+    persistent=0,group=512 persistent=0,group=256 persistent=0,group=256,cache_invariant=0 \
+    persistent=0,group=512,cache_invariant=0
+  sw stdlib/rms_norm.kdsl rms_norm f32 M=8192,N=10240 "" group=512 group=256 persistent=0 \
+    persistent=0,group=512 persistent=0,group=256 cache_invariant=0
+  sw stdlib/layer_norm.kdsl layer_norm bf16 M=8192,N=8192 "" prefetch=0 group=512 group=128 \
+    cache_invariant=0 persistent=0 persistent=0,group=512 persistent=0,group=128 \
+    persistent=0,cache_invariant=0
+  sw stdlib/layer_norm.kdsl layer_norm bf16 M=4096,N=32768 "" prefetch=0 cache_invariant=1 \
+    persistent=0 persistent=0,group=512 group=512
+  sw stdlib/rms_norm.kdsl rms_norm bf16 M=4096,N=32768 "" persistent=1 persistent=1,prefetch=1 \
+    group=512 persistent=0,group=1024
+  sw stdlib/rms_norm.kdsl rms_norm bf16 M=1024,N=8192 "" group=256 group=1024 group=128 \
+    persistent=1 persistent=1,group=512 persistent=1,group=256 pack=0
+  for k in "layer_norm layer_norm" "rms_norm rms_norm" "softmax softmax"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=65536,N=1024 "" group=64 group=32 group=256 persistent=0 \
+      persistent=1 persistent=0,group=64 persistent=1,group=64 cache_invariant=0
+  done
+  sw stdlib/softmax.kdsl softmax f32 M=8192,N=10240 "" group=512 group=256 persistent=0 \
+    persistent=0,group=512 persistent=0,group=256
+  sw stdlib/rms_norm.kdsl rms_norm_bwd bf16 M=8192,N=8192 "" group=512 group=1024 group=128 \
+    smem_columns=0 cache_rows=0 cache_invariant=0
+  sw stdlib/layer_norm.kdsl layer_norm_bwd bf16 M=8192,N=8192 "" group=512 group=1024 \
+    group=128 smem_columns=0 cache_rows=0 cache_invariant=0
+  sw stdlib/rms_norm.kdsl rms_norm_bwd bf16 M=4096,N=32768 "" cache_rows=1 cache_invariant=1
+  sw stdlib/layer_norm.kdsl layer_norm_bwd bf16 M=32768,N=4096 "" group=256 group=1024 \
+    smem_columns=0 cache_invariant=0
+  sw stdlib/softmax.kdsl softmax_bwd bf16 M=4096,N=32768 "" persistent=0 prefetch=1 group=512
+}
+
+sweep2() {
+  local c="cluster=2 cluster=4 cluster=8 cluster=2,group=2048 cluster=4,group=2048 \
+           cluster=4,group=4096 cluster=8,group=4096 cluster=8,group=8192"
+  for k in "rms_norm rms_norm" "layer_norm layer_norm" "softmax softmax" "rms_norm rms_norm_bwd" \
+           "layer_norm layer_norm_bwd" "softmax softmax_bwd"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=4096,N=32768 "" $c cluster=2,persistent=0,group=2048 \
+      cluster=4,persistent=0,group=4096 cluster=2,prefetch=0 cluster=4,prefetch=0
+  done
+  for k in "rms_norm rms_norm_bwd" "layer_norm layer_norm_bwd"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=8192,N=8192 "" cluster=2 cluster=4 cluster=2,group=2048 \
+      cluster=4,group=2048
+    sw stdlib/$1.kdsl $2 f32 M=8192,N=10240 "" cluster=2 cluster=4 cluster=2,group=2048
+    sw stdlib/$1.kdsl $2 bf16 M=32768,N=4096 "" cluster=2 cluster=4 cluster=2,group=1024
+  done
+  sw stdlib/rms_norm.kdsl rms_norm bf16 M=1024,N=8192 "" cluster=2,group=1024 \
+    cluster=4,group=1024 cluster=2,group=1024,persistent=0 cluster=4,group=2048,persistent=0
+}
+
+# Candidates for the default threads per row (one CTA per row, about 64 register words of row
+# elements per thread) at the issue's shapes.
+sweep3() {
+  for k in "rms_norm rms_norm" "layer_norm layer_norm" "softmax softmax" "softmax softmax_bwd"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=8192,N=8192 "" persistent=0,group=64 persistent=0,group=128 \
+      persistent=0,group=256
+    sw stdlib/$1.kdsl $2 bf16 M=32768,N=4096 "" persistent=0,group=32 persistent=0,group=64 \
+      persistent=0,group=128 group=64 group=128
+    sw stdlib/$1.kdsl $2 bf16 M=65536,N=1024 "" persistent=0,group=16 group=16
+  done
+  sw stdlib/softmax.kdsl softmax_bwd f32 M=8192,N=10240 "" persistent=0,group=256 \
+    persistent=0,group=512
+}
+
+sweep"${1:-1}"
