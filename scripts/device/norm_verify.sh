@@ -17,7 +17,7 @@ for fk in rms_norm:rms_norm rms_norm:rms_norm_bwd rms_norm:add_rms_norm rms_norm
     rc=$?
     [ $rc -eq 0 ] || fail=1
     printf '%-18s %-5s %-16s rc=%d %s\n' "${fk#*:}" "${ds%%:*}" "${ds#*:}" $rc \
-      "$(echo "$out" | grep -c '^verify .*: ok') outputs ok, $(echo "$out" | grep -c 'FAIL\|error') failed"
+      "$(echo "$out" | grep -c '^verify .*: ok') outputs ok, $(echo "$out" | grep -c '^verify .*: FAILED') failed"
     [ $rc -eq 0 ] || echo "$out" | tail -5
   done
 done
