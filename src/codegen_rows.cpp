@@ -523,26 +523,11 @@ void RowEmitter::emit_phase(int p) {
               k_cl_ > 1 ? "tl" : "lane", r);
     }
   }
-  if (g_ > 32 && !reductions.empty() && k_cl_ > 1) {
-    // The cluster's CTAs combine every CTA's warp results, read through distributed shared
-    // memory in (CTA rank, warp) order: the order of one CTA of G threads.
-    t_.line("kdsl_cluster_sync();");
-    for (ir::ValueId r : reductions) {
-      const ir::Node& n = k_.node(r);
-      auto sp =
-          cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
-      t_.line("acc{0} = kdsl_cluster_map(&red{0}[buf][group][0], 0)[0];", r);
-      t_.line("#pragma unroll");
-      t_.line("for (int q = 0; q < K; ++q) {{");
-      t_.in();
-      t_.line("const auto* rq = kdsl_cluster_map(&red{}[buf][group][0], q);", r);
-      t_.line("#pragma unroll");
-      t_.line("for (int w = q == 0 ? 1 : 0; w < GC / 32; ++w) acc{0} = {1}(acc{0}, rq[w]);", r,
-              sp.op);
-      t_.out();
-      t_.line("}}");
-    }
-  } else if (g_ > 32 && !reductions.empty()) {
+  if (g_ > 32 && !reductions.empty()) {
+    // The CTA's warps' results in warp order; with a cluster, each CTA's total then goes to its
+    // shared memory and, after the cluster barrier, every thread combines the K CTAs' totals
+    // (read through distributed shared memory) in rank order: a fixed order, so the same bits on
+    // every run.
     t_.line("__syncthreads();");
     for (ir::ValueId r : reductions) {
       const ir::Node& n = k_.node(r);
@@ -550,8 +535,23 @@ void RowEmitter::emit_phase(int p) {
           cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
       t_.line("acc{0} = red{0}[buf][group][0];", r);
       t_.line("#pragma unroll");
-      t_.line("for (int w = 1; w < G / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
-              sp.op);
+      t_.line("for (int w = 1; w < {2} / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
+              sp.op, k_cl_ > 1 ? "GC" : "G");
+      if (k_cl_ > 1) t_.line("if (tl == 0) redc{0}[buf][group] = acc{0};", r);
+    }
+    if (k_cl_ > 1) {
+      t_.line("kdsl_cluster_sync();");
+      for (ir::ValueId r : reductions) {
+        const ir::Node& n = k_.node(r);
+        auto sp =
+            cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+        t_.line("acc{0} = *kdsl_cluster_map(&redc{0}[buf][group], 0);", r);
+        t_.line("#pragma unroll");
+        t_.line(
+            "for (int q = 1; q < K; ++q) acc{0} = {1}(acc{0}, "
+            "*kdsl_cluster_map(&redc{0}[buf][group], q));",
+            r, sp.op);
+      }
     }
   }
   t_.out();
@@ -658,6 +658,7 @@ void RowEmitter::emit_main() {
       auto sp =
           cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
       t_.line("__shared__ {} red{}[2][R][{} / 32];", sp.state_type, i, k_cl_ > 1 ? "GC" : "G");
+      if (k_cl_ > 1) t_.line("__shared__ {} redc{}[2][R];", sp.state_type, i);
     }
   }
   // Declarations of the cached vectors: packed pairs of 16-bit values or register values.

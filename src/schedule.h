@@ -27,11 +27,12 @@
 //   a persistent grid.
 //
 //   Clusters (rows.cluster, G > 1024 possible): a row's G threads span a thread-block cluster of
-//   K CTAs (sm_90); each CTA reduces its warps' partial states into its shared memory, and after
-//   a cluster barrier every CTA reads all K CTAs' partials through distributed shared memory in
-//   (rank, warp) order, the order of a single CTA, so results are the same bits. Each CTA keeps
-//   the column accumulators of its own columns. Chosen when a row's column accumulators exceed
-//   one CTA's shared memory (LayerNorm backward at N = 32768); `cluster=K` forces it.
+//   K CTAs (sm_90); each CTA combines its warps' partial states in warp order and leaves its total
+//   in its shared memory; after a cluster barrier every thread combines the K totals, read through
+//   distributed shared memory, in rank order (a fixed order: the same bits on every run). Each
+//   CTA keeps the column accumulators of its own columns. Chosen when a row's column
+//   accumulators exceed one CTA's shared memory (LayerNorm backward at N = 32768); `cluster=K`
+//   forces it.
 //
 //   Registers. Rows are held in registers (each element read once: "register-resident") when the
 //   cached vectors fit a budget of about 40 registers per thread (so that 1024 or more threads

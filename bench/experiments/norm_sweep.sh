@@ -6,6 +6,9 @@
 #   bench/experiments/norm_sweep.sh 1   threads per row, grid kind, cached weights, prefetch
 #   bench/experiments/norm_sweep.sh 2   thread-block clusters (cluster=K), mostly at N = 32768
 #   bench/experiments/norm_sweep.sh 3   one CTA per row with fewer, larger threads
+#   bench/experiments/norm_sweep.sh 4   clusters with the two-level reduction (each CTA's total,
+#                                       then K totals through distributed shared memory);
+#                                       prefetching the next row in backward kernels
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -80,6 +83,22 @@ sweep3() {
   done
   sw stdlib/softmax.kdsl softmax_bwd f32 M=8192,N=10240 "" persistent=0,group=256 \
     persistent=0,group=512
+}
+
+sweep4() {
+  for k in "rms_norm rms_norm" "layer_norm layer_norm" "softmax softmax" "rms_norm rms_norm_bwd" \
+           "layer_norm layer_norm_bwd" "softmax softmax_bwd"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=4096,N=32768 "" cluster=2 cluster=4 cluster=8
+  done
+  for k in "rms_norm rms_norm_bwd" "layer_norm layer_norm_bwd"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=8192,N=8192 "" prefetch=1 prefetch=1,group=512 cluster=2
+    sw stdlib/$1.kdsl $2 bf16 M=32768,N=4096 "" prefetch=1 cluster=2
+    sw stdlib/$1.kdsl $2 bf16 M=65536,N=1024 "" prefetch=1
+  done
+  sw stdlib/rms_norm.kdsl rms_norm bf16 M=1024,N=8192 "" cluster=2 cluster=4 persistent=0,cluster=2
+  sw stdlib/layer_norm.kdsl layer_norm bf16 M=1024,N=8192 "" group=256 cluster=2
 }
 
 sweep"${1:-1}"
