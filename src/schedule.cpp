@@ -312,6 +312,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // upper bound (threads per SM), so that the generated source depends on the kernel, the
   // specialization and the architecture only.
   s.ctas_per_sm = std::max(1, std::min(target.max_threads_per_sm / s.threads, 32));
+  s.column_reduction = column_reduction;
+  s.phases = phases;
   return s;
 }
 
@@ -321,16 +323,44 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint) {
   bool overflow = false;
   RowSchedule s = choose_rows(k, spec, target, hint, hint.cluster.value_or(1), &overflow);
-  if (overflow && !hint.cluster && !hint.group && s.group == 1024) {
-    // Column accumulators of a 1024-thread row beyond the CTA's shared memory (LayerNorm
-    // backward at N = 32768: two of 128 KiB): the row split over a cluster of two CTAs, each
-    // keeping its half of the columns' accumulators in its own shared memory (measured: 847 us
-    // against 2369 us with the accumulators in spilled registers, bf16 4096 x 32768).
-    s = choose_rows(k, spec, target, hint, 2, nullptr);
-    s.reasons.insert(s.reasons.begin() + 1,
-                     "column-reduction accumulators exceed one CTA's shared memory: a cluster of "
-                     "2 CTAs per row, each with half of the columns");
+  if (hint.cluster || hint.group || s.group != 1024) return s;  // the user's choice stands
+  // Rows whose 1024 threads were measured slower than the alternatives (bench/RESULTS.md, fourth
+  // session, bf16 on an H200):
+  ScheduleHint h = hint;
+  int cluster = 1;
+  std::string why;
+  if (s.column_reduction && (overflow || !s.cache_rows)) {
+    // Column reductions whose row does not fit one CTA (N = 32768): the row's accumulators
+    // beyond its shared memory (LayerNorm backward) or its elements beyond its registers
+    // (RMSNorm backward, re-read per phase). A cluster of four CTAs, each with a quarter of the
+    // columns, holds the row (LayerNorm backward 430 us against 2369; RMSNorm backward 387
+    // against 546).
+    cluster = 4;
+    why =
+        "the row does not fit one CTA (column accumulators or elements): a cluster of 4 CTAs "
+        "per row, each with a quarter of the columns";
+  } else if (!s.column_reduction && s.persistent && s.phases == 1) {
+    // Single-phase kernels on long rows (softmax backward at N = 32768): four CTAs of 256
+    // threads per row instead of one of 1024 (212 us against 258).
+    cluster = 4;
+    why = "a long single-phase row: a cluster of 4 CTAs of 256 threads instead of one of 1024";
+  } else if (s.column_reduction && s.chunks == 1 && !hint.prefetch) {
+    // Column reductions with one chunk per thread (N = 8192 bf16): 512 threads per row with the
+    // next row prefetched (RMSNorm backward 152.5 us against 168.4; LayerNorm backward 191.9
+    // against 205.0).
+    h.group = 512;
+    h.prefetch = true;
+    why =
+        "column reductions with one chunk per thread: 512 threads per row, the next row "
+        "prefetched";
+  } else {
+    return s;
   }
+  s = choose_rows(k, spec, target, h, cluster, nullptr);
+  if (hint.empty()) {
+    std::erase_if(s.reasons, [](const std::string& r) { return r.starts_with("schedule hint:"); });
+  }
+  s.reasons.insert(s.reasons.begin() + 1, why);
   return s;
 }
 

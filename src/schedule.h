@@ -30,9 +30,11 @@
 //   K CTAs (sm_90); each CTA combines its warps' partial states in warp order and leaves its total
 //   in its shared memory; after a cluster barrier every thread combines the K totals, read through
 //   distributed shared memory, in rank order (a fixed order: the same bits on every run). Each
-//   CTA keeps the column accumulators of its own columns. Chosen when a row's column
-//   accumulators exceed one CTA's shared memory (LayerNorm backward at N = 32768); `cluster=K`
-//   forces it.
+//   CTA keeps the column accumulators of its own columns. Chosen (K = 4) where a 1024-thread
+//   row was measured slower: backward kernels whose row does not fit one CTA (column
+//   accumulators beyond its shared memory, or elements beyond its registers) and single-phase
+//   kernels on long rows (softmax backward at N = 32768); `cluster=K` forces it. Backward kernels
+//   with one chunk per thread at 1024 threads take 512 threads and prefetch the next row.
 //
 //   Registers. Rows are held in registers (each element read once: "register-resident") when the
 //   cached vectors fit a budget of about 40 registers per thread (so that 1024 or more threads
@@ -88,22 +90,24 @@ struct ScheduleHint {
 };
 
 struct RowSchedule {
-  std::string name;             // rows.subwarp, rows.warp or rows.cta
-  int vec = 1;                  // elements per access (VEC)
-  int group = 32;               // threads per row (G)
-  int rows_per_cta = 1;         // R
-  int threads = 32;             // G * R
-  int chunks = 1;               // C = ceil(N / (G * VEC))
-  bool cache_rows = true;       // row loads held in registers across phases
-  bool cache_invariant = true;  // loop-invariant vector loads held in registers across rows
-  bool prefetch = false;        // the next row's cached loads are issued before this row's work
-  bool pack = false;            // cached 16-bit vectors held as packed pairs in 32-bit registers
-  bool stream = false;          // row loads/stores use evict-first hints (ld/st.global.cs)
-  bool persistent = true;       // grid of about SMs x resident CTAs looping over rows
-  int min_ctas = 0;             // __launch_bounds__(threads, min_ctas) when > 0
-  bool smem_columns = false;    // column accumulators in shared memory instead of registers
-  int ctas_per_sm = 1;          // persistent grid: CTAs per SM
-  int cluster = 1;              // K: a row's G threads span a cluster of K CTAs (G / K each)
+  std::string name;               // rows.subwarp, rows.warp or rows.cta
+  int vec = 1;                    // elements per access (VEC)
+  int group = 32;                 // threads per row (G)
+  int rows_per_cta = 1;           // R
+  int threads = 32;               // G * R
+  int chunks = 1;                 // C = ceil(N / (G * VEC))
+  bool cache_rows = true;         // row loads held in registers across phases
+  bool cache_invariant = true;    // loop-invariant vector loads held in registers across rows
+  bool prefetch = false;          // the next row's cached loads are issued before this row's work
+  bool pack = false;              // cached 16-bit vectors held as packed pairs in 32-bit registers
+  bool stream = false;            // row loads/stores use evict-first hints (ld/st.global.cs)
+  bool persistent = true;         // grid of about SMs x resident CTAs looping over rows
+  int min_ctas = 0;               // __launch_bounds__(threads, min_ctas) when > 0
+  bool smem_columns = false;      // column accumulators in shared memory instead of registers
+  int ctas_per_sm = 1;            // persistent grid: CTAs per SM
+  int cluster = 1;                // K: a row's G threads span a cluster of K CTAs (G / K each)
+  bool column_reduction = false;  // the kernel has column reductions (dw[:] += ...)
+  int phases = 0;                 // reduction phases (a reduction of a reduction's result: 2)
   std::vector<std::string> reasons;
 };
 
