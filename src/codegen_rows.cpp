@@ -73,6 +73,11 @@ class RowEmitter {
                          const std::string& offset_prefix, const std::string& valid);
   std::string offset_expr(const Access& a, const std::string& prefix) const;
   bool packed(ir::ValueId id) const;
+  /// How reduction `r` is spelled in CUDA (its state type and combine operator).
+  cuda::ReduceSpelling spelling(ir::ValueId r) const {
+    const ir::Node& n = k_.node(r);
+    return cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+  }
   /// The accumulator of column reduction `store` for element (c, v) of this thread.
   std::string column_slot(size_t store) const {
     return s_.smem_columns ? fmt::format("CA{}[(c * VEC + v) * {} + {}]", store,
@@ -427,9 +432,7 @@ void RowEmitter::emit_phase(int p) {
   t_.line("{{");
   t_.in();
   for (ir::ValueId r : reductions) {
-    const ir::Node& n = k_.node(r);
-    auto sp =
-        cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+    auto sp = spelling(r);
     t_.line("acc{} = {};", r, sp.identity);
   }
   t_.line("#pragma unroll");
@@ -514,9 +517,7 @@ void RowEmitter::emit_phase(int p) {
   // through shared memory in warp order.
   int width = std::min(g_, 32);
   for (ir::ValueId r : reductions) {
-    const ir::Node& n = k_.node(r);
-    auto sp =
-        cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+    auto sp = spelling(r);
     t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
     if (g_ > 32) {
       t_.line("if ((lane & 31) == 0) red{}[buf][group][{} >> 5] = acc{};", r,
@@ -530,9 +531,7 @@ void RowEmitter::emit_phase(int p) {
     // every run.
     t_.line("__syncthreads();");
     for (ir::ValueId r : reductions) {
-      const ir::Node& n = k_.node(r);
-      auto sp =
-          cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+      auto sp = spelling(r);
       t_.line("acc{0} = red{0}[buf][group][0];", r);
       t_.line("#pragma unroll");
       t_.line("for (int w = 1; w < {2} / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
@@ -542,9 +541,7 @@ void RowEmitter::emit_phase(int p) {
     if (k_cl_ > 1) {
       t_.line("kdsl_cluster_sync();");
       for (ir::ValueId r : reductions) {
-        const ir::Node& n = k_.node(r);
-        auto sp =
-            cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+        auto sp = spelling(r);
         t_.line("acc{0} = *kdsl_cluster_map(&redc{0}[buf][group], 0);", r);
         t_.line("#pragma unroll");
         t_.line(
@@ -584,9 +581,7 @@ void RowEmitter::emit_row_body() {
           reds.push_back(static_cast<ir::ValueId>(i));
       }
       for (ir::ValueId r : reds) {
-        const ir::Node& n = k_.node(r);
-        auto sp =
-            cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+        auto sp = spelling(r);
         t_.line("{} acc{};", sp.state_type, r);
       }
       emit_phase(p);
