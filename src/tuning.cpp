@@ -23,7 +23,7 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
     for (const ScheduleHint& o : out) {
       RowSchedule t = choose_row_schedule(k, spec, target, o);
       if (t.group == s.group && t.persistent == s.persistent && t.prefetch == s.prefetch &&
-          t.vec == s.vec && t.pack == s.pack) {
+          t.vec == s.vec && t.pack == s.pack && t.cluster == s.cluster) {
         return;  // the same schedule as an earlier candidate
       }
     }
@@ -53,6 +53,16 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
           add(p);
         }
       }
+    }
+  }
+  // Long rows: the row on one CTA or split over a thread-block cluster of 2 or 4 (measured
+  // either way faster depending on the kernel, bench/RESULTS.md).
+  RowSchedule d = choose_row_schedule(k, spec, target, {});
+  if (d.group >= 512 || d.cluster > 1) {
+    for (int cluster : {1, 2, 4}) {
+      ScheduleHint h;
+      h.cluster = cluster;
+      add(h);
     }
   }
   return out;

@@ -29,6 +29,23 @@ TEST(Tuning, CandidatesStartWithTheDefaultAndAreDistinctSchedules) {
   EXPECT_EQ(sources.size(), c.size()) << "two candidates generate the same kernel";
 }
 
+TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
+  auto fe =
+      run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/layer_norm.kdsl"));
+  Specialization spec{{DType::bf16}, 32768, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(*fe, "layer_norm_bwd", spec);
+  DeviceTarget target;
+  std::vector<ScheduleHint> c = tuning_candidates(k, spec, target);
+  std::set<int> clusters;
+  std::set<std::string> sources;
+  for (const ScheduleHint& h : c) {
+    clusters.insert(choose_row_schedule(k, spec, target, h).cluster);
+    sources.insert(generate(k, spec, target, h).source);
+  }
+  EXPECT_EQ(clusters, (std::set<int>{1, 2, 4}));  // the default is a cluster of 4
+  EXPECT_EQ(sources.size(), c.size()) << "two candidates generate the same kernel";
+}
+
 TEST(Tuning, KeyNamesKernelDtypesLengthAndLayoutBits) {
   Specialization spec{{DType::bf16}, 8192, 0x1f, 0x1b};
   EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b");
