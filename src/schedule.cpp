@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "kdsl/error.h"
 
@@ -131,6 +132,16 @@ Words cached_words(const ir::Kernel& k, const Specialization& spec, bool pack, i
 
 }  // namespace
 
+bool supports_clusters(const DeviceTarget& target) {
+  const std::string& a = target.arch;
+  int cc = 0;
+  for (size_t i = a.rfind('_') + 1; i < a.size() && std::isdigit(static_cast<unsigned char>(a[i]));
+       ++i) {
+    cc = cc * 10 + (a[i] - '0');
+  }
+  return cc >= 90;
+}
+
 namespace {
 
 // The row schedule with `cluster` CTAs per row; sets `*columns_overflow` when the column-reduction
@@ -248,6 +259,11 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         "schedule hint group={}: more than 1024 threads per row need a cluster (cluster=2, 4 or 8)",
         group));
   }
+  if (cluster > 1 && !supports_clusters(target)) {
+    throw ArgumentError(
+        fmt::format("schedule hint cluster={}: thread-block clusters need sm_90 or newer, not {}",
+                    cluster, target.arch));
+  }
   if (cluster > 1 && (group / cluster < 64 || group / cluster > 1024)) {
     throw ArgumentError(fmt::format(
         "schedule hint cluster={}: a row's {} threads would give {} per CTA; a cluster needs "
@@ -324,12 +340,13 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   bool overflow = false;
   RowSchedule s = choose_rows(k, spec, target, hint, hint.cluster.value_or(1), &overflow);
   if (hint.cluster || hint.group || s.group != 1024) return s;  // the user's choice stands
+  const bool clusters = supports_clusters(target);
   // Rows whose 1024 threads were measured slower than the alternatives (bench/RESULTS.md, fourth
   // session, bf16 on an H200):
   ScheduleHint h = hint;
   int cluster = 1;
   std::string why;
-  if (s.column_reduction && (overflow || !s.cache_rows)) {
+  if (clusters && s.column_reduction && (overflow || !s.cache_rows)) {
     // Column reductions whose row does not fit one CTA (N = 32768): the row's accumulators
     // beyond its shared memory (LayerNorm backward) or its elements beyond its registers
     // (RMSNorm backward, re-read per phase). A cluster of four CTAs, each with a quarter of the
@@ -339,7 +356,7 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
     why =
         "the row does not fit one CTA (column accumulators or elements): a cluster of 4 CTAs "
         "per row, each with a quarter of the columns";
-  } else if (!s.column_reduction && s.persistent && s.phases == 1) {
+  } else if (clusters && !s.column_reduction && s.persistent && s.phases == 1) {
     // Single-phase kernels on long rows (softmax backward at N = 32768): four CTAs of 256
     // threads per row instead of one of 1024 (212 us against 258).
     cluster = 4;

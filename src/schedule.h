@@ -111,6 +111,9 @@ struct RowSchedule {
   std::vector<std::string> reasons;
 };
 
+/// True when `target` has thread-block clusters (sm_90 and newer: "sm_90", "sm_90a", "sm_100f").
+bool supports_clusters(const DeviceTarget& target);
+
 /// Chooses the row schedule for `k` (already specialized) on `target`. Deterministic: the same
 /// kernel, specialization and target give the same schedule.
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,

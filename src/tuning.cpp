@@ -58,7 +58,7 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
   // Long rows: the row on one CTA or split over a thread-block cluster of 2 or 4 (measured
   // either way faster depending on the kernel, bench/RESULTS.md).
   RowSchedule d = choose_row_schedule(k, spec, target, {});
-  if (d.group >= 512 || d.cluster > 1) {
+  if (supports_clusters(target) && (d.group >= 512 || d.cluster > 1)) {
     for (int cluster : {1, 2, 4}) {
       ScheduleHint h;
       h.cluster = cluster;

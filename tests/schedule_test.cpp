@@ -32,10 +32,12 @@ struct Chosen {
 };
 
 Chosen choose(const std::string& file, const std::string& kernel, DType t, int64_t n,
-              const std::string& hint = "") {
+              const std::string& hint = "", const std::string& arch = "sm_90") {
   Specialization spec{{t}, n, ~0u, ~0u};
   ir::Kernel k = lower_specialized(module(file), kernel, spec);
-  RowSchedule s = choose_row_schedule(k, spec, DeviceTarget{}, ScheduleHint::parse(hint));
+  DeviceTarget target;
+  target.arch = arch;
+  RowSchedule s = choose_row_schedule(k, spec, target, ScheduleHint::parse(hint));
   return {std::move(k), spec, std::move(s)};
 }
 
@@ -95,6 +97,16 @@ TEST(RowSchedule, ClustersWhereOneCtaPerRowWasMeasuredSlower) {
   Chosen u = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768, "group=1024");
   EXPECT_EQ(u.s.cluster, 1);
   EXPECT_EQ(u.s.group, 1024);
+}
+
+TEST(RowSchedule, NoClustersBeforeHopper) {
+  EXPECT_EQ(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768, "", "sm_80").s.cluster,
+            1);
+  EXPECT_EQ(choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768, "", "sm_86").s.cluster, 1);
+  EXPECT_EQ(choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768, "", "sm_100f").s.cluster, 4);
+  EXPECT_EQ(choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768, "", "sm_90a").s.cluster, 4);
+  EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 32768, "cluster=2", "sm_80"),
+               ArgumentError);
 }
 
 TEST(RowSchedule, ClusterHintsAreChecked) {

@@ -44,6 +44,12 @@ TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
   }
   EXPECT_EQ(clusters, (std::set<int>{1, 2, 4}));  // the default is a cluster of 4
   EXPECT_EQ(sources.size(), c.size()) << "two candidates generate the same kernel";
+  // Before sm_90 there are no clusters to try.
+  DeviceTarget ampere;
+  ampere.arch = "sm_80";
+  for (const ScheduleHint& h : tuning_candidates(k, spec, ampere)) {
+    EXPECT_EQ(choose_row_schedule(k, spec, ampere, h).cluster, 1) << h.str();
+  }
 }
 
 TEST(Tuning, KeyNamesKernelDtypesLengthAndLayoutBits) {
