@@ -1,6 +1,7 @@
 // CUDA C++ for the row schedules (see schedule.h): a persistent grid of CTAs, each with R groups
 // of G threads, one loop iteration ("row") per group at a time, the row's vector axis split into
-// C chunks of VEC elements per thread. The body runs in phases separated by reductions.
+// C chunks of VEC elements per thread. The body runs in phases separated by reductions. With a
+// thread-block cluster (rows.cluster) a row's G threads are spread over the cluster's K CTAs.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -650,8 +651,7 @@ void RowEmitter::emit_main() {
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const ir::Node& n = k_.nodes[i];
       if (n.op != Op::reduce) continue;
-      auto sp =
-          cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+      auto sp = spelling(static_cast<ir::ValueId>(i));
       t_.line("__shared__ {} red{}[2][R][{} / 32];", sp.state_type, i, k_cl_ > 1 ? "GC" : "G");
       if (k_cl_ > 1) t_.line("__shared__ {} redc{}[2][R];", sp.state_type, i);
     }

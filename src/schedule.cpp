@@ -145,9 +145,11 @@ bool supports_clusters(const DeviceTarget& target) {
 namespace {
 
 // The row schedule with `cluster` CTAs per row; sets `*columns_overflow` when the column-reduction
-// accumulators were meant for shared memory but do not fit there.
+// accumulators were meant for shared memory but do not fit there. `hint` is the user's (named in
+// the reasons) unless `internal`.
 RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const DeviceTarget& target,
-                        const ScheduleHint& hint, int cluster, bool* columns_overflow) {
+                        const ScheduleHint& hint, int cluster, bool* columns_overflow,
+                        bool internal = false) {
   RowSchedule s;
   int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
   size_t min_size = 16;
@@ -203,9 +205,9 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   const double per_elem = words.row + words.invariant + (s.smem_columns ? 0.0 : words.column);
   const double budget = std::max(16.0, target.regs_per_sm / 1024.0 - 24.0);
   // One CTA per row: about 16 elements per thread (small threads, many rows in flight).
-  // Persistent: about 4 chunks per thread (VEC x 4 elements), at least 64 threads for long rows.
-  // With column reductions the accumulators also live in registers: more threads per row until
-  // the cached vectors fit the budget.
+  // With column reductions (always persistent): about 4 chunks per thread (VEC x 4 elements), at
+  // least 64 threads for long rows, then more threads per row until the cached vectors (the
+  // accumulators too, when they are not in shared memory) fit the budget.
   // Without column reductions: the fewest threads per row whose share of the row fits the
   // register budget (about 40 words: 40 f32 or 80 packed 16-bit elements), so that an SM holds
   // as many rows, and keeps as many bytes in flight, as its registers allow (measured at 8192 x
@@ -323,7 +325,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
       s.cache_rows ? "each element is read once" : "each reduction phase re-reads the row"));
   s.stream = hint.stream.value_or(false);
   s.min_ctas = hint.min_ctas.value_or(0);
-  if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
+  if (!hint.empty() && !internal) s.reasons.push_back("schedule hint: " + hint.str());
   // The grid is sized at launch from the driver's occupancy for the compiled kernel; this is an
   // upper bound (threads per SM), so that the generated source depends on the kernel, the
   // specialization and the architecture only.
@@ -373,10 +375,8 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   } else {
     return s;
   }
-  s = choose_rows(k, spec, target, h, cluster, nullptr);
-  if (hint.empty()) {
-    std::erase_if(s.reasons, [](const std::string& r) { return r.starts_with("schedule hint:"); });
-  }
+  s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
   s.reasons.insert(s.reasons.begin() + 1, why);
   return s;
 }

@@ -90,7 +90,7 @@ struct ScheduleHint {
 };
 
 struct RowSchedule {
-  std::string name;               // rows.subwarp, rows.warp or rows.cta
+  std::string name;               // rows.subwarp, rows.warp, rows.cta or rows.cluster
   int vec = 1;                    // elements per access (VEC)
   int group = 32;                 // threads per row (G)
   int rows_per_cta = 1;           // R
