@@ -267,7 +267,8 @@ void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch) {
   }
   app.add_option("--schedule", o.schedule,
                  "Override the scheduler (expert): vec=, group=, cache_rows=, cache_invariant=, "
-                 "prefetch=, pack=, stream=, persistent=, min_ctas=; e.g. group=512,prefetch=1");
+                 "prefetch=, pack=, stream=, persistent=, smem_columns=, min_ctas=, cluster= "
+                 "(CTAs per row, sm_90+); e.g. group=512,prefetch=1");
 }
 
 std::shared_ptr<const FrontEnd> load_module(const std::string& path) {
