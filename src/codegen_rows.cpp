@@ -784,17 +784,35 @@ void RowEmitter::emit_cluster_helpers() {
   t_.line("}}");
 }
 
+// The follow-up kernel: the fixed-order sum of the per-group partials of each column
+// reduction. A CTA of 256 threads owns FC x FV consecutive columns (FV = 4 with 16-byte loads
+// when the partials are f32 rows of a multiple of 4 columns, else 1); its 32 slices of FC threads
+// each sum every 32nd partial, 8 independent loads at a time, and slice 0 adds the 32 slice sums
+// in order. The order depends only on the partial count, so the result is deterministic; the
+// loads in flight (not one chain of thousands of dependent loads per column) keep it short.
 void RowEmitter::emit_finalize() {
+  constexpr int kCols = 8, kSlices = 32, kBatch = 8;
   std::string fsym = sym_ + "_finalize";
   FollowUp f;
   f.symbol = fsym;
-  f.block_threads = 256;
-  f.grid_elements = 1;
-  t_.line("// Fixed-order sum of the per-group partials of each column reduction (deterministic).");
-  t_.line("extern \"C\" __global__ void __launch_bounds__(256) {}(const kdsl_params_{} p) {{", fsym,
-          sym_);
+  f.block_threads = kCols * kSlices;
+  // 16-byte loads of 4 f32 partials need every reduction to be an f32 vector over N % 4 == 0.
+  int fv = n_ % 4 == 0 ? 4 : 1;
+  uint64_t columns = 1;
+  for (const ir::Store& st : k_.stores) {
+    if (st.kind != ir::StoreKind::reduce) continue;
+    if (!vector_view(st.view) || k_.node(st.value).type.dtype != DType::f32) fv = 1;
+    if (vector_view(st.view)) columns = std::max<uint64_t>(columns, static_cast<uint64_t>(n_));
+  }
+  t_.line("// Fixed-order sum of the per-group partials of each column reduction (deterministic):");
+  t_.line("// {} columns per CTA, {} slices each summing every {}th partial, then the slices in order.",
+          kCols * fv, kSlices, kSlices);
+  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
+          kCols * kSlices, fsym, sym_);
   t_.in();
-  t_.line("const long long j = static_cast<long long>(blockIdx.x) * 256 + threadIdx.x;");
+  t_.line("constexpr int FC = {}, FS = {}, FB = {}, FV = {};", kCols, kSlices, kBatch, fv);
+  t_.line("const int fc = static_cast<int>(threadIdx.x) % FC, fs = static_cast<int>(threadIdx.x) / FC;");
+  t_.line("const long long j = (static_cast<long long>(blockIdx.x) * FC + fc) * FV;");
   t_.line("const long long parts = p.partials;");
   for (size_t jj = 0; jj < k_.stores.size(); ++jj) {
     const ir::Store& st = k_.stores[jj];
@@ -802,7 +820,6 @@ void RowEmitter::emit_finalize() {
     const ir::TensorParam& tp = k_.tensors[st.tensor];
     DType acc = k_.node(st.value).type.dtype;
     bool vec = vector_view(st.view);
-    if (vec) f.grid_elements = std::max<uint64_t>(f.grid_elements, static_cast<uint64_t>(n_));
     std::string off = "0LL";
     std::string vs = "1LL";
     for (size_t ax = 0; ax < st.view.size(); ++ax) {
@@ -812,25 +829,68 @@ void RowEmitter::emit_finalize() {
         vs = fmt::format("p.st{}_{}", st.tensor, ax);
       }
     }
-    t_.line("if (j < {}) {{", vec ? fmt::format("{}LL", n_) : std::string("1"));
-    t_.in();
+    std::string width = vec ? fmt::format("{}LL", n_) : std::string("1LL");
     // f32 partials are summed in f64: thousands of partials in f32 would lose digits.
     DType sum_t = acc == DType::f32 ? DType::f64 : acc;
-    t_.line("{} a = {};", cuda::reg_type(sum_t), cuda::zero(sum_t));
-    t_.line("for (long long q = 0; q < parts; ++q) a = a + {};",
-            cuda::convert(acc, sum_t,
-                          fmt::format("p.ws{}[q * {} + j]", store_ws_[jj],
-                                      vec ? fmt::format("{}LL", n_) : std::string("1"))));
-    t_.line("{}* out = p.t{} + {} + j * {};", cuda::storage_type(tp.dtype), st.tensor, off, vs);
+    std::string rt = cuda::reg_type(sum_t);
+    t_.line("{{");
+    t_.in();
+    t_.line("__shared__ {} fsum{}[FS][FC * FV];", rt, jj);
+    t_.line("const bool ok = j < {};", width);
+    t_.line("{} a[FV];", rt);
+    t_.line("#pragma unroll");
+    t_.line("for (int e = 0; e < FV; ++e) a[e] = {};", cuda::zero(sum_t));
+    t_.line("for (long long q0 = fs; q0 < parts; q0 += FS * FB) {{");
+    t_.in();
+    t_.line("{} v[FB][FV];", cuda::reg_type(acc));
+    t_.line("#pragma unroll");
+    t_.line("for (int u = 0; u < FB; ++u) {{");
+    t_.in();
+    t_.line("const long long q = q0 + static_cast<long long>(u) * FS;");
+    t_.line("if (ok && q < parts) {{");
+    t_.line("  kdsl_load<FV>(p.ws{} + q * {} + j, v[u]);", store_ws_[jj], width);
+    t_.line("}} else {{");
+    t_.line("  #pragma unroll");
+    t_.line("  for (int e = 0; e < FV; ++e) v[u][e] = {};", cuda::zero(acc));
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+    t_.line("#pragma unroll");
+    t_.line("for (int u = 0; u < FB; ++u) {{");
+    t_.line("  if (q0 + static_cast<long long>(u) * FS >= parts) continue;");
+    t_.line("  #pragma unroll");
+    t_.line("  for (int e = 0; e < FV; ++e) a[e] = a[e] + {};", cuda::convert(acc, sum_t, "v[u][e]"));
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+    t_.line("#pragma unroll");
+    t_.line("for (int e = 0; e < FV; ++e) fsum{}[fs][fc * FV + e] = a[e];", jj);
+    t_.line("__syncthreads();");
+    t_.line("if (fs == 0 && ok) {{");
+    t_.in();
+    t_.line("#pragma unroll");
+    t_.line("for (int e = 0; e < FV; ++e) {{");
+    t_.in();
+    t_.line("if (j + e >= {}) break;", width);
+    t_.line("#pragma unroll");
+    t_.line("for (int s = 1; s < FS; ++s) a[e] = a[e] + fsum{}[s][fc * FV + e];", jj);
+    t_.line("{}* out = p.t{} + {} + (j + e) * {};", cuda::storage_type(tp.dtype), st.tensor, off,
+            vs);
     if (tp.role == ir::Role::inout) {
-      t_.line("a = a + {};", cuda::convert(tp.dtype, sum_t, cuda::from_storage(tp.dtype, "*out")));
+      t_.line("a[e] = a[e] + {};",
+              cuda::convert(tp.dtype, sum_t, cuda::from_storage(tp.dtype, "*out")));
     }
-    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(sum_t, tp.dtype, "a")));
+    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(sum_t, tp.dtype, "a[e]")));
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
     t_.out();
     t_.line("}}");
   }
   t_.out();
   t_.line("}}");
+  f.grid_elements = (columns + kCols * fv - 1) / (kCols * fv) * f.block_threads;
   plan_.follow_ups.push_back(f);
 }
 

@@ -45,7 +45,7 @@ struct WorkspaceSpec {
 struct FollowUp {
   std::string symbol;
   uint32_t block_threads = 256;
-  uint64_t grid_elements = 0;  // threads needed in total (one per output element)
+  uint64_t grid_elements = 0;  // threads in the whole grid (a multiple of block_threads)
 };
 
 struct LaunchPlan {
