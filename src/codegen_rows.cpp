@@ -805,13 +805,16 @@ void RowEmitter::emit_finalize() {
     if (vector_view(st.view)) columns = std::max<uint64_t>(columns, static_cast<uint64_t>(n_));
   }
   t_.line("// Fixed-order sum of the per-group partials of each column reduction (deterministic):");
-  t_.line("// {} columns per CTA, {} slices each summing every {}th partial, then the slices in order.",
-          kCols * fv, kSlices, kSlices);
+  t_.line(
+      "// {} columns per CTA, {} slices each summing every {}th partial, then the slices in order.",
+      kCols * fv, kSlices, kSlices);
   t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
           kCols * kSlices, fsym, sym_);
   t_.in();
   t_.line("constexpr int FC = {}, FS = {}, FB = {}, FV = {};", kCols, kSlices, kBatch, fv);
-  t_.line("const int fc = static_cast<int>(threadIdx.x) % FC, fs = static_cast<int>(threadIdx.x) / FC;");
+  t_.line(
+      "const int fc = static_cast<int>(threadIdx.x) % FC, fs = static_cast<int>(threadIdx.x) / "
+      "FC;");
   t_.line("const long long j = (static_cast<long long>(blockIdx.x) * FC + fc) * FV;");
   t_.line("const long long parts = p.partials;");
   for (size_t jj = 0; jj < k_.stores.size(); ++jj) {
@@ -859,7 +862,8 @@ void RowEmitter::emit_finalize() {
     t_.line("for (int u = 0; u < FB; ++u) {{");
     t_.line("  if (q0 + static_cast<long long>(u) * FS >= parts) continue;");
     t_.line("  #pragma unroll");
-    t_.line("  for (int e = 0; e < FV; ++e) a[e] = a[e] + {};", cuda::convert(acc, sum_t, "v[u][e]"));
+    t_.line("  for (int e = 0; e < FV; ++e) a[e] = a[e] + {};",
+            cuda::convert(acc, sum_t, "v[u][e]"));
     t_.line("}}");
     t_.out();
     t_.line("}}");
