@@ -71,7 +71,11 @@ class RowEmitter {
   std::string elem_ptr(int access, const std::string& index, const std::string& prefix = "") const;
   void emit_row_indices(const std::string& prefix, const std::string& row);
   void emit_cached_loads(bool invariant, const std::string& array_prefix,
-                         const std::string& offset_prefix, const std::string& valid);
+                         const std::string& offset_prefix, const std::string& valid,
+                         bool skip_staged = false);
+  bool staged(ir::ValueId id) const;
+  void emit_stage_issue(const std::string& row, const std::string& stage);
+  void emit_stage_reads();
   std::string offset_expr(const Access& a, const std::string& prefix) const;
   bool packed(ir::ValueId id) const;
   /// How reduction `r` is spelled in CUDA (its state type and combine operator).
@@ -85,7 +89,10 @@ class RowEmitter {
                                          k_cl_ > 1 ? "GC" : "G", k_cl_ > 1 ? "tl" : "lane")
                            : fmt::format("CA{}[c * VEC + v]", store);
   }
-  std::map<size_t, uint32_t> smem_offset_;  // byte offset of each column accumulator in kdsl_smem
+  std::map<size_t, uint32_t> smem_offset_;    // byte offset of each column accumulator in kdsl_smem
+  uint32_t stage_offset_ = 0;                 // byte offset of the row-staging buffer in kdsl_smem
+  std::vector<ir::ValueId> staged_;           // the row loads staged in shared memory, in order
+  std::map<ir::ValueId, int> staged_scalar_;  // per-row scalar loads staged, and their slots
   /// "true" when an access streams (read or written once per row) and the schedule asks for
   /// evict-first cache hints.
   const char* cs(int access) const {
@@ -257,10 +264,12 @@ void RowEmitter::emit_row_indices(const std::string& prefix, const std::string& 
 // Loads the cached vectors (row-dependent or loop-invariant ones) of this thread's chunks into
 // arrays named <array_prefix><node id>: packed pairs of 16-bit values, or register values.
 void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_prefix,
-                                   const std::string& offset_prefix, const std::string& valid) {
+                                   const std::string& offset_prefix, const std::string& valid,
+                                   bool skip_staged) {
   std::vector<ir::ValueId> ids;
   for (size_t i = 0; i < k_.nodes.size(); ++i) {
     const ir::Node& n = k_.nodes[i];
+    if (skip_staged && staged(static_cast<ir::ValueId>(i))) continue;
     if (n.op == Op::load && n.type.form == Form::vector && cached_[i] &&
         loop_view(n.view) != invariant) {
       ids.push_back(static_cast<ir::ValueId>(i));
@@ -289,6 +298,79 @@ void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_pref
       t_.line("}}");
     } else {
       emit_chunk_load(fmt::format("&{}{}[c * VEC]", array_prefix, id), a, cond, offset_prefix);
+    }
+  }
+  t_.out();
+  t_.line("}}");
+}
+
+// A row load staged in shared memory (rows.stage > 1): cached, row-dependent, 16 bytes per chunk.
+// The same rule as the scheduler's count (schedule.cpp), so the buffer sizes agree.
+bool RowEmitter::staged(ir::ValueId id) const {
+  const ir::Node& n = k_.node(id);
+  return s_.stage >= 2 && n.op == Op::load && n.type.form == Form::vector && loop_view(n.view) &&
+         cached_[id] && fast(n.index) && dtype_size(k_.tensors[n.index].dtype) * vec_ == 16;
+}
+
+// Issues this thread's copies of row `row` into stage `stage` of the staging buffer (zeros for
+// a row past the end or a chunk past N), as one commit group. Slots are laid out [stage][load]
+// [chunk][thread] in 16-byte units, so a warp's copies fill 512 contiguous bytes; per-row scalars
+// follow, [stage][scalar][thread] in 8-byte units.
+void RowEmitter::emit_stage_issue(const std::string& row, const std::string& stage) {
+  t_.line("{{");
+  t_.in();
+  t_.line("const long long srow = {};", row);
+  emit_row_indices("s", "srow");
+  t_.line("const bool svalid = srow < p.rows;");
+  t_.line("const int sst = {};", stage);
+  t_.line("#pragma unroll");
+  t_.line("for (int c = 0; c < C; ++c) {{");
+  t_.in();
+  t_.line("const int col = (c * G + lane) * VEC;");
+  t_.line("const bool in_range = {};", in_range());
+  for (size_t li = 0; li < staged_.size(); ++li) {
+    int a = load_access_.at(staged_[li]);
+    t_.line("kdsl_cp_async<16>(kdsl_stage + (((sst * NS + {}) * C + c) * T + threadIdx.x) * 16,",
+            li);
+    t_.line(
+        "                  svalid && in_range ? static_cast<const void*>({}) : t{}, svalid && "
+        "in_range);",
+        elem_ptr(a, "col", "s"), accesses_[a].tensor);
+  }
+  t_.out();
+  t_.line("}}");
+  for (const auto& [id, slot] : staged_scalar_) {
+    const ir::Node& n = k_.node(id);
+    int a = load_access_.at(id);
+    t_.line("kdsl_cp_async<{}>(kdsl_stage_sc + ((sst * NSC + {}) * T + threadIdx.x) * 8,",
+            dtype_size(k_.tensors[n.index].dtype), slot);
+    t_.line("                 svalid ? static_cast<const void*>(t{0} + so{1}) : t{0}, svalid);",
+            n.index, a);
+  }
+  t_.out();
+  t_.line("}}");
+  t_.line("kdsl_cp_commit();");
+}
+
+// Reads this row's staged chunks (stage `sidx`) from shared memory into the register arrays.
+void RowEmitter::emit_stage_reads() {
+  t_.line("#pragma unroll");
+  t_.line("for (int c = 0; c < C; ++c) {{");
+  t_.in();
+  for (size_t li = 0; li < staged_.size(); ++li) {
+    ir::ValueId id = staged_[li];
+    DType dt = k_.tensors[k_.node(id).index].dtype;
+    std::string slot = fmt::format(
+        "reinterpret_cast<const {}*>(kdsl_stage + (((sidx * NS + {}) * C + c) * T + threadIdx.x) * "
+        "16)",
+        cuda::storage_type(dt), li);
+    if (packed(id)) {
+      t_.line("kdsl_load_raw<VEC>({}, &L{}[c * VEC / 2]);", slot, id);
+    } else if (dt == DType::bf16 || dt == DType::f16) {
+      t_.line("kdsl_load<VEC>({}, &L{}[c * VEC], {});", slot, id,
+              dt == DType::bf16 ? "true" : "false");
+    } else {
+      t_.line("kdsl_load<VEC>({}, &L{}[c * VEC]);", slot, id);
     }
   }
   t_.out();
@@ -341,6 +423,13 @@ void RowEmitter::emit_scalar(ir::ValueId id) {
     case Op::load: {
       int a = load_access_.at(id);
       std::string v = cuda::from_storage(n.type.dtype, fmt::format("t{}[o{}]", n.index, a));
+      if (auto it = staged_scalar_.find(id); it != staged_scalar_.end()) {
+        v = cuda::from_storage(
+            n.type.dtype,
+            fmt::format("*reinterpret_cast<const {}*>(kdsl_stage_sc + ((sidx * NSC + {}) * T + "
+                        "threadIdx.x) * 8)",
+                        cuda::storage_type(k_.tensors[n.index].dtype), it->second));
+      }
       t_.line("const {} s{} = valid ? {} : {};", rt, id, v, cuda::zero(n.type.dtype));
       return;
     }
@@ -621,7 +710,9 @@ void RowEmitter::emit_main() {
   t_.line("constexpr long long N = {}LL;  // vector axis ({})", n_,
           k_.vector_symbol >= 0 ? k_.symbols[k_.vector_symbol].name : "none");
   t_.line("constexpr int VEC = {}, G = {}, R = {}, C = {};", vec_, g_, r_, c_);
-  if (s_.smem_columns) t_.line("extern __shared__ __align__(16) unsigned char kdsl_smem[];");
+  if (s_.smem_columns || s_.stage >= 2) {
+    t_.line("extern __shared__ __align__(16) unsigned char kdsl_smem[];");
+  }
   if (k_cl_ > 1) {
     // A row's G threads: GC in each of the cluster's K CTAs; `tl` is the thread's place among
     // its CTA's GC, `lane` its place in the row (CTA rank major).
@@ -711,10 +802,26 @@ void RowEmitter::emit_main() {
     t_.out();
     t_.line("}}");
   }
+  // Rows staged in shared memory: the first STAGES - 1 rows' copies are issued before the loop;
+  // each iteration issues the copies of the row STAGES - 1 ahead, waits for its own row's and
+  // reads it into registers. Each thread reads back only what it copied itself.
+  if (s_.stage >= 2) {
+    t_.line("constexpr int STAGES = {}, NS = {}, NSC = {}, T = {};", s_.stage, staged_.size(),
+            staged_scalar_.size(), s_.threads);
+    t_.line("unsigned char* const kdsl_stage = kdsl_smem + {};", stage_offset_);
+    t_.line("unsigned char* const kdsl_stage_sc = kdsl_stage + STAGES * NS * C * T * 16;");
+    for (int st = 0; st + 1 < s_.stage; ++st) {
+      emit_stage_issue(fmt::format("static_cast<long long>({}) * R + group + {}LL * {} * R",
+                                   cta_index(), st, cta_count()),
+                       std::to_string(st));
+    }
+    t_.line("int sidx = 0;");
+  }
   if (s_.persistent) {
     t_.line("int buf = 0;");
     t_.line("for (long long row0 = static_cast<long long>({}) * R; row0 < p.rows;", cta_index());
-    t_.line("     row0 += static_cast<long long>({}) * R, buf ^= 1) {{", cta_count());
+    t_.line("     row0 += static_cast<long long>({}) * R, buf ^= 1{}) {{", cta_count(),
+            s_.stage >= 2 ? ", sidx = sidx + 1 == STAGES ? 0 : sidx + 1" : "");
   } else {
     // One CTA per R rows: no loop, so nothing stays live across rows.
     t_.line("const int buf = 0;");
@@ -729,6 +836,13 @@ void RowEmitter::emit_main() {
     t_.line("const long long nrow = row + static_cast<long long>({}) * R;", cta_count());
     emit_row_indices("n", "nrow");
     emit_cached_loads(false, "P", "n", "nrow < p.rows");
+  } else if (s_.stage >= 2) {
+    emit_stage_issue(fmt::format("row + {}LL * {} * R", s_.stage - 1, cta_count()),
+                     "sidx == 0 ? STAGES - 1 : sidx - 1");
+    t_.line("kdsl_cp_wait_group<STAGES - 1>();");
+    declare_cached(false, "L");
+    emit_stage_reads();
+    emit_cached_loads(false, "L", "", "valid", /*skip_staged=*/true);
   } else {
     // Row loads held in registers: all issued before the first use.
     declare_cached(false, "L");
@@ -737,6 +851,8 @@ void RowEmitter::emit_main() {
   emit_row_body();
   t_.out();
   t_.line("}}");
+  // The copies issued for rows past the end (zeros) complete before the CTA exits.
+  if (s_.stage >= 2) t_.line("kdsl_cp_wait();");
   // Per-group partial sums of the column reductions, for the follow-up kernel.
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     const ir::Store& st = k_.stores[j];
@@ -941,12 +1057,37 @@ GeneratedKernel RowEmitter::run() {
     }
     plan_.dynamic_smem = off;
   }
+  if (s_.stage >= 2) {
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const auto id = static_cast<ir::ValueId>(i);
+      const ir::Node& n = k_.node(id);
+      size_t bytes = n.op == Op::load ? dtype_size(k_.tensors[n.index].dtype) : 0;
+      if (staged(id)) staged_.push_back(id);
+      if (n.op == Op::load && n.type.form == Form::scalar && loop_view(n.view) &&
+          (bytes == 4 || bytes == 8)) {
+        int slot = static_cast<int>(staged_scalar_.size());
+        staged_scalar_[id] = slot;
+      }
+    }
+    if (static_cast<int>(staged_.size()) != s_.staged_loads ||
+        static_cast<int>(staged_scalar_.size()) != s_.staged_scalars) {
+      throw InternalError(fmt::format(
+          "{}: {} row loads and {} row scalars staged, the schedule planned {} and {}", sym_,
+          staged_.size(), staged_scalar_.size(), s_.staged_loads, s_.staged_scalars));
+    }
+    stage_offset_ = (plan_.dynamic_smem + 15) / 16 * 16;
+    plan_.dynamic_smem =
+        stage_offset_ +
+        static_cast<uint32_t>(s_.stage * s_.threads *
+                              (staged_.size() * c_ * 16 + staged_scalar_.size() * 8));
+  }
   t_.line("// Generated by kdsl {} for kernel '{}' ({}).", KDSL_VERSION, k_.name, sym_);
   t_.line("// Schedule {}:", s_.name);
   for (const std::string& r : s_.reasons) t_.line("//   {}", r);
   t_.raw(cuda_prelude());
   t_.line("");
   emit_params_struct();
+  if (s_.stage >= 2) t_.raw(cuda_async_copy_prelude());
   emit_main();
   if (!plan_.workspaces.empty()) emit_finalize();
   return {t_.str(), plan_};

@@ -469,6 +469,7 @@ GeneratedKernel Emitter::run() {
   t_.line("// Schedule {}:", s_.name);
   for (const std::string& r : s_.reasons) t_.line("//   {}", r);
   t_.raw(cuda_prelude());
+  t_.raw(cuda_async_copy_prelude());
   t_.raw(cuda_scan_prelude());
   t_.line("");
   emit_params_struct();

@@ -346,7 +346,7 @@ void Emitter::emit_staged_load(int a, const std::string& sfx) {
   const std::string vs = vstride(x.tensor, x.view);
   auto copy = [&](const std::string& slot, const std::string& at) {
     t_.line(
-        "kdsl_sc_cp_async<CB{0}>(&sm.stg{0}[j][tid][{1}], ok ? static_cast<const void*>({2} + "
+        "kdsl_cp_async<CB{0}>(&sm.stg{0}[j][tid][{1}], ok ? static_cast<const void*>({2} + "
         "ao{0}{3} + {4}) : static_cast<const void*>({2}), ok);",
         a, slot, base, sfx, at);
   };
@@ -386,7 +386,7 @@ void Emitter::emit_staged_loads(const std::string& sfx) {
 
 // The current tile's staged elements: shared memory -> R<a> (what the plain loads would give).
 void Emitter::emit_stage_reads() {
-  t_.line("kdsl_sc_cp_wait();  // this thread's copies (it reads only its own slots)");
+  t_.line("kdsl_cp_wait();  // this thread's copies (it reads only its own slots)");
   for (size_t a = 0; a < p_.accesses.size(); ++a) {
     const Access& x = p_.accesses[a];
     if (!x.phase_a) continue;

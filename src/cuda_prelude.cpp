@@ -301,4 +301,27 @@ template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduc
 )KDSL";
 }
 
+const char* cuda_async_copy_prelude() {
+  return R"KDSL(// ---- kdsl asynchronous copies (cp.async, sm_80+) ----
+// Asynchronous copy of B bytes (4, 8 or 16) from global to shared memory (sm_80+), bypassing the
+// registers; when ok is false nothing is read and the B bytes are zero-filled. Completed by
+// kdsl_cp_wait or kdsl_cp_wait_group (this thread's copies only).
+template <int B> __device__ __forceinline__ void kdsl_cp_async(void* smem, const void* g, bool ok) {
+  static_assert(B == 4 || B == 8 || B == 16, "cp.async copies 4, 8 or 16 bytes");
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int n = ok ? B : 0;
+  if constexpr (B == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(s), "l"(g), "r"(n) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(s), "l"(g), "n"(B), "r"(n) : "memory");
+  }
+}
+__device__ __forceinline__ void kdsl_cp_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// Closes this thread's group of copies issued since the last commit.
+__device__ __forceinline__ void kdsl_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N> __device__ __forceinline__ void kdsl_cp_wait_group() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+)KDSL";
+}
+
 }  // namespace kdsl

@@ -8,4 +8,10 @@ namespace kdsl {
 /// and deterministic reduction operators (sum, max, min, Welford/Chan variance, argmax/argmin).
 const char* cuda_prelude();
 
+/// CUDA C++ source of the asynchronous global-to-shared copies (cp.async, sm_80+): kdsl_cp_async
+/// of 4, 8 or 16 bytes (zero-filled when not ok), kdsl_cp_commit, kdsl_cp_wait_group<N> and
+/// kdsl_cp_wait (all of this thread's copies). Emitted after cuda_prelude() by the kernels that
+/// stage data in shared memory.
+const char* cuda_async_copy_prelude();
+
 }  // namespace kdsl

@@ -44,20 +44,6 @@ __device__ __forceinline__ uint4 kdsl_sc_pk_wait(const uint4* p) {
   }
   return v;
 }
-// Asynchronous copy of B bytes (4, 8 or 16) from global to shared memory (sm_80+), bypassing the
-// registers; when ok is false nothing is read and the B bytes are zero-filled. Completed by
-// kdsl_sc_cp_wait (this thread's copies only).
-template <int B> __device__ __forceinline__ void kdsl_sc_cp_async(void* smem, const void* g, bool ok) {
-  static_assert(B == 4 || B == 8 || B == 16, "cp.async copies 4, 8 or 16 bytes");
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const int n = ok ? B : 0;
-  if constexpr (B == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(s), "l"(g), "r"(n) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(s), "l"(g), "n"(B), "r"(n) : "memory");
-  }
-}
-__device__ __forceinline__ void kdsl_sc_cp_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
 // Barrier 1 over the first n threads of the CTA (n a multiple of 32): the look-back warps.
 __device__ __forceinline__ void kdsl_sc_bar(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
 // A published state, read from L2 (never a stale L1 line).

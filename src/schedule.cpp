@@ -35,7 +35,7 @@ int reg_words(DType t) {
 
 bool ScheduleHint::empty() const {
   return !vec && !group && !cache_rows && !cache_invariant && !prefetch && !pack && !stream &&
-         !persistent && !min_ctas && !smem_columns && !cluster;
+         !persistent && !min_ctas && !smem_columns && !cluster && !stage;
 }
 
 ScheduleHint ScheduleHint::parse(const std::string& text) {
@@ -62,6 +62,8 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
       h.min_ctas = v;
     } else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) {
       h.cluster = v;
+    } else if (key == "stage" && (v == 0 || (v >= 2 && v <= 8))) {
+      h.stage = v;
     } else if (key == "vec" && (v == 1 || v == 2 || v == 4 || v == 8)) {
       h.vec = v;
     } else if (key == "group" && v >= 1 && v <= 8192 && (v & (v - 1)) == 0) {
@@ -82,7 +84,7 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
           fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
                       "of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, "
                       "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32), "
-                      "cluster (1, 2, 4, 8)",
+                      "cluster (1, 2, 4, 8), stage (0, 2 to 8)",
                       item));
     }
   }
@@ -103,6 +105,7 @@ std::string ScheduleHint::str() const {
   if (min_ctas) add("min_ctas", *min_ctas);
   if (smem_columns) add("smem_columns", *smem_columns);
   if (cluster) add("cluster", *cluster);
+  if (stage) add("stage", *stage);
   return s;
 }
 
@@ -132,14 +135,23 @@ Words cached_words(const ir::Kernel& k, const Specialization& spec, bool pack, i
 
 }  // namespace
 
-bool supports_clusters(const DeviceTarget& target) {
+namespace {
+
+// The compute capability in an architecture name: 90 for "sm_90", "sm_90a" or "compute_90".
+int compute_capability(const DeviceTarget& target) {
   const std::string& a = target.arch;
   int cc = 0;
   for (size_t i = a.rfind('_') + 1; i < a.size() && std::isdigit(static_cast<unsigned char>(a[i]));
        ++i) {
     cc = cc * 10 + (a[i] - '0');
   }
-  return cc >= 90;
+  return cc;
+}
+
+}  // namespace
+
+bool supports_clusters(const DeviceTarget& target) {
+  return compute_capability(target) >= 90;
 }
 
 namespace {
@@ -313,6 +325,45 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   if (!s.cache_rows) need -= elems * w.row;
   s.prefetch = s.persistent && s.cache_rows &&
                hint.prefetch.value_or(!column_reduction && need + elems * w.row <= budget);
+  // The shared-memory pipeline: each thread copies its 16-byte chunks of the next stage - 1 rows
+  // into shared memory with cp.async (sm_80), so those bytes are in flight without registers.
+  // Per-row scalars of 4 or 8 bytes (RMSNorm backward's rstd) are staged too, one slot per
+  // thread, so that their load latency is not paid at the start of every row.
+  int staged = 0, staged_scalars = 0;
+  for (const ir::Node& node : k.nodes) {
+    if (node.op != ir::Op::load || !has_loop_axis(node.view)) continue;
+    size_t bytes = dtype_size(k.tensors[static_cast<size_t>(node.index)].dtype);
+    if (node.type.form == ir::Form::scalar) {
+      staged_scalars += bytes == 4 || bytes == 8;
+      continue;
+    }
+    bool fast = ((spec.aligned_mask & spec.contiguous_mask) >> node.index) & 1u;
+    staged += fast && bytes * s.vec == 16;
+  }
+  int stage = hint.stage.value_or(0);
+  if (stage >= 2 &&
+      (!s.persistent || !s.cache_rows || staged == 0 || compute_capability(target) < 80)) {
+    throw ArgumentError(fmt::format(
+        "schedule hint stage={}: staging rows in shared memory needs a persistent grid with "
+        "register-resident rows, 16-byte row loads and sm_80 or newer",
+        stage));
+  }
+  const double stage_bytes =
+      (static_cast<double>(staged) * s.chunks * 16 + staged_scalars * 8.0) * s.threads;
+  while (stage >= 2 && (s.smem_columns ? smem_bytes : 0.0) + stage * stage_bytes >
+                           static_cast<double>(target.max_smem_per_cta)) {
+    --stage;
+  }
+  if (stage >= 2) {
+    s.stage = stage;
+    s.staged_loads = staged;
+    s.staged_scalars = staged_scalars;
+    s.prefetch = false;
+    s.reasons.push_back(fmt::format(
+        "rows staged in shared memory: {} rows ({:.0f} KiB per CTA) loaded ahead with cp.async "
+        "({} row loads of 16 bytes per thread and chunk, {} per-row scalars)",
+        stage, stage * stage_bytes / 1024, staged, staged_scalars));
+  }
   if (s.prefetch) need += elems * w.row;
   if (!s.cache_invariant) {
     s.reasons.push_back("loop-invariant vectors are re-read per row (from L1/L2)");

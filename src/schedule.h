@@ -81,6 +81,7 @@ struct ScheduleHint {
   std::optional<int> min_ctas;       // __launch_bounds__ minimum CTAs per SM (caps registers)
   std::optional<bool> smem_columns;  // column-reduction accumulators in shared memory
   std::optional<int> cluster;        // CTAs per row (a thread-block cluster): 1, 2, 4 or 8
+  std::optional<int> stage;          // rows staged ahead in shared memory (cp.async): 0, 2 to 8
 
   bool empty() const;
   /// Parses "group=512,prefetch=1,pack=0"; throws kdsl::ArgumentError on unknown keys or values.
@@ -107,6 +108,9 @@ struct RowSchedule {
   int ctas_per_sm = 1;            // persistent grid: CTAs per SM
   int cluster = 1;                // K: a row's G threads span a cluster of K CTAs (G / K each)
   bool column_reduction = false;  // the kernel has column reductions (dw[:] += ...)
+  int stage = 0;                  // rows in the shared-memory pipeline (cp.async), 0 = none
+  int staged_loads = 0;           // row loads staged per row (16-byte chunks of each thread)
+  int staged_scalars = 0;         // per-row scalars staged per row (4 or 8 bytes, each thread)
   int phases = 0;                 // reduction phases (a reduction of a reduction's result: 2)
   std::vector<std::string> reasons;
 };

@@ -296,6 +296,8 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               R"("n"(B), "r"(n) : "memory");)",
               "kdsl_emu_cp_async(smem, g, B, n);");
   replace_all(src, R"(asm volatile("cp.async.wait_all;" ::: "memory");)", "");
+  replace_all(src, R"(asm volatile("cp.async.commit_group;" ::: "memory");)", "");
+  replace_all(src, R"(asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");)", "");
   // Thread-block clusters (the row schedule's rows.cluster).
   replace_all(src,
               R"(asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.)"

@@ -68,6 +68,37 @@ TEST_P(RowsEmu, ClusterSchedules) {
   }
 }
 
+// Rows staged in shared memory (rows.stage): each thread copies its chunks of the rows ahead
+// with cp.async and reads them back; rows past the end and chunks past N are zero-filled. A
+// persistent grid of 8 CTAs over 37 rows, so stages wrap around; a tail (f32 N = 1000); a
+// cluster.
+TEST_P(RowsEmu, StagedRows) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  const testing::KernelCase& kc = GetParam();
+  auto fe = testing::front_end(kc.file);
+  uint64_t seed = 131;
+  for (auto [t, n, hint] :
+       {std::tuple{DType::bf16, int64_t{4096}, "persistent=1,stage=3"},
+        std::tuple{DType::f32, int64_t{1000}, "persistent=1,group=64,stage=2"},
+        std::tuple{DType::bf16, int64_t{4096}, "persistent=1,cluster=2,group=512,stage=4"}}) {
+    ProblemSpec ps;
+    ps.kernel = kc.kernel;
+    ps.binding = {t};
+    ps.shapes = {{"M", 37}, {"N", n}};
+    ps.seed = seed++;
+    ps.inputs = testing::forward_tensors(fe, ps, kc.forward);
+    Problem p = make_problem(fe, ps);
+    ScheduleHint h = ScheduleHint::parse(hint);
+    h.cache_rows = true;
+    GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{}, h);
+    EXPECT_NE(gen.source.find("kdsl_cp_wait_group<STAGES - 1>()"), std::string::npos) << hint;
+    emu::expect_emulated_matches_reference(
+        p, fmt::format("{} {} M=37 N={} {}", kc.kernel, dtype_name(t), n, hint), /*grid_cap=*/8,
+        /*concurrent=*/4, h);
+    if (HasFailure()) return;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Stdlib, RowsEmu, ::testing::ValuesIn(testing::kKernels),
                          [](const auto& info) { return std::string(info.param.kernel); });
 
