@@ -350,9 +350,18 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   }
   const double stage_bytes =
       (static_cast<double>(staged) * s.chunks * 16 + staged_scalars * 8.0) * s.threads;
+  const int asked = stage;
   while (stage >= 2 && (s.smem_columns ? smem_bytes : 0.0) + stage * stage_bytes >
                            static_cast<double>(target.max_smem_per_cta)) {
     --stage;
+  }
+  if (stage < asked) {
+    s.reasons.push_back(fmt::format(
+        "stage={} does not fit: {:.0f} KiB per staged row, {:.0f} KiB of column accumulators, "
+        "{} KiB of shared memory per CTA; {}",
+        asked, stage_bytes / 1024, s.smem_columns ? smem_bytes / 1024 : 0.0,
+        target.max_smem_per_cta / 1024,
+        stage >= 2 ? fmt::format("staging {} rows", stage) : std::string("no staging")));
   }
   if (stage >= 2) {
     s.stage = stage;

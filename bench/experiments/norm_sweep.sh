@@ -9,6 +9,8 @@
 #   bench/experiments/norm_sweep.sh 4   clusters with the two-level reduction (each CTA's total,
 #                                       then K totals through distributed shared memory);
 #                                       prefetching the next row in backward kernels
+#   bench/experiments/norm_sweep.sh 5   (fifth session) rows staged in shared memory with
+#                                       cp.async (stage=D), backward and persistent kernels
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -99,6 +101,28 @@ sweep4() {
   done
   sw stdlib/rms_norm.kdsl rms_norm bf16 M=1024,N=8192 "" cluster=2 cluster=4 persistent=0,cluster=2
   sw stdlib/layer_norm.kdsl layer_norm bf16 M=1024,N=8192 "" group=256 cluster=2
+}
+
+sweep5() {
+  local st="stage=2 stage=3 stage=4"
+  for k in "rms_norm rms_norm_bwd" "layer_norm layer_norm_bwd"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=8192,N=8192 "" $st group=1024,stage=3
+    sw stdlib/$1.kdsl $2 bf16 M=32768,N=4096 "" $st group=256,stage=3
+    sw stdlib/$1.kdsl $2 bf16 M=65536,N=1024 "" $st group=64,stage=3
+    sw stdlib/$1.kdsl $2 bf16 M=1024,N=8192 "" stage=2 stage=3
+    sw stdlib/$1.kdsl $2 f32 M=8192,N=10240 "" stage=2 stage=3
+    sw stdlib/$1.kdsl $2 bf16 M=4096,N=32768 "" stage=2 cluster=4,stage=2 cluster=4,stage=3
+  done
+  for k in "rms_norm rms_norm" "layer_norm layer_norm" "softmax softmax" "softmax softmax_bwd"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=4096,N=32768 "" stage=2 stage=3 group=512,stage=2
+    sw stdlib/$1.kdsl $2 bf16 M=8192,N=8192 "" persistent=1,stage=2 persistent=1,stage=3
+  done
+  sw stdlib/rms_norm.kdsl rms_norm bf16 M=1024,N=8192 "" persistent=1,stage=2 \
+    persistent=1,group=512,stage=2 persistent=1,group=256,stage=3
+  sw stdlib/layer_norm.kdsl layer_norm bf16 M=1024,N=8192 "" persistent=1,stage=2 \
+    persistent=1,group=256,stage=2
 }
 
 sweep"${1:-1}"
