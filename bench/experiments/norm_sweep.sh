@@ -11,6 +11,8 @@
 #                                       prefetching the next row in backward kernels
 #   bench/experiments/norm_sweep.sh 5   (fifth session) rows staged in shared memory with
 #                                       cp.async (stage=D), backward and persistent kernels
+#   bench/experiments/norm_sweep.sh 6   backward kernels: column accumulators in registers
+#                                       (smem_columns=0) with staged rows
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -123,6 +125,21 @@ sweep5() {
     persistent=1,group=512,stage=2 persistent=1,group=256,stage=3
   sw stdlib/layer_norm.kdsl layer_norm bf16 M=1024,N=8192 "" persistent=1,stage=2 \
     persistent=1,group=256,stage=2
+}
+
+sweep6() {
+  local r="smem_columns=0,cache_rows=1"
+  for k in "rms_norm rms_norm_bwd" "layer_norm layer_norm_bwd" "rms_norm add_rms_norm_bwd"; do
+    set -- $k
+    for s in M=8192,N=8192 M=1024,N=8192; do
+      sw stdlib/$1.kdsl $2 bf16 $s "" stage=2 $r $r,stage=2 $r,stage=3 group=1024,$r,stage=2 \
+        group=1024,stage=2
+    done
+    for s in M=32768,N=4096 M=65536,N=1024; do
+      sw stdlib/$1.kdsl $2 bf16 $s "" stage=2 $r $r,stage=2 $r,stage=3
+    done
+    sw stdlib/$1.kdsl $2 f32 M=8192,N=10240 "" $r group=1024,$r,stage=2
+  done
 }
 
 sweep"${1:-1}"
