@@ -341,8 +341,10 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
     staged += fast && bytes * s.vec == 16;
   }
   int stage = hint.stage.value_or(0);
-  if (stage >= 2 &&
-      (!s.persistent || !s.cache_rows || staged == 0 || compute_capability(target) < 80)) {
+  const bool stageable =
+      s.persistent && s.cache_rows && staged > 0 && compute_capability(target) >= 80;
+  if (stage >= 2 && !stageable && internal) stage = 0;  // the scheduler's own re-choice
+  if (stage >= 2 && !stageable) {
     throw ArgumentError(fmt::format(
         "schedule hint stage={}: staging rows in shared memory needs a persistent grid with "
         "register-resident rows, 16-byte row loads and sm_80 or newer",
@@ -392,6 +394,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   s.ctas_per_sm = std::max(1, std::min(target.max_threads_per_sm / s.threads, 32));
   s.column_reduction = column_reduction;
   s.phases = phases;
+  s.reductions = reductions;
+  s.element_bytes = static_cast<int>(min_size);
   return s;
 }
 
@@ -401,43 +405,80 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint) {
   bool overflow = false;
   RowSchedule s = choose_rows(k, spec, target, hint, hint.cluster.value_or(1), &overflow);
-  if (hint.cluster || hint.group || s.group != 1024) return s;  // the user's choice stands
   const bool clusters = supports_clusters(target);
-  // Rows whose 1024 threads were measured slower than the alternatives (bench/RESULTS.md, fourth
-  // session, bf16 on an H200):
+  // Measured rules (bench/RESULTS.md, fourth and fifth sessions, bf16 and f32 on an H200), each
+  // only where the user's hint leaves the choice open.
   ScheduleHint h = hint;
-  int cluster = 1;
-  std::string why;
-  if (clusters && s.column_reduction && (overflow || !s.cache_rows)) {
-    // Column reductions whose row does not fit one CTA (N = 32768): the row's accumulators
-    // beyond its shared memory (LayerNorm backward) or its elements beyond its registers
-    // (RMSNorm backward, re-read per phase). A cluster of four CTAs, each with a quarter of the
-    // columns, holds the row (LayerNorm backward 430 us against 2369; RMSNorm backward 387
-    // against 546).
-    cluster = 4;
-    why =
-        "the row does not fit one CTA (column accumulators or elements): a cluster of 4 CTAs "
-        "per row, each with a quarter of the columns";
-  } else if (clusters && !s.column_reduction && s.persistent && s.phases == 1) {
-    // Single-phase kernels on long rows (softmax backward at N = 32768): four CTAs of 256
-    // threads per row instead of one of 1024 (212 us against 258).
-    cluster = 4;
-    why = "a long single-phase row: a cluster of 4 CTAs of 256 threads instead of one of 1024";
-  } else if (s.column_reduction && s.chunks == 1 && !hint.prefetch) {
-    // Column reductions with one chunk per thread (N = 8192 bf16): 512 threads per row with the
-    // next row prefetched (RMSNorm backward 152.5 us against 168.4; LayerNorm backward 191.9
-    // against 205.0).
-    h.group = 512;
-    h.prefetch = true;
-    why =
-        "column reductions with one chunk per thread: 512 threads per row, the next row "
-        "prefetched";
-  } else {
-    return s;
+  int cluster = hint.cluster.value_or(1);
+  std::vector<std::string> why;
+  if (!hint.cluster && !hint.group && s.group == 1024) {
+    if (clusters && s.column_reduction && (overflow || !s.cache_rows)) {
+      // Column reductions whose row does not fit one CTA (N = 32768): the row's accumulators
+      // beyond its shared memory (LayerNorm backward) or its elements beyond its registers
+      // (RMSNorm backward, re-read per phase). A cluster of four CTAs, each with a quarter of the
+      // columns, holds the row (LayerNorm backward 430 us against 2369; RMSNorm backward 387
+      // against 546).
+      cluster = 4;
+      why.push_back(
+          "the row does not fit one CTA (column accumulators or elements): a cluster of 4 CTAs "
+          "per row, each with a quarter of the columns");
+    } else if (clusters && !s.column_reduction && s.persistent && s.phases == 1) {
+      // Single-phase kernels on long rows (softmax backward at N = 32768): four CTAs of 256
+      // threads per row instead of one of 1024 (212 us against 258).
+      cluster = 4;
+      why.push_back(
+          "a long single-phase row: a cluster of 4 CTAs of 256 threads instead of one of 1024");
+    } else if (s.column_reduction && s.chunks == 1 && !hint.prefetch) {
+      // Column reductions with one chunk per thread (N = 8192 bf16): 512 threads per row with
+      // the next row prefetched (RMSNorm backward 152.5 us against 168.4; LayerNorm backward
+      // 191.9 against 205.0).
+      h.group = 512;
+      h.prefetch = true;
+      why.push_back(
+          "column reductions with one chunk per thread: 512 threads per row, the next row "
+          "prefetched");
+    }
   }
+  const bool open = !hint.smem_columns && !hint.cache_rows && !hint.stage && cluster == 1;
+  const bool rows16 = s.element_bytes == 2;
+  if (open && s.column_reduction && s.chunks * s.vec <= 16 && (rows16 || s.reductions == 1)) {
+    // Backward kernels with at most 16 elements per thread (fifth session, sweeps 5 and 6): the
+    // column accumulators in registers, not shared memory, whose load and store per element and
+    // row kept the shared-memory pipe busy (LayerNorm backward 32768 x 4096: 275 us against 292;
+    // RMSNorm backward f32 8192 x 10240: 252 against 294). RMSNorm-like kernels (one reduction)
+    // on 16-bit rows also stage the next row in shared memory (cp.async) and keep 1024 threads
+    // at N = 8192 (RMSNorm backward 8192 x 8192: 128 us against 147; 32768 x 4096: 213 against
+    // 247); LayerNorm backward stages instead of prefetching at 512 threads (150 us against
+    // 162), but staging slowed it at N = 4096 and 1024.
+    h.smem_columns = false;
+    h.cache_rows = true;
+    std::string what = "column accumulators in registers";
+    if (rows16 && s.reductions == 1) {
+      if (h.prefetch && !hint.prefetch) {
+        h.group.reset();
+        h.prefetch.reset();
+        why.clear();
+      }
+      h.stage = 2;
+      what += ", the next row staged in shared memory";
+    } else if (rows16 && h.prefetch && !hint.prefetch) {
+      h.prefetch.reset();
+      h.stage = 2;
+      what += ", the next row staged in shared memory instead of prefetched";
+    }
+    why.push_back(what + " (measured)");
+  } else if (open && !hint.group && !s.column_reduction && s.persistent && s.phases >= 2 &&
+             rows16 && s.group == 1024) {
+    // Dependent reductions (softmax) on long 16-bit rows: 512 threads per row with the next row
+    // staged in shared memory (softmax bf16 4096 x 32768: 162 us against 199).
+    h.group = 512;
+    h.stage = 2;
+    why.push_back("a long row with dependent reductions: 512 threads, the next row staged");
+  }
+  if (why.empty()) return s;
   s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
   if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
-  s.reasons.insert(s.reasons.begin() + 1, why);
+  s.reasons.insert(s.reasons.begin() + 1, why.begin(), why.end());
   return s;
 }
 

@@ -112,6 +112,8 @@ struct RowSchedule {
   int staged_loads = 0;           // row loads staged per row (16-byte chunks of each thread)
   int staged_scalars = 0;         // per-row scalars staged per row (4 or 8 bytes, each thread)
   int phases = 0;                 // reduction phases (a reduction of a reduction's result: 2)
+  int reductions = 0;             // row reductions in the kernel
+  int element_bytes = 4;          // bytes of the smallest element along the row (2: bf16, f16)
   std::vector<std::string> reasons;
 };
 

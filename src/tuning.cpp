@@ -19,11 +19,17 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
                                             const DeviceTarget& target) {
   std::vector<ScheduleHint> out = {ScheduleHint{}};
   auto add = [&](const ScheduleHint& h) {
-    RowSchedule s = choose_row_schedule(k, spec, target, h);
+    RowSchedule s;
+    try {
+      s = choose_row_schedule(k, spec, target, h);
+    } catch (const ArgumentError&) {
+      return;  // a combination this kernel cannot take (e.g. staging rows it does not cache)
+    }
     for (const ScheduleHint& o : out) {
       RowSchedule t = choose_row_schedule(k, spec, target, o);
       if (t.group == s.group && t.persistent == s.persistent && t.prefetch == s.prefetch &&
-          t.vec == s.vec && t.pack == s.pack && t.cluster == s.cluster) {
+          t.vec == s.vec && t.pack == s.pack && t.cluster == s.cluster && t.stage == s.stage &&
+          t.smem_columns == s.smem_columns && t.cache_rows == s.cache_rows) {
         return;  // the same schedule as an earlier candidate
       }
     }
@@ -55,9 +61,25 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
       }
     }
   }
+  // Persistent grids: rows staged in shared memory or not; column accumulators in registers or
+  // in shared memory (each measured faster for some kernels and shapes, bench/RESULTS.md).
+  RowSchedule d = choose_row_schedule(k, spec, target, {});
+  if (d.persistent) {
+    for (int stage : {0, 2, 3}) {
+      ScheduleHint h;
+      h.stage = stage;
+      add(h);
+      if (d.column_reduction) {
+        for (bool smem : {false, true}) {
+          h.smem_columns = smem;
+          h.cache_rows = true;
+          add(h);
+        }
+      }
+    }
+  }
   // Long rows: the row on one CTA or split over a thread-block cluster of 2 or 4 (measured
   // either way faster depending on the kernel, bench/RESULTS.md).
-  RowSchedule d = choose_row_schedule(k, spec, target, {});
   if (supports_clusters(target) && (d.group >= 512 || d.cluster > 1)) {
     for (int cluster : {1, 2, 4}) {
       ScheduleHint h;

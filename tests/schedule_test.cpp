@@ -29,6 +29,8 @@ struct Chosen {
   ir::Kernel k;
   Specialization spec;
   RowSchedule s;
+  std::string source;  // the generated CUDA
+  LaunchPlan plan;
 };
 
 Chosen choose(const std::string& file, const std::string& kernel, DType t, int64_t n,
@@ -37,8 +39,10 @@ Chosen choose(const std::string& file, const std::string& kernel, DType t, int64
   ir::Kernel k = lower_specialized(module(file), kernel, spec);
   DeviceTarget target;
   target.arch = arch;
-  RowSchedule s = choose_row_schedule(k, spec, target, ScheduleHint::parse(hint));
-  return {std::move(k), spec, std::move(s)};
+  ScheduleHint h = ScheduleHint::parse(hint);
+  RowSchedule s = choose_row_schedule(k, spec, target, h);
+  GeneratedKernel g = generate(k, spec, target, h);
+  return {std::move(k), spec, std::move(s), std::move(g.source), std::move(g.plan)};
 }
 
 TEST(RowSchedule, OneCtaPerRowWithTheFewestThreadsWhoseShareFitsTheRegisters) {
@@ -65,10 +69,15 @@ TEST(RowSchedule, LongRowsRunOnAPersistentGrid) {
   EXPECT_TRUE(r.s.persistent);
   EXPECT_EQ(r.s.group, 512);
   EXPECT_EQ(r.s.cluster, 1);
-  Chosen s = choose("softmax.kdsl", "softmax", DType::bf16, 32768);  // two phases: no cluster
+  // Two phases: no cluster; 512 threads per row with the next row staged in shared memory.
+  Chosen s = choose("softmax.kdsl", "softmax", DType::bf16, 32768);
   EXPECT_TRUE(s.s.persistent);
-  EXPECT_EQ(s.s.group, 1024);
+  EXPECT_EQ(s.s.group, 512);
+  EXPECT_EQ(s.s.stage, 2);
   EXPECT_EQ(s.s.cluster, 1);
+  EXPECT_NE(s.source.find("kdsl_cp_async<16>"), std::string::npos);
+  // f32 rows of that length stay on 1024 threads without staging.
+  EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::f32, 32768).s.stage, 0);
 }
 
 TEST(RowSchedule, ClustersWhereOneCtaPerRowWasMeasuredSlower) {
@@ -88,15 +97,62 @@ TEST(RowSchedule, ClustersWhereOneCtaPerRowWasMeasuredSlower) {
   EXPECT_EQ(b.s.cluster, 4);
   EXPECT_EQ(b.s.group, 1024);
   EXPECT_EQ(b.s.threads, 256);
-  // Backward kernels with one chunk per thread at 1024 threads: 512 threads, prefetching.
-  Chosen p = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 8192);
+  // LayerNorm backward with one chunk per thread at 1024 threads: 512 threads, the next row
+  // staged in shared memory, the column accumulators in registers.
+  Chosen p = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192);
   EXPECT_EQ(p.s.group, 512);
-  EXPECT_TRUE(p.s.prefetch);
+  EXPECT_FALSE(p.s.prefetch);
+  EXPECT_EQ(p.s.stage, 2);
+  EXPECT_FALSE(p.s.smem_columns);
   EXPECT_EQ(p.s.cluster, 1);
   // A user's group stands: no cluster is added to it.
   Chosen u = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768, "group=1024");
   EXPECT_EQ(u.s.cluster, 1);
   EXPECT_EQ(u.s.group, 1024);
+}
+
+// Backward kernels with at most 16 elements per thread keep the column accumulators in
+// registers; RMSNorm-like ones (one reduction) on 16-bit rows also stage the next row; LayerNorm
+// backward in f32 keeps them in shared memory (measured slower in registers).
+TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
+  for (int64_t n : {1024, 4096, 8192}) {
+    Chosen r = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, n);
+    EXPECT_FALSE(r.s.smem_columns) << n;
+    EXPECT_TRUE(r.s.cache_rows) << n;
+    EXPECT_EQ(r.s.stage, 2) << n;
+    EXPECT_EQ(r.s.staged_loads, 2) << n;    // x and dy
+    EXPECT_EQ(r.s.staged_scalars, 1) << n;  // rstd
+    EXPECT_NE(r.source.find("kdsl_cp_wait_group<STAGES - 1>()"), std::string::npos) << n;
+    Chosen l = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, n);
+    EXPECT_FALSE(l.s.smem_columns) << n;
+    EXPECT_EQ(l.s.stage, n == 8192 ? 2 : 0) << n;
+  }
+  EXPECT_EQ(choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 8192).s.group, 1024);
+  Chosen f = choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240);
+  EXPECT_FALSE(f.s.smem_columns);
+  EXPECT_EQ(f.s.stage, 0);
+  EXPECT_TRUE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240).s.smem_columns);
+  // A user's choice stands.
+  Chosen u = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 4096, "smem_columns=1");
+  EXPECT_TRUE(u.s.smem_columns);
+  EXPECT_EQ(u.s.stage, 0);
+}
+
+// stage=D: checked, and fewer rows (or none) where D rows do not fit the shared memory.
+TEST(RowSchedule, StageHintsAreChecked) {
+  // One CTA per row group keeps nothing across rows: nothing to stage.
+  EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192, "persistent=0,stage=2"),
+               ArgumentError);
+  EXPECT_THROW(ScheduleHint::parse("stage=1"), ArgumentError);
+  EXPECT_THROW(ScheduleHint::parse("stage=9"), ArgumentError);
+  Chosen s = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192, "persistent=1,stage=4");
+  EXPECT_EQ(s.s.stage, 4);
+  EXPECT_EQ(s.s.staged_loads, 1);  // x (w is loop-invariant)
+  EXPECT_EQ(s.s.staged_scalars, 0);
+  EXPECT_EQ(s.plan.dynamic_smem, static_cast<uint32_t>(4 * s.s.threads * s.s.chunks * 16));
+  // f32 LayerNorm backward at N = 10240: 96 KiB of accumulators leave no room for 2 rows.
+  Chosen n = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240, "stage=2");
+  EXPECT_EQ(n.s.stage, 0);
 }
 
 TEST(RowSchedule, NoClustersBeforeHopper) {
