@@ -268,7 +268,8 @@ void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch) {
   app.add_option("--schedule", o.schedule,
                  "Override the scheduler (expert): vec=, group=, cache_rows=, cache_invariant=, "
                  "prefetch=, pack=, stream=, persistent=, smem_columns=, min_ctas=, cluster= "
-                 "(CTAs per row, sm_90+); e.g. group=512,prefetch=1");
+                 "(CTAs per row, sm_90+), stage= (rows staged in shared memory, 2 to 8); e.g. "
+                 "group=512,prefetch=1");
 }
 
 std::shared_ptr<const FrontEnd> load_module(const std::string& path) {
