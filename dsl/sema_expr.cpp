@@ -114,12 +114,27 @@ bool Value::same_as(const Value& o) const {
 }
 
 ir::ValueId Builder::add(ir::Node n) {
-  std::string key =
-      fmt::format("{}|{}|{}|{}|{}|{:a}|{:a}|{}|{}{}{}|", static_cast<int>(n.op),
-                  static_cast<int>(n.type.dtype), static_cast<int>(n.type.form), n.fn, n.index,
-                  n.number, n.number_im, n.args.size(), n.reverse, n.exclusive, n.has_init);
-  for (ir::ValueId a : n.args) key += fmt::format("{},", a);
-  for (const auto& a : n.view) key += fmt::format("{}:{},", static_cast<int>(a.kind), a.value);
+  // The node's identity as raw bytes (no formatting: this runs for every node of every kernel
+  // when a module loads). Constants compare by their bits.
+  std::string key;
+  key.reserve(48 + sizeof(ir::ValueId) * n.args.size() + 16 * n.view.size());
+  auto put = [&key](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(n.op);
+  put(n.type.dtype);
+  put(n.type.form);
+  put(n.fn);
+  put(n.index);
+  put(n.number);
+  put(n.number_im);
+  put(n.reverse);
+  put(n.exclusive);
+  put(n.has_init);
+  put(n.args.size());
+  for (ir::ValueId a : n.args) put(a);
+  for (const auto& a : n.view) {
+    put(a.kind);
+    put(a.value);
+  }
   auto it = seen_.find(key);
   if (it != seen_.end() && n.op != Op::scan) return it->second;
   nodes_->push_back(std::move(n));
