@@ -13,6 +13,8 @@
 #                                       cp.async (stage=D), backward and persistent kernels
 #   bench/experiments/norm_sweep.sh 6   backward kernels: column accumulators in registers
 #                                       (smem_columns=0) with staged rows
+#   bench/experiments/norm_sweep.sh 7   N = 32768 backward kernels on clusters with register
+#                                       accumulators and staged rows
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -140,6 +142,18 @@ sweep6() {
     done
     sw stdlib/$1.kdsl $2 f32 M=8192,N=10240 "" $r group=1024,$r,stage=2
   done
+}
+
+sweep7() {
+  local r="smem_columns=0,cache_rows=1"
+  for k in "rms_norm rms_norm_bwd" "layer_norm layer_norm_bwd"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=4096,N=32768 "" cluster=4,$r cluster=4,$r,stage=2 \
+      cluster=2,$r,stage=2 cluster=4,group=2048,$r cluster=8,group=4096,$r \
+      cluster=8,group=4096,$r,stage=2
+  done
+  sw stdlib/softmax.kdsl softmax_bwd bf16 M=4096,N=32768 "" cluster=4,stage=2 cluster=2,stage=2 \
+    cluster=4,group=2048 cluster=2,group=1024,stage=2
 }
 
 sweep"${1:-1}"
