@@ -5,6 +5,8 @@
 // a grid capped below the row count makes the persistent CTAs loop.
 #include <fmt/format.h>
 
+#include <functional>
+
 #include "gpu_test_util.h"
 #include "norm_cases.h"
 #include "scan_emu_util.h"
@@ -37,35 +39,51 @@ TEST_P(RowsEmu, MatchesTheInterpreter) {
   }
 }
 
+struct HintedCase {
+  DType dtype;
+  int64_t n;
+  const char* hint;
+};
+
+// Runs `kc` at M = 37 under each case's schedule hint on the emulation (a persistent grid of at
+// most 8 CTAs, 4 at once) against the interpreter; `check` inspects each generated kernel.
+void expect_hinted_schedules(
+    const testing::KernelCase& kc, uint64_t seed, std::initializer_list<HintedCase> cases,
+    bool cache_rows, const std::function<void(const GeneratedKernel&, const char*)>& check) {
+  auto fe = testing::front_end(kc.file);
+  for (const HintedCase& c : cases) {
+    ProblemSpec ps;
+    ps.kernel = kc.kernel;
+    ps.binding = {c.dtype};
+    ps.shapes = {{"M", 37}, {"N", c.n}};
+    ps.seed = seed++;
+    ps.inputs = testing::forward_tensors(fe, ps, kc.forward);
+    Problem p = make_problem(fe, ps);
+    ScheduleHint h = ScheduleHint::parse(c.hint);
+    if (cache_rows) h.cache_rows = true;
+    check(generate(p.ir, p.spec, DeviceTarget{}, h), c.hint);
+    emu::expect_emulated_matches_reference(
+        p, fmt::format("{} {} M=37 N={} {}", kc.kernel, dtype_name(c.dtype), c.n, c.hint),
+        /*grid_cap=*/8, /*concurrent=*/4, h);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 // A row split over a thread-block cluster (rows.cluster): the row's reductions combine the CTAs'
 // partial states through distributed shared memory, each CTA keeps its own columns' accumulators.
 // Two CTAs of 256 threads per row (bf16 N = 4096); four CTAs of 64 threads per row with four rows
 // per cluster and a tail (f32 N = 1000); persistent grids of two clusters, so clusters loop.
 TEST_P(RowsEmu, ClusterSchedules) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
-  const testing::KernelCase& kc = GetParam();
-  auto fe = testing::front_end(kc.file);
-  uint64_t seed = 71;
-  for (auto [t, n, hint] :
-       {std::tuple{DType::bf16, int64_t{4096}, "cluster=2,group=512"},
-        std::tuple{DType::f32, int64_t{1000}, "cluster=4,group=256"},
-        std::tuple{DType::f32, int64_t{1000}, "cluster=2,group=256,persistent=0"}}) {
-    ProblemSpec ps;
-    ps.kernel = kc.kernel;
-    ps.binding = {t};
-    ps.shapes = {{"M", 37}, {"N", n}};
-    ps.seed = seed++;
-    ps.inputs = testing::forward_tensors(fe, ps, kc.forward);
-    Problem p = make_problem(fe, ps);
-    ScheduleHint h = ScheduleHint::parse(hint);
-    GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{}, h);
-    EXPECT_EQ(gen.plan.schedule, "rows.cluster") << hint;
-    EXPECT_NE(gen.source.find("__cluster_dims__"), std::string::npos) << hint;
-    emu::expect_emulated_matches_reference(
-        p, fmt::format("{} {} M=37 N={} {}", kc.kernel, dtype_name(t), n, hint), /*grid_cap=*/8,
-        /*concurrent=*/4, h);
-    if (HasFailure()) return;
-  }
+  expect_hinted_schedules(GetParam(), 71,
+                          {{DType::bf16, 4096, "cluster=2,group=512"},
+                           {DType::f32, 1000, "cluster=4,group=256"},
+                           {DType::f32, 1000, "cluster=2,group=256,persistent=0"}},
+                          /*cache_rows=*/false, [](const GeneratedKernel& gen, const char* hint) {
+                            EXPECT_EQ(gen.plan.schedule, "rows.cluster") << hint;
+                            EXPECT_NE(gen.source.find("__cluster_dims__"), std::string::npos)
+                                << hint;
+                          });
 }
 
 // Rows staged in shared memory (rows.stage): each thread copies its chunks of the rows ahead
@@ -74,29 +92,14 @@ TEST_P(RowsEmu, ClusterSchedules) {
 // cluster.
 TEST_P(RowsEmu, StagedRows) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
-  const testing::KernelCase& kc = GetParam();
-  auto fe = testing::front_end(kc.file);
-  uint64_t seed = 131;
-  for (auto [t, n, hint] :
-       {std::tuple{DType::bf16, int64_t{4096}, "persistent=1,stage=3"},
-        std::tuple{DType::f32, int64_t{1000}, "persistent=1,group=64,stage=2"},
-        std::tuple{DType::bf16, int64_t{4096}, "persistent=1,cluster=2,group=512,stage=4"}}) {
-    ProblemSpec ps;
-    ps.kernel = kc.kernel;
-    ps.binding = {t};
-    ps.shapes = {{"M", 37}, {"N", n}};
-    ps.seed = seed++;
-    ps.inputs = testing::forward_tensors(fe, ps, kc.forward);
-    Problem p = make_problem(fe, ps);
-    ScheduleHint h = ScheduleHint::parse(hint);
-    h.cache_rows = true;
-    GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{}, h);
-    EXPECT_NE(gen.source.find("kdsl_cp_wait_group<STAGES - 1>()"), std::string::npos) << hint;
-    emu::expect_emulated_matches_reference(
-        p, fmt::format("{} {} M=37 N={} {}", kc.kernel, dtype_name(t), n, hint), /*grid_cap=*/8,
-        /*concurrent=*/4, h);
-    if (HasFailure()) return;
-  }
+  expect_hinted_schedules(
+      GetParam(), 131,
+      {{DType::bf16, 4096, "persistent=1,stage=3"},
+       {DType::f32, 1000, "persistent=1,group=64,stage=2"},
+       {DType::bf16, 4096, "persistent=1,cluster=2,group=512,stage=4"}},
+      /*cache_rows=*/true, [](const GeneratedKernel& gen, const char* hint) {
+        EXPECT_NE(gen.source.find("kdsl_cp_wait_group<STAGES - 1>()"), std::string::npos) << hint;
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(Stdlib, RowsEmu, ::testing::ValuesIn(testing::kKernels),
