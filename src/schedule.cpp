@@ -80,6 +80,25 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
                                                           : h.smem_columns;
       f = v == 1;
     } else {
+      // A known key with a value out of its range names that range; otherwise every key.
+      static const std::pair<const char*, const char*> kRanges[] = {
+          {"vec", "1, 2, 4 or 8"},
+          {"group", "a power of two up to 1024 (up to 1024 x cluster with a cluster)"},
+          {"min_ctas", "1 to 32"},
+          {"cluster", "1, 2, 4 or 8"},
+          {"stage", "0 or 2 to 8"},
+          {"cache_rows", "0 or 1"},
+          {"cache_invariant", "0 or 1"},
+          {"prefetch", "0 or 1"},
+          {"pack", "0 or 1"},
+          {"stream", "0 or 1"},
+          {"persistent", "0 or 1"},
+          {"smem_columns", "0 or 1"}};
+      for (const auto& [k, range] : kRanges) {
+        if (key == k) {
+          throw ArgumentError(fmt::format("schedule hint '{}': {} is {}", item, key, range));
+        }
+      }
       throw ArgumentError(
           fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
                       "of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, "
@@ -152,6 +171,31 @@ int compute_capability(const DeviceTarget& target) {
 
 bool supports_clusters(const DeviceTarget& target) {
   return compute_capability(target) >= 90;
+}
+
+DeviceTarget target_for_arch(const std::string& arch) {
+  DeviceTarget t;
+  t.arch = arch;
+  switch (compute_capability(t)) {
+    case 75:
+      t.max_smem_per_cta = 64 * 1024;
+      t.max_threads_per_sm = 1024;
+      break;
+    case 80:
+    case 87:
+      t.max_smem_per_cta = 163 * 1024;
+      break;
+    case 86:
+    case 89:
+    case 120:
+    case 121:
+      t.max_smem_per_cta = 99 * 1024;
+      t.max_threads_per_sm = 1536;
+      break;
+    default:  // sm_90, sm_100, sm_103, ...: 227 KiB and 2048 threads
+      break;
+  }
+  return t;
 }
 
 namespace {
@@ -345,10 +389,12 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
       s.persistent && s.cache_rows && staged > 0 && compute_capability(target) >= 80;
   if (stage >= 2 && !stageable && internal) stage = 0;  // the scheduler's own re-choice
   if (stage >= 2 && !stageable) {
-    throw ArgumentError(fmt::format(
-        "schedule hint stage={}: staging rows in shared memory needs a persistent grid with "
-        "register-resident rows, 16-byte row loads and sm_80 or newer",
-        stage));
+    std::string why = !s.persistent   ? "a persistent grid (persistent=1)"
+                      : !s.cache_rows ? "register-resident rows (cache_rows=1)"
+                      : staged == 0   ? "row loads of 16 bytes (aligned, contiguous rows; vec)"
+                                      : fmt::format("sm_80 or newer, not {}", target.arch);
+    throw ArgumentError(
+        fmt::format("schedule hint stage={}: staging rows in shared memory needs {}", stage, why));
   }
   const double stage_bytes =
       (static_cast<double>(staged) * s.chunks * 16 + staged_scalars * 8.0) * s.threads;
@@ -371,9 +417,9 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
     s.staged_scalars = staged_scalars;
     s.prefetch = false;
     s.reasons.push_back(fmt::format(
-        "rows staged in shared memory: {} rows ({:.0f} KiB per CTA) loaded ahead with cp.async "
-        "({} row loads of 16 bytes per thread and chunk, {} per-row scalars)",
-        stage, stage * stage_bytes / 1024, staged, staged_scalars));
+        "rows staged in shared memory: {} buffers ({:.0f} KiB per CTA), the next {} row group(s) "
+        "copied ahead with cp.async (row loads: {}, per-row scalars: {})",
+        stage, stage * stage_bytes / 1024, stage - 1, staged, staged_scalars));
   }
   if (s.prefetch) need += elems * w.row;
   if (!s.cache_invariant) {
@@ -428,7 +474,7 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
       cluster = 4;
       why.push_back(
           "a long single-phase row: a cluster of 4 CTAs of 256 threads instead of one of 1024");
-    } else if (s.column_reduction && s.chunks == 1 && !hint.prefetch) {
+    } else if (s.column_reduction && s.chunks == 1 && !hint.prefetch && !hint.stage) {
       // Column reductions with one chunk per thread (N = 8192 bf16): 512 threads per row with
       // the next row prefetched (RMSNorm backward 152.5 us against 168.4; LayerNorm backward
       // 191.9 against 205.0).
@@ -439,8 +485,9 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
           "prefetched");
     }
   }
-  const bool open = !hint.smem_columns && !hint.cache_rows && !hint.stage && cluster == 1;
+  const bool open = !hint.smem_columns && !hint.cache_rows && cluster == 1;
   const bool rows16 = s.element_bytes == 2;
+  bool staging_rule = false;
   if (open && s.column_reduction && s.chunks * s.vec <= 16 && (rows16 || s.reductions == 1)) {
     // Backward kernels with at most 16 elements per thread (fifth session, sweeps 5 and 6): the
     // column accumulators in registers, not shared memory, whose load and store per element and
@@ -449,34 +496,41 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
     // on 16-bit rows also stage the next row in shared memory (cp.async) and keep 1024 threads
     // at N = 8192 (RMSNorm backward 8192 x 8192: 128 us against 147; 32768 x 4096: 213 against
     // 247); LayerNorm backward stages instead of prefetching at 512 threads (150 us against
-    // 162), but staging slowed it at N = 4096 and 1024.
+    // 162), but staging slowed it at N = 4096 and 1024. A user's stage= stands.
     h.smem_columns = false;
     h.cache_rows = true;
-    std::string what = "column accumulators in registers";
-    if (rows16 && s.reductions == 1) {
-      if (h.prefetch && !hint.prefetch) {
+    why.push_back("column accumulators in registers (measured)");
+    const bool prefetch_rule = h.prefetch && !hint.prefetch;
+    if (rows16 && !hint.stage && !hint.prefetch && (s.reductions == 1 || prefetch_rule)) {
+      if (prefetch_rule && s.reductions == 1) {  // 1024 threads, no prefetch
         h.group.reset();
-        h.prefetch.reset();
-        why.clear();
+        why.erase(why.begin());
+      } else if (prefetch_rule) {
+        why.front() = "column reductions with one chunk per thread: 512 threads per row";
       }
-      h.stage = 2;
-      what += ", the next row staged in shared memory";
-    } else if (rows16 && h.prefetch && !hint.prefetch) {
       h.prefetch.reset();
       h.stage = 2;
-      what += ", the next row staged in shared memory instead of prefetched";
+      staging_rule = true;
     }
-    why.push_back(what + " (measured)");
-  } else if (open && !hint.group && !s.column_reduction && s.persistent && s.phases >= 2 &&
-             rows16 && s.group == 1024) {
+  } else if (open && !hint.group && !hint.stage && !s.column_reduction && s.persistent &&
+             s.phases >= 2 && rows16 && s.group == 1024) {
     // Dependent reductions (softmax) on long 16-bit rows: 512 threads per row with the next row
     // staged in shared memory (softmax bf16 4096 x 32768: 162 us against 199).
     h.group = 512;
     h.stage = 2;
-    why.push_back("a long row with dependent reductions: 512 threads, the next row staged");
+    staging_rule = true;
+    why.push_back("a long row with dependent reductions: 512 threads per row");
   }
   if (why.empty()) return s;
+  RowSchedule first = s;
   s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  // The user's stage= stands: a re-choice that could not stage (e.g. rows no longer fit the
+  // registers) gives way to the schedule chosen with the hint as given.
+  if (hint.stage && *hint.stage >= 2 && first.stage >= 2 && s.stage < 2) return first;
+  if (staging_rule) {
+    why.back() += s.stage >= 2 ? ", the next row staged in shared memory (measured)"
+                               : "; the rows cannot be staged (no 16-byte row loads or no room)";
+  }
   if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
   s.reasons.insert(s.reasons.begin() + 1, why.begin(), why.end());
   return s;

@@ -137,6 +137,12 @@ struct RowSchedule {
 /// True when `target` has thread-block clusters (sm_90 and newer: "sm_90", "sm_90a", "sm_100f").
 bool supports_clusters(const DeviceTarget& target);
 
+/// The target for compiling for `arch` without its GPU (`kdsl compile --arch sm_86`): the
+/// architecture's opt-in shared memory per CTA and threads per SM (CUDA C++ Programming Guide,
+/// "Technical Specifications per Compute Capability"); the SM count stays the H200's (132), which
+/// only the launch uses. Throws nothing; an unknown architecture keeps the sm_90 figures.
+DeviceTarget target_for_arch(const std::string& arch);
+
 /// Chooses the row schedule for `k` (already specialized) on `target`. Deterministic: the same
 /// kernel, specialization and target give the same schedule.
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,

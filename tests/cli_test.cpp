@@ -694,11 +694,15 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
        "kdsl run: usage error: --verify needs the GPU: with --device cpu the CPU reference is all "
        "that runs"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--schedule", "group=3"}), 2,
-       "kdsl run: usage error: --schedule: schedule hint 'group=3': keys are vec (1, 2, 4, 8), "
+       "kdsl run: usage error: --schedule: schedule hint 'group=3': group is a power of two up to "
+       "1024 (up to 1024 x cluster with a cluster)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--schedule", "stage=1"}), 2,
+       "kdsl run: usage error: --schedule: schedule hint 'stage=1': stage is 0 or 2 to 8"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--schedule", "nope=1"}), 2,
+       "kdsl run: usage error: --schedule: schedule hint 'nope=1': keys are vec (1, 2, 4, 8), "
        "group (a power of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, pack, "
        "stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32), cluster (1, 2, 4, 8), stage "
-       "(0, 2 "
-       "to 8)"},
+       "(0, 2 to 8)"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=0"}), 1,
        "kdsl: error: kernel 'rms_norm': the vector axis N must have a positive size (got 0)"},
       {{"compile", kRms, "-k", "rms_norm", "--dtype", "f32"},

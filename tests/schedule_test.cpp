@@ -150,9 +150,48 @@ TEST(RowSchedule, StageHintsAreChecked) {
   EXPECT_EQ(s.s.staged_loads, 1);  // x (w is loop-invariant)
   EXPECT_EQ(s.s.staged_scalars, 0);
   EXPECT_EQ(s.plan.dynamic_smem, static_cast<uint32_t>(4 * s.s.threads * s.s.chunks * 16));
+  // The user's stage= stands where the scheduler's own rules would re-choose (512 threads and a
+  // prefetch for one chunk per thread): the default kernel of RMSNorm backward at N = 8192.
+  Chosen d = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 8192);
+  Chosen u = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 8192, "stage=2");
+  EXPECT_EQ(u.s.stage, 2);
+  EXPECT_EQ(u.s.group, d.s.group);
+  EXPECT_FALSE(u.s.prefetch);
+  Chosen a = choose("rms_norm.kdsl", "add_rms_norm_bwd", DType::bf16, 8192, "stage=2");
+  EXPECT_EQ(a.s.stage, 2);
+  // Which requirement failed is named.
+  try {
+    choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192, "stage=2");
+    ADD_FAILURE() << "stage=2 on one CTA per row was accepted";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("persistent=1"), std::string::npos) << e.what();
+  }
+  // Rows without 16-byte loads (N = 1002 bf16) are not staged, and the reason says so.
+  Chosen t = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 1002);
+  EXPECT_EQ(t.s.stage, 0);
+  EXPECT_EQ(t.source.find("kdsl_cp_async"), std::string::npos);
+  bool said = false;
+  for (const std::string& r : t.s.reasons) said |= r.find("cannot be staged") != std::string::npos;
+  EXPECT_TRUE(said);
   // f32 LayerNorm backward at N = 10240: 96 KiB of accumulators leave no room for 2 rows.
   Chosen n = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240, "stage=2");
   EXPECT_EQ(n.s.stage, 0);
+}
+
+// Compiling for an architecture without its GPU uses that architecture's shared memory per CTA:
+// on sm_86 (99 KiB) fewer rows are staged than on sm_90 (227 KiB).
+TEST(RowSchedule, TargetForArchHasItsSharedMemory) {
+  EXPECT_EQ(target_for_arch("sm_86").max_smem_per_cta, 99 * 1024);
+  EXPECT_EQ(target_for_arch("sm_86").max_threads_per_sm, 1536);
+  EXPECT_EQ(target_for_arch("sm_80").max_smem_per_cta, 163 * 1024);
+  EXPECT_EQ(target_for_arch("sm_90a").max_smem_per_cta, 227 * 1024);
+  Specialization spec{{DType::bf16}, 8192, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(module("rms_norm.kdsl"), "rms_norm_bwd", spec);
+  ScheduleHint h = ScheduleHint::parse("stage=8");
+  RowSchedule big = choose_row_schedule(k, spec, target_for_arch("sm_90"), h);
+  RowSchedule small = choose_row_schedule(k, spec, target_for_arch("sm_86"), h);
+  EXPECT_GT(big.stage, small.stage);
+  EXPECT_GE(small.stage, 2);
 }
 
 TEST(RowSchedule, NoClustersBeforeHopper) {

@@ -268,7 +268,7 @@ void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch) {
   app.add_option("--schedule", o.schedule,
                  "Override the scheduler (expert): vec=, group=, cache_rows=, cache_invariant=, "
                  "prefetch=, pack=, stream=, persistent=, smem_columns=, min_ctas=, cluster= "
-                 "(CTAs per row, sm_90+), stage= (rows staged in shared memory, 2 to 8); e.g. "
+                 "(CTAs per row, sm_90+), stage= (rows staged in shared memory: 0, 2 to 8); e.g. "
                  "group=512,prefetch=1");
 }
 
@@ -335,8 +335,7 @@ DeviceTarget target_for(const std::string& arch, std::string* note) {
                       "suffix 'a' from sm_90, 'f' from sm_100)",
                       arch, nvrtc_version(), fmt::join(nvrtc_supported_archs(), ", ")));
     }
-    t.arch = arch;
-    return t;
+    return target_for_arch(arch);
   }
   if (have_gpu(nullptr)) {
     DeviceInfo info = device_info(0);
