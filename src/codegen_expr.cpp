@@ -292,6 +292,16 @@ std::string literal(DType t, double v, double im) {
   return "0";
 }
 
+ir::ValueId stored_value(const ir::Kernel& k, ir::ValueId v, DType storage) {
+  const ir::Node& n = k.node(v);
+  if (n.op == ir::Op::cast && n.type.dtype == storage &&
+      (storage == DType::bf16 || storage == DType::f16) &&
+      k.node(n.args[0]).type.dtype == DType::f32) {
+    return n.args[0];
+  }
+  return v;
+}
+
 std::string zero(DType t) {
   return literal(t, 0);
 }

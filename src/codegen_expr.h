@@ -19,6 +19,11 @@ std::string convert(DType from, DType to, const std::string& e);
 std::string from_storage(DType t, const std::string& e);
 /// An expression converting register value `e` to the storage type.
 std::string to_storage(DType t, const std::string& e);
+/// The value to convert when storing `v` into a tensor of dtype `storage`: the operand of a cast of
+/// an f32 value to that 16-bit float dtype, since the store's own conversion rounds to nearest even
+/// and rounding twice to one format gives the bits of rounding once (two instructions fewer per
+/// element); otherwise `v` itself.
+ir::ValueId stored_value(const ir::Kernel& k, ir::ValueId v, DType storage);
 /// A literal of dtype `t` (exact: hexadecimal floats).
 std::string literal(DType t, double v, double im = 0);
 /// The zero of dtype `t` as a register value.

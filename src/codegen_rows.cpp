@@ -581,7 +581,8 @@ void RowEmitter::emit_phase(int p) {
   for (size_t j : stores) {
     const ir::Store& st = k_.stores[j];
     if (st.kind == ir::StoreKind::write) {
-      t_.line("O{}[v] = {};", j, name(st.value));
+      t_.line("O{}[v] = {};", j,
+              name(cuda::stored_value(k_, st.value, k_.tensors[st.tensor].dtype)));
     } else {
       t_.line("if (valid && in_range) {0} = {0} + {1};", column_slot(j), name(st.value));
     }
@@ -683,7 +684,8 @@ void RowEmitter::emit_row_body() {
     if (vector_view(st.view)) continue;
     if (st.kind == ir::StoreKind::write) {
       t_.line("if (valid && lane == 0) t{}[o{}] = {};", st.tensor, store_access_[j],
-              cuda::to_storage(k_.tensors[st.tensor].dtype, name(st.value)));
+              cuda::to_storage(k_.tensors[st.tensor].dtype,
+                               name(cuda::stored_value(k_, st.value, k_.tensors[st.tensor].dtype))));
     } else {
       t_.line("if (valid && lane == 0) CS{0} = CS{0} + {1};", j, name(st.value));
     }

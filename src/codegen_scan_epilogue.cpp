@@ -86,13 +86,8 @@ void Emitter::emit_phase_b() {
     const ir::Store& st = k_.stores[j];
     if (sp.how == StorePlan::How::vector) {
       // A cast to the tensor's 16-bit dtype is rounded by the store itself.
-      ir::ValueId val = st.value;
-      const ir::Node& vn = k_.node(val);
-      DType td = k_.tensors[st.tensor].dtype;
-      if (vn.op == Op::cast && vn.type.dtype == td && (td == DType::bf16 || td == DType::f16) &&
-          k_.node(vn.args[0]).type.dtype == DType::f32 && p_.where[vn.args[0]] == Where::vec) {
-        val = vn.args[0];
-      }
+      ir::ValueId val = cuda::stored_value(k_, st.value, k_.tensors[st.tensor].dtype);
+      if (p_.where[val] != Where::vec) val = st.value;
       std::string v = elem(val, 0, memo);
       t_.line("O{}[j][v * VP + vp] = {};", j, cuda::to_storage(k_.tensors[st.tensor].dtype, v));
     } else if (sp.how == StorePlan::How::tile_partial) {

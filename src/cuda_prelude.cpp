@@ -293,7 +293,10 @@ template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduc
 #pragma unroll
   for (int o = W / 2; o > 0; o >>= 1) {
     T other = kdsl_shfl(v, o);
-    v = (lane & o) ? op(other, v) : op(v, other);
+    const bool upper = (lane & o) != 0;
+    // One combine on selected operands: the compiler does not see that two orders of a Welford
+    // merge or a NaN-aware max are alike, and would evaluate both (a sum's two orders are one add).
+    v = op(upper ? other : v, upper ? v : other);
   }
   return v;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "kdsl/error.h"
@@ -43,6 +44,31 @@ TEST(Codegen, RmsNormBf16MatchesGoldenSource) {
   if (std::getenv("KDSL_UPDATE_GOLDEN")) std::ofstream(path) << g.source;
   EXPECT_EQ(g.source, read_file(path)) << "generated source differs from " << path;
   EXPECT_EQ(g.plan.symbol, "kdsl_rms_norm_bf16_n8192");
+}
+
+// A store into a 16-bit tensor converts (rounds to nearest even) itself, so a cast to that dtype
+// just before the store is not spelled out again: the value stored is the cast's f32 operand.
+TEST(Codegen, SixteenBitStoresRoundOnce) {
+  for (const char* file : {"stdlib/layer_norm.kdsl", "stdlib/softmax.kdsl"}) {
+    auto fe = load(file);
+    const std::string kernel = std::string(file).find("softmax") != std::string::npos ? "softmax"
+                                                                                     : "layer_norm";
+    for (DType t : {DType::bf16, DType::f16}) {
+      std::string src = gen(*fe, kernel, t, 4096).source;
+      std::smatch m;
+      std::regex store(R"(O\d+\[v\] = (v\d+);)");
+      int stores = 0;
+      for (auto it = std::sregex_iterator(src.begin(), src.end(), store); it != std::sregex_iterator();
+           ++it, ++stores) {
+        std::string def = "const float " + (*it)[1].str() + " = ";
+        size_t at = src.find(def);
+        ASSERT_NE(at, std::string::npos) << (*it)[1];
+        std::string line = src.substr(at, src.find('\n', at) - at);
+        EXPECT_EQ(line.find("kdsl_round_"), std::string::npos) << file << ": " << line;
+      }
+      EXPECT_GT(stores, 0) << file;
+    }
+  }
 }
 
 TEST(Codegen, IsDeterministicAndSelfContained) {

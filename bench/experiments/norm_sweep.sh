@@ -15,6 +15,8 @@
 #                                       (smem_columns=0) with staged rows
 #   bench/experiments/norm_sweep.sh 7   N = 32768 backward kernels on clusters with register
 #                                       accumulators and staged rows
+#   bench/experiments/norm_sweep.sh 8   (sixth session) forward kernels: persistent CTAs with
+#                                       the next rows staged, at a fixed number of threads per row
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -154,6 +156,23 @@ sweep7() {
   done
   sw stdlib/softmax.kdsl softmax_bwd bf16 M=4096,N=32768 "" cluster=4,stage=2 cluster=2,stage=2 \
     cluster=4,group=2048 cluster=2,group=1024,stage=2
+}
+
+sweep8() {
+  local p="persistent=1"
+  sw stdlib/rms_norm.kdsl rms_norm bf16 M=8192,N=8192 "" min_ctas=4 $p,group=512,stage=2 \
+    $p,group=512,stage=3 $p,group=512,stage=4 $p,group=256,stage=3 $p,group=1024,stage=3 \
+    $p,group=256,stage=4,min_ctas=4
+  sw stdlib/rms_norm.kdsl rms_norm bf16 M=4096,N=32768 "" stage=2 stage=3 group=1024,stage=2 \
+    group=1024,stage=3
+  sw stdlib/rms_norm.kdsl rms_norm bf16 M=65536,N=1024 "" $p,group=64,stage=3 $p,group=128,stage=3 \
+    $p,group=32,stage=4
+  sw stdlib/layer_norm.kdsl layer_norm bf16 M=8192,N=8192 "" $p,group=256,stage=2 \
+    $p,group=256,stage=3 $p,group=512,stage=3 $p,group=128,stage=3
+  sw stdlib/layer_norm.kdsl layer_norm bf16 M=4096,N=32768 "" stage=2 stage=3 group=1024,stage=2
+  sw stdlib/softmax.kdsl softmax bf16 M=8192,N=8192 "" $p,group=256,stage=2 $p,group=256,stage=3 \
+    $p,group=512,stage=3
+  sw stdlib/softmax.kdsl softmax bf16 M=65536,N=1024 "" $p,group=32,stage=3 $p,group=64,stage=3
 }
 
 sweep"${1:-1}"

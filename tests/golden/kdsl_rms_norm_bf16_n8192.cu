@@ -290,7 +290,10 @@ template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduc
 #pragma unroll
   for (int o = W / 2; o > 0; o >>= 1) {
     T other = kdsl_shfl(v, o);
-    v = (lane & o) ? op(other, v) : op(v, other);
+    const bool upper = (lane & o) != 0;
+    // One combine on selected operands: the compiler does not see that two orders of a Welford
+    // merge or a NaN-aware max are alike, and would evaluate both (a sum's two orders are one add).
+    v = op(upper ? other : v, upper ? v : other);
   }
   return v;
 }
@@ -403,7 +406,7 @@ extern "C" __global__ void __launch_bounds__(512) kdsl_rms_norm_bf16_n8192(const
           const float v12 = kdsl_unpack_bf16(L11[(c * VEC + v) >> 1], v & 1);
           const float v13 = (v10 * v12);
           const float v14 = kdsl_round_bf16(v13);
-          O0[v] = v14;
+          O0[v] = v13;
         }
         if (valid && in_range) {
           kdsl_store<VEC, false>(t2 + o2 + col, O0, true);
