@@ -683,9 +683,10 @@ void RowEmitter::emit_row_body() {
     const ir::Store& st = k_.stores[j];
     if (vector_view(st.view)) continue;
     if (st.kind == ir::StoreKind::write) {
-      t_.line("if (valid && lane == 0) t{}[o{}] = {};", st.tensor, store_access_[j],
-              cuda::to_storage(k_.tensors[st.tensor].dtype,
-                               name(cuda::stored_value(k_, st.value, k_.tensors[st.tensor].dtype))));
+      t_.line(
+          "if (valid && lane == 0) t{}[o{}] = {};", st.tensor, store_access_[j],
+          cuda::to_storage(k_.tensors[st.tensor].dtype,
+                           name(cuda::stored_value(k_, st.value, k_.tensors[st.tensor].dtype))));
     } else {
       t_.line("if (valid && lane == 0) CS{0} = CS{0} + {1};", j, name(st.value));
     }

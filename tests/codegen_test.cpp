@@ -51,15 +51,15 @@ TEST(Codegen, RmsNormBf16MatchesGoldenSource) {
 TEST(Codegen, SixteenBitStoresRoundOnce) {
   for (const char* file : {"stdlib/layer_norm.kdsl", "stdlib/softmax.kdsl"}) {
     auto fe = load(file);
-    const std::string kernel = std::string(file).find("softmax") != std::string::npos ? "softmax"
-                                                                                     : "layer_norm";
+    const std::string kernel =
+        std::string(file).find("softmax") != std::string::npos ? "softmax" : "layer_norm";
     for (DType t : {DType::bf16, DType::f16}) {
       std::string src = gen(*fe, kernel, t, 4096).source;
       std::smatch m;
       std::regex store(R"(O\d+\[v\] = (v\d+);)");
       int stores = 0;
-      for (auto it = std::sregex_iterator(src.begin(), src.end(), store); it != std::sregex_iterator();
-           ++it, ++stores) {
+      for (auto it = std::sregex_iterator(src.begin(), src.end(), store);
+           it != std::sregex_iterator(); ++it, ++stores) {
         std::string def = "const float " + (*it)[1].str() + " = ";
         size_t at = src.find(def);
         ASSERT_NE(at, std::string::npos) << (*it)[1];
