@@ -524,6 +524,12 @@ void RowEmitter::emit_phase(int p) {
   for (ir::ValueId r : reductions) {
     auto sp = spelling(r);
     t_.line("acc{} = {};", r, sp.identity);
+    if (static_cast<ir::ReduceKind>(k_.node(r).fn) == ir::ReduceKind::var) {
+      // The thread's elements as shifted sums (the shift is its first element); see
+      // kdsl_welford_shifted in the prelude.
+      t_.line("{0} K{1} = 0, S{1} = 0, Q{1} = 0;", cuda::reg_type(k_.node(r).type.dtype), r);
+      t_.line("int n{} = 0;", r);
+    }
   }
   t_.line("#pragma unroll");
   t_.line("for (int c = 0; c < C; ++c) {{");
@@ -542,11 +548,6 @@ void RowEmitter::emit_phase(int p) {
     const ir::Store& st = k_.stores[j];
     if (st.kind == ir::StoreKind::write) {
       t_.line("{} O{}[VEC];", cuda::reg_type(k_.tensors[st.tensor].dtype), j);
-    }
-  }
-  for (ir::ValueId r : reductions) {
-    if (static_cast<ir::ReduceKind>(k_.node(r).fn) == ir::ReduceKind::var) {
-      t_.line("{} W{}[VEC];", cuda::reg_type(k_.node(r).type.dtype), r);
     }
   }
   t_.line("#pragma unroll");
@@ -570,7 +571,15 @@ void RowEmitter::emit_phase(int p) {
     auto sp = cuda::reduce_spelling(kind, k_.node(n.args[0]).type.dtype);
     std::string x = name(n.args[0]);
     if (kind == ir::ReduceKind::var) {
-      t_.line("W{}[v] = {};", r, x);
+      // Chunk 0 is in range whenever any chunk of this thread is (columns grow with c).
+      t_.line("if (c == 0 && v == 0) K{} = {};", r, x);
+      t_.line("if (in_range) {{");
+      t_.in();
+      t_.line("const {} d = {} - K{};", cuda::reg_type(k_.node(r).type.dtype), x, r);
+      t_.line("S{0} = S{0} + d;", r);
+      t_.line("Q{0} = Q{0} + d * d;", r);
+      t_.out();
+      t_.line("}}");
     } else if (kind == ir::ReduceKind::argmax || kind == ir::ReduceKind::argmin) {
       t_.line("if (in_range) acc{0} = {1}(acc{0}, {2}{{{3}, static_cast<long long>(col + v)}});", r,
               sp.op, sp.state_type, x);
@@ -591,7 +600,7 @@ void RowEmitter::emit_phase(int p) {
   t_.line("}}");
   for (ir::ValueId r : reductions) {
     if (static_cast<ir::ReduceKind>(k_.node(r).fn) != ir::ReduceKind::var) continue;
-    t_.line("if (in_range) acc{0} = kdsl_op_var{{}}(acc{0}, kdsl_welford_of<VEC>(W{0}, VEC));", r);
+    t_.line("if (in_range) n{} += VEC;", r);
   }
   for (size_t j : stores) {
     const ir::Store& st = k_.stores[j];
@@ -604,6 +613,10 @@ void RowEmitter::emit_phase(int p) {
   }
   t_.out();
   t_.line("}}");
+  for (ir::ValueId r : reductions) {
+    if (static_cast<ir::ReduceKind>(k_.node(r).fn) != ir::ReduceKind::var) continue;
+    t_.line("acc{0} = kdsl_welford_shifted(K{0}, S{0}, Q{0}, n{0});", r);
+  }
   // Combine the threads' partial states: butterfly within the group's warp, then (G > 32)
   // through shared memory in warp order.
   int width = std::min(g_, 32);

@@ -261,18 +261,17 @@ struct kdsl_op_argmin {
     return take_b ? b : a;
   }
 };
-// Welford state of a few values held by one thread: two-pass over them (exact mean first).
-template <int V, class T> __device__ __forceinline__ kdsl_welford<T> kdsl_welford_of(const T* x, int count) {
-  T s = 0;
-#pragma unroll
-  for (int i = 0; i < V; ++i) s += i < count ? x[i] : T(0);
-  T mean = count > 0 ? s / T(count) : T(0), m2 = 0;
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    T d = x[i] - mean;
-    m2 += i < count ? d * d : T(0);
-  }
-  return {T(count), mean, m2};
+// Welford state of the n values one thread holds, from their sums shifted by the thread's first
+// value k: s = sum(x - k), q = sum((x - k)^2) ("shifted data", Chan, Golub & LeVeque 1983).
+// Then mean = k + s / n and M2 = q - s^2 / n. Since k is one of the values, (k - mean)^2 is at
+// most M2 (n - 1) / n, so the subtraction loses at most a factor n - 1 in relative accuracy (n is
+// a thread's share of a row, e.g. 64), unlike sum(x^2) - sum(x)^2 / n over the raw values. Three
+// operations per value instead of Welford's division per merge.
+template <class T> __device__ __forceinline__ kdsl_welford<T> kdsl_welford_shifted(T k, T s, T q, int n) {
+  if (n == 0) return {T(0), T(0), T(0)};
+  const T inv = T(1) / T(n);
+  const T m2 = q - s * s * inv;
+  return {T(n), k + s * inv, m2 > T(0) ? m2 : T(0)};
 }
 
 __device__ __forceinline__ float kdsl_shfl(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <random>
+#include <tuple>
 
 #include "gpu_test_util.h"
 #include "norm_cases.h"
@@ -104,6 +106,45 @@ TEST_P(RowsEmu, StagedRows) {
 
 INSTANTIATE_TEST_SUITE_P(Stdlib, RowsEmu, ::testing::ValuesIn(testing::kKernels),
                          [](const auto& info) { return std::string(info.param.kernel); });
+
+// LayerNorm's variance on rows whose mean is 10^4 times their spread (and a far outlier now and
+// then as a thread's first value, the shift of its shifted sums): a one-pass sum(x^2) - sum(x)^2
+// / n in f32 loses every digit here (its rounding error, about 6e-8 * 1e8 * n, exceeds the sum of
+// squared deviations, about n), so rstd within 1e-4 of the float64 reference checks that the
+// generated code does not cancel. (y is not compared: the f32 mean itself is off by up to half
+// an ulp of 10^4, 5e-4, which y = (x - mu) * rstd * w + b carries.) f32 with a tail, and bf16
+// rows with one and several chunks per thread.
+TEST(RowsEmuNumerics, LayerNormVarianceOfRowsWithALargeMean) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  auto fe = testing::front_end("stdlib/layer_norm.kdsl");
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> spread(0.0, 1.0);
+  for (auto [t, n, mean, scale] : {std::tuple{DType::f32, int64_t{1000}, 1e4, 1.0},
+                                   std::tuple{DType::bf16, int64_t{4096}, 4096.0, 64.0},
+                                   std::tuple{DType::bf16, int64_t{64}, 4096.0, 64.0}}) {
+    const int64_t m = 3;
+    HostTensor x(t, {m, n});
+    for (int64_t i = 0; i < m * n; ++i) {
+      x.set(i, i % 97 == 0 ? mean + 40 * scale : mean + scale * spread(rng));
+    }
+    ProblemSpec ps;
+    ps.kernel = "layer_norm";
+    ps.binding = {t};
+    ps.shapes = {{"M", m}, {"N", n}};
+    ps.seed = 201;
+    ps.inputs = {{"x", x}};
+    Problem p = make_problem(fe, ps);
+    std::vector<HostTensor> ref = run_reference(p);
+    std::vector<HostTensor> got = emu::run_emulated(p, /*grid_cap=*/5, /*concurrent=*/4, {});
+    for (size_t k = 0; k < got.size(); ++k) {
+      if (p.ir.tensors[k].name != "rstd") continue;
+      for (int64_t i = 0; i < m; ++i) {
+        EXPECT_NEAR(got[k].get(i), ref[k].get(i), 1e-4 * ref[k].get(i))
+            << dtype_name(t) << " N=" << n << " row " << i;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace kdsl
