@@ -246,8 +246,16 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // sweeps): one CTA per row wins for every kernel without column reductions up to 16K elements
   // per row, once its threads are large (below); a persistent grid that prefetches the next row
   // wins for longer rows. `kdsl tune` measures both on the GPU at hand.
-  bool simple = !column_reduction && n <= 16384;
-  s.persistent = hint.persistent.value_or(!simple) || column_reduction;
+  int phases = 0;
+  std::vector<int> depth(k.nodes.size(), 0);
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    int d = 0;
+    for (ir::ValueId a : k.nodes[i].args) {
+      if (a >= 0 && static_cast<size_t>(a) < i) d = std::max(d, depth[static_cast<size_t>(a)]);
+    }
+    depth[i] = d + (k.nodes[i].op == ir::Op::reduce ? 1 : 0);
+    phases = std::max(phases, depth[i]);
+  }
   // Threads per row: about 16 elements per thread, then more threads while the cached vectors
   // (row loads, weights, column accumulators) exceed the register budget.
   // Packing halves the registers of cached 16-bit rows in kernels with one pass over them; in
@@ -276,24 +284,28 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // wait at a CTA barrier per phase: there at most about 40 elements per thread, packed or not,
   // measured faster (softmax bf16 8192 x 8192: 0.82 of copy with 256 threads per row against
   // 0.77 with 128; 4096 x 32768: 0.65 with 1024 against 0.58 with 512).
-  int phases = 0;
-  std::vector<int> depth(k.nodes.size(), 0);
-  for (size_t i = 0; i < k.nodes.size(); ++i) {
-    int d = 0;
-    for (ir::ValueId a : k.nodes[i].args) {
-      if (a >= 0 && static_cast<size_t>(a) < i) d = std::max(d, depth[static_cast<size_t>(a)]);
-    }
-    depth[i] = d + (k.nodes[i].op == ir::Op::reduce ? 1 : 0);
-    phases = std::max(phases, depth[i]);
-  }
   const double row_words = std::max(words.row, phases >= 2 ? 1.0 : 0.5);
   const int64_t per_thread_vectors =
       std::max<int64_t>(1, static_cast<int64_t>(budget / row_words) / s.vec);
   const int fit_group =
       std::clamp(pow2_ceil((vectors + per_thread_vectors - 1) / per_thread_vectors), 1, 1024);
+  // Rows of 16K to 32K 16-bit elements with one level of reductions also run one CTA per row,
+  // with the threads the registers allow, where that was measured faster (bf16 4096 x 32768,
+  // sixth session): up to 512 threads per row (layer_norm 152 us against 165 persistent,
+  // rms_norm 150 against 156), or 1024 when the kernel writes two rows (add_rms_norm 264
+  // against 287 on a cluster). Softmax backward (1024 threads, one row written) keeps its cluster
+  // (210 us against 257 with one CTA per row); dependent reductions (softmax: 209 against 156)
+  // and f32 rows (layer_norm: 192 against 171) keep the persistent grid.
+  const auto row_outputs = std::count_if(k.stores.begin(), k.stores.end(), [](const ir::Store& st) {
+    return st.kind == ir::StoreKind::write && has_vector_axis(st.view);
+  });
+  const bool long_simple = !column_reduction && n <= 32768 && phases == 1 && min_size == 2 &&
+                           (fit_group <= 512 || row_outputs >= 2);
+  const bool simple = !column_reduction && (n <= 16384 || long_simple);
+  s.persistent = hint.persistent.value_or(!simple) || column_reduction;
   const bool small_threads = reductions <= 1 && min_size == 2;
   int group;
-  if (!s.persistent && small_threads) {
+  if (!s.persistent && small_threads && n <= 16384) {
     int64_t chunks_target = std::max(1, 16 / s.vec);
     group = std::clamp(pow2_ceil((vectors + chunks_target - 1) / chunks_target), 1, 1024);
   } else if (!column_reduction) {

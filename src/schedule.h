@@ -23,8 +23,11 @@
 //   per row up to 16K elements and the fewest threads whose share of the row fits the register
 //   budget (about 40 f32 or 80 packed 16-bit elements each), so that an SM holds as many rows as
 //   its registers allow; RMSNorm-like kernels (one reduction, 16-bit rows) keep about 16 elements
-//   per thread, which fills the GPU at small row counts. Longer rows: the same threads per row on
-//   a persistent grid.
+//   per thread, which fills the GPU at small row counts (up to 16K elements). 16-bit rows of 16K
+//   to 32K elements with one level of reductions stay one CTA per row with the register-budget
+//   threads, where that is at most 512 or the kernel writes two rows (RMSNorm, LayerNorm, the
+//   residual-add RMSNorm). Longer rows, f32 rows beyond 16K and softmax-like kernels there: a
+//   persistent grid.
 //
 //   Clusters (rows.cluster, G > 1024 possible): a row's G threads span a thread-block cluster of
 //   K CTAs (sm_90); each CTA combines its warps' partial states in warp order and leaves its total

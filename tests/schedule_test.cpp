@@ -65,10 +65,20 @@ TEST(RowSchedule, OneCtaPerRowWithTheFewestThreadsWhoseShareFitsTheRegisters) {
 }
 
 TEST(RowSchedule, LongRowsRunOnAPersistentGrid) {
-  Chosen r = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 32768);
-  EXPECT_TRUE(r.s.persistent);
-  EXPECT_EQ(r.s.group, 512);
-  EXPECT_EQ(r.s.cluster, 1);
+  // 16-bit rows up to 32K elements with one level of reductions: one CTA per row, with the
+  // threads the registers allow (512), or 1024 when two rows are written (measured).
+  for (const char* kernel : {"rms_norm", "add_rms_norm"}) {
+    Chosen r = choose("rms_norm.kdsl", kernel, DType::bf16, 32768);
+    EXPECT_FALSE(r.s.persistent) << kernel;
+    EXPECT_EQ(r.s.group, std::string(kernel) == "rms_norm" ? 512 : 1024) << kernel;
+    EXPECT_EQ(r.s.cluster, 1) << kernel;
+  }
+  Chosen l = choose("layer_norm.kdsl", "layer_norm", DType::bf16, 32768);
+  EXPECT_FALSE(l.s.persistent);
+  EXPECT_EQ(l.s.group, 512);
+  // Longer rows and f32 rows stay on the persistent grid.
+  EXPECT_TRUE(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 65536).s.persistent);
+  EXPECT_TRUE(choose("layer_norm.kdsl", "layer_norm", DType::f32, 32768).s.persistent);
   // Two phases: no cluster; 512 threads per row with the next row staged in shared memory.
   Chosen s = choose("softmax.kdsl", "softmax", DType::bf16, 32768);
   EXPECT_TRUE(s.s.persistent);
