@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "kdsl/error.h"
 
@@ -40,6 +41,7 @@ bool ScheduleHint::empty() const {
 
 ScheduleHint ScheduleHint::parse(const std::string& text) {
   ScheduleHint h;
+  std::set<std::string> seen;
   size_t pos = 0;
   while (pos < text.size()) {
     size_t comma = text.find(',', pos);
@@ -50,6 +52,9 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
     std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (!seen.insert(key).second) {
+      throw ArgumentError(fmt::format("schedule hint '{}': {} is given twice", text, key));
+    }
     int v = 0;
     try {
       size_t used = 0;
@@ -106,6 +111,10 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
                       "cluster (1, 2, 4, 8), stage (0, 2 to 8)",
                       item));
     }
+  }
+  if (h.stage && *h.stage >= 2 && h.prefetch && *h.prefetch) {
+    throw ArgumentError(fmt::format(
+        "schedule hint '{}': stage and prefetch=1 both fetch the next row ahead; give one", text));
   }
   return h;
 }
@@ -351,12 +360,17 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   s.chunks = static_cast<int>((vectors + s.group - 1) / s.group);
   s.reasons.push_back(fmt::format(
       "N = {}: VEC = {} ({}-byte accesses), {} vectors per row -> {} ({} threads per row{}, {} "
-      "rows per CTA, {} chunks per thread), {}",
+      "row{} per CTA, {} chunk{} per thread), {}",
       n, s.vec, s.vec * min_size, vectors, s.name, s.group,
-      cluster > 1 ? fmt::format(" in a cluster of {} CTAs", cluster) : "", s.rows_per_cta, s.chunks,
+      cluster > 1 ? fmt::format(" in a cluster of {} CTAs", cluster) : "", s.rows_per_cta,
+      s.rows_per_cta == 1 ? "" : "s", s.chunks, s.chunks == 1 ? "" : "s",
       !s.persistent      ? "one CTA per row group (no state across rows)"
       : column_reduction ? "persistent grid (column reductions accumulate across a CTA's rows)"
                          : "persistent grid (CTAs loop over rows)"));
+  if (hint.persistent && !*hint.persistent && column_reduction) {
+    s.reasons.push_back(
+        "persistent=0 does not apply: column reductions accumulate across a CTA's rows");
+  }
 
   // Register budget for cached vectors: enough that at least 1024 threads (more rows in
   // flight) fit on an SM: 64 registers per thread, minus about 24 for indices and temporaries.
@@ -429,9 +443,10 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
     s.staged_scalars = staged_scalars;
     s.prefetch = false;
     s.reasons.push_back(fmt::format(
-        "rows staged in shared memory: {} buffers ({:.0f} KiB per CTA), the next {} row group(s) "
+        "rows staged in shared memory: {} buffers ({:.0f} KiB per CTA), the next {} row group{} "
         "copied ahead with cp.async (row loads: {}, per-row scalars: {})",
-        stage, stage * stage_bytes / 1024, stage - 1, staged, staged_scalars));
+        stage, stage * stage_bytes / 1024, stage - 1, stage == 2 ? "" : "s", staged,
+        staged_scalars));
   }
   if (s.prefetch) need += elems * w.row;
   if (!s.cache_invariant) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -155,6 +156,17 @@ TEST(RowSchedule, StageHintsAreChecked) {
                ArgumentError);
   EXPECT_THROW(ScheduleHint::parse("stage=1"), ArgumentError);
   EXPECT_THROW(ScheduleHint::parse("stage=9"), ArgumentError);
+  // Conflicting hints are errors, not silently dropped: a key given twice, and two ways of
+  // fetching the next row.
+  EXPECT_THROW(ScheduleHint::parse("group=256,group=512"), ArgumentError);
+  EXPECT_THROW(ScheduleHint::parse("stage=2,prefetch=1"), ArgumentError);
+  EXPECT_NO_THROW(ScheduleHint::parse("stage=2,prefetch=0"));
+  // persistent=0 cannot apply to column reductions; the explain says so.
+  Chosen p = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 8192, "persistent=0");
+  EXPECT_TRUE(p.s.persistent);
+  EXPECT_TRUE(std::any_of(p.s.reasons.begin(), p.s.reasons.end(), [](const std::string& r) {
+    return r.find("persistent=0 does not apply") != std::string::npos;
+  }));
   Chosen s = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192, "persistent=1,stage=4");
   EXPECT_EQ(s.s.stage, 4);
   EXPECT_EQ(s.s.staged_loads, 1);  // x (w is loop-invariant)
