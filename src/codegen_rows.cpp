@@ -307,9 +307,8 @@ void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_pref
 // A row load staged in shared memory (rows.stage > 1): cached, row-dependent, 16 bytes per chunk.
 // The same rule as the scheduler's count (schedule.cpp), so the buffer sizes agree.
 bool RowEmitter::staged(ir::ValueId id) const {
-  const ir::Node& n = k_.node(id);
-  return s_.stage >= 2 && n.op == Op::load && n.type.form == Form::vector && loop_view(n.view) &&
-         cached_[id] && fast(n.index) && dtype_size(k_.tensors[n.index].dtype) * vec_ == 16;
+  return s_.stage >= 2 && cached_[id] &&
+         staged_load(k_, spec_, k_.node(id), vec_) == StagedLoad::row;
 }
 
 // Issues this thread's copies of row `row` into stage `stage` of the staging buffer (zeros for
@@ -1076,11 +1075,8 @@ GeneratedKernel RowEmitter::run() {
   if (s_.stage >= 2) {
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const auto id = static_cast<ir::ValueId>(i);
-      const ir::Node& n = k_.node(id);
-      size_t bytes = n.op == Op::load ? dtype_size(k_.tensors[n.index].dtype) : 0;
       if (staged(id)) staged_.push_back(id);
-      if (n.op == Op::load && n.type.form == Form::scalar && loop_view(n.view) &&
-          (bytes == 4 || bytes == 8)) {
+      if (staged_load(k_, spec_, k_.node(id), vec_) == StagedLoad::scalar) {
         int slot = static_cast<int>(staged_scalar_.size());
         staged_scalar_[id] = slot;
       }

@@ -401,14 +401,9 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // thread, so that their load latency is not paid at the start of every row.
   int staged = 0, staged_scalars = 0;
   for (const ir::Node& node : k.nodes) {
-    if (node.op != ir::Op::load || !has_loop_axis(node.view)) continue;
-    size_t bytes = dtype_size(k.tensors[static_cast<size_t>(node.index)].dtype);
-    if (node.type.form == ir::Form::scalar) {
-      staged_scalars += bytes == 4 || bytes == 8;
-      continue;
-    }
-    bool fast = ((spec.aligned_mask & spec.contiguous_mask) >> node.index) & 1u;
-    staged += fast && bytes * s.vec == 16;
+    StagedLoad sl = staged_load(k, spec, node, s.vec);
+    staged += sl == StagedLoad::row;
+    staged_scalars += sl == StagedLoad::scalar;
   }
   int stage = hint.stage.value_or(0);
   const bool stageable =
@@ -473,6 +468,19 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
 }
 
 }  // namespace
+
+StagedLoad staged_load(const ir::Kernel& k, const Specialization& spec, const ir::Node& node,
+                       int vec) {
+  if (node.op != ir::Op::load || !has_loop_axis(node.view)) return StagedLoad::none;
+  size_t bytes = dtype_size(k.tensors[static_cast<size_t>(node.index)].dtype);
+  if (node.type.form == ir::Form::scalar) {
+    return bytes == 4 || bytes == 8 ? StagedLoad::scalar : StagedLoad::none;
+  }
+  bool fast = ((spec.aligned_mask & spec.contiguous_mask) >> node.index) & 1u;
+  return node.type.form == ir::Form::vector && fast && bytes * static_cast<size_t>(vec) == 16
+             ? StagedLoad::row
+             : StagedLoad::none;
+}
 
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint) {

@@ -146,6 +146,15 @@ bool supports_clusters(const DeviceTarget& target);
 /// only the launch uses. Throws nothing; an unknown architecture keeps the sm_90 figures.
 DeviceTarget target_for_arch(const std::string& arch);
 
+/// What a staged row schedule (`stage` >= 2) copies into shared memory for IR node `node` of
+/// `k`: a row load (loop and vector axes) with 16-byte accesses of `vec` elements, its tensor
+/// aligned and contiguous in `spec`; a per-row scalar load of 4 or 8 bytes (e.g. rstd); or
+/// nothing. The scheduler sizes the staging buffer with it and code generation lays out the
+/// slots with it, so the two agree.
+enum class StagedLoad { none, row, scalar };
+StagedLoad staged_load(const ir::Kernel& k, const Specialization& spec, const ir::Node& node,
+                       int vec);
+
 /// Chooses the row schedule for `k` (already specialized) on `target`. Deterministic: the same
 /// kernel, specialization and target give the same schedule.
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
