@@ -3,16 +3,8 @@
 // device-to-device copy. Prints a table and writes one JSON record per kernel, dtype and shape.
 //
 //   kdsl_bench_norm [OUT.json] [--source DIR] [--reps N] [--only KERNEL]
-// Exit status 4 without a GPU.
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include <cstdlib>
-#include <fstream>
-#include <iostream>
-
-#include "src/driver.h"
-#include "src/harness.h"
+// Exit status 4 without a GPU, 2 on a usage error.
+#include "bench/bench_common.h"
 
 namespace kdsl {
 namespace {
@@ -69,41 +61,19 @@ std::map<std::string, HostTensor> forward_inputs(const std::shared_ptr<const Fro
 }
 
 int run(int argc, char** argv) {
-  std::string out_path,
-      source = std::getenv("KDSL_SOURCE_DIR") ? std::getenv("KDSL_SOURCE_DIR") : KDSL_SOURCE_DIR;
-  std::string only;
-  int reps = 30;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--source" && i + 1 < argc)
-      source = argv[++i];
-    else if (a == "--reps" && i + 1 < argc)
-      reps = std::atoi(argv[++i]);
-    else if (a == "--only" && i + 1 < argc)
-      only = argv[++i];
-    else
-      out_path = a;
-  }
-  std::string why;
-  if (!driver_or_null(&why) || device_count() == 0) {
-    std::cerr << "kdsl_bench_norm: no GPU: " << why << "\n";
-    return 4;
-  }
-  primary_context(0);
-  Timing copy_t;
-  double copy = copy_bandwidth_gbps(nullptr, size_t{1} << 30, &copy_t);
-  nlohmann::json records = nlohmann::json::array();
-  records.push_back(
-      {{"op", "copy"}, {"bytes", 2ull << 30}, {"us", copy_t.median_us}, {"GBps", copy}});
-  fmt::print("device-to-device copy (1 GiB): {:.1f} us, {:.0f} GB/s\n", copy_t.median_us, copy);
+  bench::Session session("kdsl_bench_norm",
+                         "kdsl_bench_norm: the stdlib normalization kernels at issue 5's shapes",
+                         /*with_dtype=*/false);
+  if (int status = session.start(argc, argv); status >= 0) return status;
+  const bench::Options& opt = session.options();
   fmt::print("{:<16} {:<5} {:>14} {:>10} {:>8} {:>8}  {}\n", "kernel", "dtype", "shape", "us",
              "GB/s", "of copy", "schedule");
   std::map<std::string, std::shared_ptr<const FrontEnd>> modules;
   uint64_t seed = 1;
   for (const Case& c : kCases) {
-    if (!only.empty() && only != c.kernel) continue;
+    if (!opt.only.empty() && opt.only != c.kernel) continue;
     auto& fe = modules[c.file];
-    if (!fe) fe = run_front_end(SourceFile::read(source + "/" + c.file));
+    if (!fe) fe = run_front_end(SourceFile::read(opt.source + "/" + c.file));
     for (const Shape& s : kShapes) {
       ProblemSpec ps;
       ps.kernel = c.kernel;
@@ -113,30 +83,20 @@ int run(int argc, char** argv) {
       ps.inputs = forward_inputs(fe, ps, c.forward);
       Problem p = make_problem(fe, ps);
       GpuRun gpu(p);
-      Timing t = time_cuda(
-          nullptr, [&] { gpu.launch(); }, 5, reps, true);
-      uint64_t bytes = minimal_bytes(p);
-      double gbps = static_cast<double>(bytes) / (t.median_us * 1e3);
+      bench::Measured m = session.time(p, gpu);
       fmt::print("{:<16} {:<5} {:>14} {:>10.2f} {:>8.0f} {:>8.3f}  {}\n", c.kernel,
-                 dtype_name(s.dtype), fmt::format("{}x{}", s.m, s.n), t.median_us, gbps,
-                 gbps / copy, gpu.loaded().plan.schedule);
+                 dtype_name(s.dtype), fmt::format("{}x{}", s.m, s.n), m.t.median_us, m.gbps,
+                 m.gbps / session.copy_gbps(), gpu.loaded().plan.schedule);
       std::cout.flush();
-      records.push_back({{"kernel", c.kernel},
-                         {"op", c.op},
-                         {"pass", c.backward ? "bwd" : "fwd"},
-                         {"dtype", dtype_name(s.dtype)},
-                         {"M", s.m},
-                         {"N", s.n},
-                         {"us", t.median_us},
-                         {"min_us", t.min_us},
-                         {"bytes", bytes},
-                         {"GBps", gbps},
-                         {"ratio_to_copy", gbps / copy},
-                         {"symbol", gpu.loaded().plan.symbol},
-                         {"schedule", gpu.loaded().plan.schedule}});
+      session.add({{"kernel", c.kernel},
+                   {"op", c.op},
+                   {"pass", c.backward ? "bwd" : "fwd"},
+                   {"dtype", dtype_name(s.dtype)},
+                   {"M", s.m},
+                   {"N", s.n}},
+                  m, gpu.loaded().plan);
     }
   }
-  if (!out_path.empty()) std::ofstream(out_path) << records.dump(1) << "\n";
   return 0;
 }
 
@@ -144,10 +104,5 @@ int run(int argc, char** argv) {
 }  // namespace kdsl
 
 int main(int argc, char** argv) {
-  try {
-    return kdsl::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "kdsl_bench_norm: " << e.what() << "\n";
-    return 1;
-  }
+  return kdsl::bench::guarded_main("kdsl_bench_norm", [&] { return kdsl::run(argc, argv); });
 }

@@ -5,17 +5,11 @@
 // and writes one JSON record per kernel, dtype and shape.
 //
 //   kdsl_bench_scan [OUT.json] [--source DIR] [--reps N] [--only KERNEL] [--dtype T]
-// Exit status 4 without a GPU. KDSL_SCAN_SCHEDULE=... (schedule_scan.h) times other schedules.
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
+// Exit status 4 without a GPU, 2 on a usage error. KDSL_SCAN_SCHEDULE=... (schedule_scan.h)
+// times other schedules.
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
-#include <iostream>
 
-#include "src/driver.h"
-#include "src/harness.h"
+#include "bench/bench_common.h"
 
 namespace kdsl {
 namespace {
@@ -93,82 +87,41 @@ Problem problem(const std::shared_ptr<const FrontEnd>& fe, const Case& c, DType 
 }
 
 int run(int argc, char** argv) {
-  std::string out_path;
-  std::string source =
-      std::getenv("KDSL_SOURCE_DIR") ? std::getenv("KDSL_SOURCE_DIR") : KDSL_SOURCE_DIR;
-  std::string only, only_dtype;
-  int reps = 30;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--source" && i + 1 < argc) {
-      source = argv[++i];
-    } else if (a == "--reps" && i + 1 < argc) {
-      reps = std::atoi(argv[++i]);
-    } else if (a == "--only" && i + 1 < argc) {
-      only = argv[++i];
-    } else if (a == "--dtype" && i + 1 < argc) {
-      only_dtype = argv[++i];
-    } else {
-      out_path = a;
-    }
-  }
-  std::string why;
-  if (!driver_or_null(&why) || device_count() == 0) {
-    std::cerr << "kdsl_bench_scan: no GPU: " << why << "\n";
-    return 4;
-  }
-  primary_context(0);
-  Timing copy_t;
-  double copy = copy_bandwidth_gbps(nullptr, size_t{1} << 30, &copy_t);
-  nlohmann::json records = nlohmann::json::array();
-  records.push_back(
-      {{"op", "copy"}, {"bytes", 2ull << 30}, {"us", copy_t.median_us}, {"GBps", copy}});
-  fmt::print("device-to-device copy (1 GiB): {:.1f} us, {:.0f} GB/s\n", copy_t.median_us, copy);
+  bench::Session session("kdsl_bench_scan",
+                         "kdsl_bench_scan: the stdlib scan kernels at issue 4's shapes",
+                         /*with_dtype=*/true);
+  if (int status = session.start(argc, argv); status >= 0) return status;
+  const bench::Options& opt = session.options();
   fmt::print("{:<30} {:<5} {:>16} {:>10} {:>8} {:>8}  {}\n", "kernel", "dtype", "shape (B,L,D)",
              "us", "GB/s", "of copy", "schedule");
   std::map<std::string, std::shared_ptr<const FrontEnd>> modules;
   uint64_t seed = 1;
   for (const Case& c : kCases) {
-    if (!only.empty() && only != c.kernel) continue;
+    if (!opt.only.empty() && opt.only != c.kernel) continue;
     auto& fe = modules[c.file];
-    if (!fe) fe = run_front_end(SourceFile::read(source + "/" + c.file));
+    if (!fe) fe = run_front_end(SourceFile::read(opt.source + "/" + c.file));
     std::vector<DType> dtypes =
         c.complex ? std::vector<DType>{DType::c64} : std::vector<DType>{DType::bf16, DType::f32};
     for (DType t : dtypes) {
-      if (!only_dtype.empty() && only_dtype != dtype_name(t)) continue;
+      if (!opt.only_dtype.empty() && opt.only_dtype != dtype_name(t)) continue;
       for (const Shape& s : kShapes) {
         Problem p = problem(fe, c, t, s, seed++);
         GpuRun gpu(p);
-        Timing tm = time_cuda(
-            nullptr, [&] { gpu.launch(); }, 5, reps, true);
-        uint64_t bytes = minimal_bytes(p);
-        double gbps = static_cast<double>(bytes) / (tm.median_us * 1e3);
+        bench::Measured m = session.time(p, gpu);
         fmt::print("{:<30} {:<5} {:>16} {:>10.2f} {:>8.0f} {:>8.3f}  {}\n", c.kernel, dtype_name(t),
-                   fmt::format("{},{},{}", s.b, s.l, s.d), tm.median_us, gbps, gbps / copy,
-                   gpu.loaded().plan.schedule);
+                   fmt::format("{},{},{}", s.b, s.l, s.d), m.t.median_us, m.gbps,
+                   m.gbps / session.copy_gbps(), gpu.loaded().plan.schedule);
         std::cout.flush();
-        nlohmann::json rec = {{"kernel", c.kernel},
-                              {"dtype", dtype_name(t)},
-                              {"B", s.b},
-                              {"L", s.l},
-                              {"D", s.d},
-                              {"us", tm.median_us},
-                              {"min_us", tm.min_us},
-                              {"bytes", bytes},
-                              {"GBps", gbps},
-                              {"ratio_to_copy", gbps / copy},
-                              {"symbol", gpu.loaded().plan.symbol},
-                              {"schedule", gpu.loaded().plan.schedule},
-                              {"reasons", gpu.loaded().plan.reasons}};
+        nlohmann::json rec = {{"kernel", c.kernel}, {"dtype", dtype_name(t)},
+                              {"B", s.b},           {"L", s.l},
+                              {"D", s.d},           {"reasons", gpu.loaded().plan.reasons}};
         if (std::string(c.kernel).starts_with("cumsum")) {  // torch.cumsum's shape and dim
           rec["op"] = "cumsum";
           rec["shape"] =
               c.middle ? std::vector<int64_t>{s.b, s.l, s.d} : std::vector<int64_t>{s.b * s.d, s.l};
           rec["dim"] = c.middle ? 1 : -1;
         }
-        records.push_back(rec);
-        // Written after each record, so a run cut short keeps what it measured.
-        if (!out_path.empty()) std::ofstream(out_path) << records.dump(1) << "\n";
+        session.add(std::move(rec), m, gpu.loaded().plan);
       }
     }
   }
@@ -179,10 +132,5 @@ int run(int argc, char** argv) {
 }  // namespace kdsl
 
 int main(int argc, char** argv) {
-  try {
-    return kdsl::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "kdsl_bench_scan: " << e.what() << "\n";
-    return 1;
-  }
+  return kdsl::bench::guarded_main("kdsl_bench_scan", [&] { return kdsl::run(argc, argv); });
 }
