@@ -60,6 +60,13 @@ ir::Kernel lower_specialized(const FrontEnd& fe, const std::string& name,
 
 GeneratedKernel generate(const ir::Kernel& k, const Specialization& spec,
                          const DeviceTarget& target, const ScheduleHint& hint) {
+  // 16-bit values are converted with cvt.rn.{bf16,f16}x2.f32 (sm_80 and newer).
+  for (const ir::TensorParam& t : k.tensors) {
+    if ((t.dtype == DType::bf16 || t.dtype == DType::f16) && compute_capability(target) < 80) {
+      throw ArgumentError(fmt::format("{}: {} tensors need sm_80 or newer; the target is {}",
+                                      k.name, dtype_name(t.dtype), target.arch));
+    }
+  }
   if (needs_scan_schedule(k)) {
     ScanSchedule s = choose_scan_schedule(k, spec, target);
     if (debug_enabled()) {

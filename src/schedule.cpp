@@ -163,9 +163,6 @@ Words cached_words(const ir::Kernel& k, const Specialization& spec, bool pack, i
 
 }  // namespace
 
-namespace {
-
-// The compute capability in an architecture name: 90 for "sm_90", "sm_90a" or "compute_90".
 int compute_capability(const DeviceTarget& target) {
   const std::string& a = target.arch;
   int cc = 0;
@@ -175,8 +172,6 @@ int compute_capability(const DeviceTarget& target) {
   }
   return cc;
 }
-
-}  // namespace
 
 bool supports_clusters(const DeviceTarget& target) {
   return compute_capability(target) >= 90;
@@ -482,8 +477,37 @@ StagedLoad staged_load(const ir::Kernel& k, const Specialization& spec, const ir
              : StagedLoad::none;
 }
 
+namespace {
+
+RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specialization& spec,
+                                          const DeviceTarget& target, const ScheduleHint& hint);
+
+}  // namespace
+
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint) {
+  RowSchedule s = choose_row_schedule_unchecked(k, spec, target, hint);
+  // Every thread holds its chunks of a row in an unrolled loop, with 32-bit column indices.
+  constexpr int kMaxChunks = 64;
+  const int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
+  if (n >= (int64_t{1} << 31)) {
+    throw ArgumentError(fmt::format(
+        "{}: rows of N = {} elements are beyond the row schedule (N must be below 2^31)", k.name,
+        n));
+  }
+  if (s.chunks > kMaxChunks) {
+    throw ArgumentError(fmt::format(
+        "{}: rows of N = {} elements are beyond the row schedule ({} chunks of {} elements per "
+        "thread; at most {})",
+        k.name, n, s.chunks, s.vec, kMaxChunks));
+  }
+  return s;
+}
+
+namespace {
+
+RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specialization& spec,
+                                          const DeviceTarget& target, const ScheduleHint& hint) {
   bool overflow = false;
   RowSchedule s = choose_rows(k, spec, target, hint, hint.cluster.value_or(1), &overflow);
   const bool clusters = supports_clusters(target);
@@ -570,5 +594,7 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   s.reasons.insert(s.reasons.begin() + 1, why.begin(), why.end());
   return s;
 }
+
+}  // namespace
 
 }  // namespace kdsl

@@ -137,6 +137,10 @@ struct RowSchedule {
   std::vector<std::string> reasons;
 };
 
+/// The compute capability in the target's architecture name: 90 for "sm_90", "sm_90a" or
+/// "compute_90" (0 when there is none).
+int compute_capability(const DeviceTarget& target);
+
 /// True when `target` has thread-block clusters (sm_90 and newer: "sm_90", "sm_90a", "sm_100f").
 bool supports_clusters(const DeviceTarget& target);
 

@@ -46,6 +46,24 @@ Chosen choose(const std::string& file, const std::string& kernel, DType t, int64
   return {std::move(k), spec, std::move(s), std::move(g.source), std::move(g.plan)};
 }
 
+// Rows the row schedule cannot hold (more than 64 chunks per thread, or N at 2^31 and beyond,
+// where the 32-bit column indices would wrap) and 16-bit tensors before sm_80 (no
+// cvt.rn.bf16x2.f32) are argument errors up front, not broken code or a ptxas failure.
+TEST(RowSchedule, RowsBeyondTheScheduleAndOldArchitecturesAreErrors) {
+  EXPECT_NO_THROW(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 262144));
+  EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 2097152), ArgumentError);
+  EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::f32, int64_t{1} << 31), ArgumentError);
+  EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 99999999999999), ArgumentError);
+  try {
+    choose("rms_norm.kdsl", "rms_norm", DType::bf16, 1000, "", "sm_75");
+    ADD_FAILURE() << "bf16 on sm_75 was accepted";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("sm_80"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::f16, 1000, "", "sm_75"), ArgumentError);
+  EXPECT_NO_THROW(choose("rms_norm.kdsl", "rms_norm", DType::f32, 1000, "", "sm_75"));
+}
+
 TEST(RowSchedule, OneCtaPerRowWithTheFewestThreadsWhoseShareFitsTheRegisters) {
   // 10240 f32 elements, 40 per thread: 256 threads (measured 0.93 of copy against 0.32 with the
   // old 1024-thread persistent default).
