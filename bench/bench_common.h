@@ -10,9 +10,13 @@
 
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
+
+#include <unistd.h>
 
 #include "src/driver.h"
 #include "src/gpu_bench.h"
@@ -39,17 +43,25 @@ struct Measured {
 /// A benchmark run on GPU 0: parses the command line, measures the 1 GiB copy, collects records.
 class Session {
  public:
-  /// `usage` is the --help text's first line; `with_dtype` adds --dtype.
-  Session(std::string program, const std::string& usage, bool with_dtype)
+  /// `usage` is the --help text's first line; `kernels` are the names --only accepts; a non-empty
+  /// `dtypes` adds --dtype, which accepts those.
+  Session(std::string program, const std::string& usage, const std::vector<std::string>& kernels,
+          const std::vector<std::string>& dtypes = {})
       : program_(std::move(program)), app_(usage) {
     const char* env = std::getenv("KDSL_SOURCE_DIR");
     opt_.source = env ? env : KDSL_SOURCE_DIR;
-    app_.add_option("out", opt_.out_path, "JSON file of the records");
-    app_.add_option("--source", opt_.source, "The kdsl source tree (holding stdlib/)");
-    app_.add_option("--reps", opt_.reps, "Timed launches per problem")
-        ->check(CLI::Range(1, 100000));
-    app_.add_option("--only", opt_.only, "Time only this kernel");
-    if (with_dtype) app_.add_option("--dtype", opt_.only_dtype, "Time only this dtype");
+    app_.add_option("out", opt_.out_path, "JSON file of the records (default: none)");
+    app_.add_option("--source", opt_.source, "The kdsl source tree, holding stdlib/")
+        ->check(CLI::ExistingDirectory)
+        ->capture_default_str();
+    app_.add_option("--reps", opt_.reps, "Timed launches per problem; the median is reported")
+        ->check(CLI::Range(1, 100000))
+        ->capture_default_str();
+    app_.add_option("--only", opt_.only, "Time only this kernel")->check(CLI::IsMember(kernels));
+    if (!dtypes.empty()) {
+      app_.add_option("--dtype", opt_.only_dtype, "Time only this dtype")
+          ->check(CLI::IsMember(dtypes));
+    }
   }
 
   /// Parses the command line and measures the copy. Returns an exit status to stop with (0 after
@@ -58,7 +70,18 @@ class Session {
     try {
       app_.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-      return app_.exit(e) == 0 ? 0 : 2;  // --help: 0; CLI11's own codes become the usage status
+      if (app_.exit(e) == 0) return 0;  // --help
+      std::cerr << program_ << ": usage error (see " << program_ << " --help)\n";
+      return 2;
+    }
+    if (!opt_.out_path.empty()) {  // checked before timing anything, without creating the file
+      std::filesystem::path dir = std::filesystem::path(opt_.out_path).parent_path();
+      if (dir.empty()) dir = ".";
+      if (!std::filesystem::is_directory(dir) || access(dir.c_str(), W_OK) != 0) {
+        std::cerr << program_ << ": usage error: cannot write " << opt_.out_path << " (no writable "
+                  << "directory " << dir.string() << ")\n";
+        return 2;
+      }
     }
     std::string why;
     if (!driver_or_null(&why) || device_count() == 0) {

@@ -1047,10 +1047,10 @@ GeneratedKernel RowEmitter::run() {
   plan_.persistent = s_.persistent;
   if (s_.persistent) {
     plan_.reasons.push_back(
-        fmt::format("persistent grid: at most {} CTAs per SM (the driver's "
-                    "occupancy for this kernel decides at launch), each "
-                    "looping over rows",
-                    s_.ctas_per_sm));
+        fmt::format("persistent grid: at most {} CTA{} per SM by threads (the driver's "
+                    "occupancy for this kernel, with its registers and shared memory, decides "
+                    "at launch), each looping over rows",
+                    s_.ctas_per_sm, s_.ctas_per_sm == 1 ? "" : "s"));
   } else {
     plan_.reasons.push_back("grid: one CTA per row group, as many CTAs as row groups");
   }

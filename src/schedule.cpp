@@ -354,11 +354,11 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   s.rows_per_cta = s.threads / (s.group / cluster);
   s.chunks = static_cast<int>((vectors + s.group - 1) / s.group);
   s.reasons.push_back(fmt::format(
-      "N = {}: VEC = {} ({}-byte accesses), {} vectors per row -> {} ({} threads per row{}, {} "
+      "N = {}: VEC = {} ({}-byte accesses), {} vector{} per row -> {} ({} thread{} per row{}, {} "
       "row{} per CTA, {} chunk{} per thread), {}",
-      n, s.vec, s.vec * min_size, vectors, s.name, s.group,
-      cluster > 1 ? fmt::format(" in a cluster of {} CTAs", cluster) : "", s.rows_per_cta,
-      s.rows_per_cta == 1 ? "" : "s", s.chunks, s.chunks == 1 ? "" : "s",
+      n, s.vec, s.vec * min_size, vectors, vectors == 1 ? "" : "s", s.name, s.group,
+      s.group == 1 ? "" : "s", cluster > 1 ? fmt::format(" in a cluster of {} CTAs", cluster) : "",
+      s.rows_per_cta, s.rows_per_cta == 1 ? "" : "s", s.chunks, s.chunks == 1 ? "" : "s",
       !s.persistent      ? "one CTA per row group (no state across rows)"
       : column_reduction ? "persistent grid (column reductions accumulate across a CTA's rows)"
                          : "persistent grid (CTAs loop over rows)"));
@@ -487,19 +487,20 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint) {
   RowSchedule s = choose_row_schedule_unchecked(k, spec, target, hint);
-  // Every thread holds its chunks of a row in an unrolled loop, with 32-bit column indices.
-  constexpr int kMaxChunks = 64;
+  // Every thread holds its share of a row in an unrolled loop (code size grows with it), with
+  // 32-bit column indices. The largest share tested is 256 elements (bf16 N = 262144).
+  constexpr int64_t kMaxPerThread = 512;
   const int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
   if (n >= (int64_t{1} << 31)) {
     throw ArgumentError(fmt::format(
         "{}: rows of N = {} elements are beyond the row schedule (N must be below 2^31)", k.name,
         n));
   }
-  if (s.chunks > kMaxChunks) {
+  if (int64_t{s.chunks} * s.vec > kMaxPerThread) {
     throw ArgumentError(fmt::format(
-        "{}: rows of N = {} elements are beyond the row schedule ({} chunks of {} elements per "
-        "thread; at most {})",
-        k.name, n, s.chunks, s.vec, kMaxChunks));
+        "{}: rows of N = {} elements are beyond the row schedule ({} elements per thread, at "
+        "most {})",
+        k.name, n, int64_t{s.chunks} * s.vec, kMaxPerThread));
   }
   return s;
 }

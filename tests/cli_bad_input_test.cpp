@@ -110,6 +110,13 @@ TEST(CliBadInput, Shapes) {
   expect_clean_failure(kRun + "--shape M=4611686018427387904,N=4611686018427387904");
   expect_clean_failure(kRun + "--shape M=1099511627776,N=1099511627776");
   expect_clean_failure("emit stdlib/rms_norm.kdsl -k rms_norm --dtype f32 --shape N=-8");
+  // Rows beyond the row schedule, and 16-bit tensors before sm_80: errors, not broken code.
+  expect_clean_failure(
+      "emit stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape N=99999999999999 --explain",
+      "beyond the row schedule");
+  expect_clean_failure(
+      "emit stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape N=1000 --arch sm_75 --ptx",
+      "sm_80");
 }
 
 TEST(CliBadInput, ScalarsAndSchedules) {

@@ -646,6 +646,11 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
        "--shape M=1024,N=4096,8192"},
       {cmd({"--dtype", "f32", "--shape", "M=4,M=5"}), 2,
        "kdsl run: usage error: --shape sets M twice"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--reps", "0"}), 2,
+       "kdsl run: usage error: --reps: Value 0 not in range 1 to 100000 (see kdsl run --help)"},
+      {cmd({"--dtype", "bf16", "--shape", "M=4,N=8", "--schedule", "group=64,group=64"}), 2,
+       "kdsl run: usage error: --schedule: schedule hint 'group=64,group=64': group is given "
+       "twice"},
       {cmd({"--dtype", "f32", "--shape", "M=4"}), 2,
        "kdsl run: usage error: kernel 'rms_norm' needs a value for shape symbol N: add --shape "
        "N=SIZE (or an --in file that has it)"},

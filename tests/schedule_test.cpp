@@ -46,7 +46,7 @@ Chosen choose(const std::string& file, const std::string& kernel, DType t, int64
   return {std::move(k), spec, std::move(s), std::move(g.source), std::move(g.plan)};
 }
 
-// Rows the row schedule cannot hold (more than 64 chunks per thread, or N at 2^31 and beyond,
+// Rows the row schedule cannot hold (more than 512 elements per thread, or N at 2^31 and beyond,
 // where the 32-bit column indices would wrap) and 16-bit tensors before sm_80 (no
 // cvt.rn.bf16x2.f32) are argument errors up front, not broken code or a ptxas failure.
 TEST(RowSchedule, RowsBeyondTheScheduleAndOldArchitecturesAreErrors) {

@@ -135,9 +135,9 @@ Command register_bench(CLI::App& app) {
       "bench", "Time kernels on the GPU against the copy bandwidth (several dtypes and shapes)");
   add_spec_list_options(*sub, o->specs);
   sub->add_option("--warmup", o->warmup, "Untimed runs before timing (default 10)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 100000));
   sub->add_option("--reps", o->reps, "Timed runs; the median is reported (default 50)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 100000));
   sub->add_flag("--no-flush", o->no_flush, "Do not flush L2 between timed runs");
   sub->add_option("--seed", o->seed, "Seed of the random inputs (default 0)");
   sub->add_flag("--json", o->json, "Print a JSON report instead of the table");

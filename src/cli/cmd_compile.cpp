@@ -219,7 +219,7 @@ Command register_compile(CLI::App& app) {
                   "GPU architectures, comma-separated, e.g. sm_90 or sm_90,sm_100 (default: this "
                   "GPU's, else sm_90)");
   sub->add_option("-j,--jobs", o->jobs, "Parallel NVRTC compiles (default: one per CPU core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   sub->add_flag("--json", o->json, "Print a JSON report instead of text");
   sub->add_flag("--progress,!--no-progress", o->progress,
                 "Progress bar on stderr when it is a terminal and more than 4 specializations "

@@ -216,9 +216,9 @@ Command register_run(CLI::App& app) {
                 "Compare every output with the CPU float64 reference (exit code 3 on a mismatch)");
   sub->add_flag("--bench", o->bench, "Time the kernel (CUDA events, L2 flushed) against a copy");
   sub->add_option("--warmup", o->warmup, "Untimed runs before timing (--bench; default 10)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 100000));
   sub->add_option("--reps", o->reps, "Timed runs; the median is reported (--bench; default 50)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 100000));
   sub->add_flag("--no-flush", o->no_flush, "Do not flush L2 between timed runs (--bench)");
   sub->add_flag("--json", o->json, "Print a JSON report instead of text");
   sub->footer(

@@ -121,8 +121,10 @@ Command register_tune(CLI::App& app) {
       "tune",
       "Time the candidate schedules of a specialization on this GPU and record the fastest");
   add_kernel_options(*sub, o->k, false);
-  sub->add_option("--warmup", o->warmup, "Untimed runs per candidate");
-  sub->add_option("--reps", o->reps, "Timed runs per candidate (median)");
+  sub->add_option("--warmup", o->warmup, "Untimed runs per candidate")
+      ->check(CLI::Range(0, 100000));
+  sub->add_option("--reps", o->reps, "Timed runs per candidate (median)")
+      ->check(CLI::Range(1, 100000));
   sub->add_flag("--json", o->json, "Print a JSON report");
   sub->add_flag("--dry-run", o->dry_run, "Do not record the winner");
   sub->footer(
