@@ -43,11 +43,14 @@ struct Measured {
 /// A benchmark run on GPU 0: parses the command line, measures the 1 GiB copy, collects records.
 class Session {
  public:
-  /// `usage` is the --help text's first line; `kernels` are the names --only accepts; a non-empty
-  /// `dtypes` adds --dtype, which accepts those.
-  Session(std::string program, const std::string& usage, const std::vector<std::string>& kernels,
+  /// `usage` is the --help text's first line; --only accepts the `kernel` of each of `cases`; a
+  /// non-empty `dtypes` adds --dtype, which accepts those.
+  template <class Cases>
+  Session(std::string program, const std::string& usage, const Cases& cases,
           const std::vector<std::string>& dtypes = {})
       : program_(std::move(program)), app_(usage) {
+    std::vector<std::string> kernels;
+    for (const auto& c : cases) kernels.push_back(c.kernel);
     const char* env = std::getenv("KDSL_SOURCE_DIR");
     opt_.source = env ? env : KDSL_SOURCE_DIR;
     app_.add_option("out", opt_.out_path, "JSON file of the records (default: none)");

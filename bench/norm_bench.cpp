@@ -61,13 +61,11 @@ std::map<std::string, HostTensor> forward_inputs(const std::shared_ptr<const Fro
 }
 
 int run(int argc, char** argv) {
-  std::vector<std::string> kernels;
-  for (const Case& c : kCases) kernels.push_back(c.kernel);
   bench::Session session(
       "kdsl_bench_norm",
       "kdsl_bench_norm: every stdlib normalization kernel at the benchmark shapes (bf16 1024 x "
       "8192 to 4096 x 32768, f32 8192 x 10240) against a same-run 1 GiB copy",
-      kernels);
+      kCases);
   if (int status = session.start(argc, argv); status >= 0) return status;
   const bench::Options& opt = session.options();
   fmt::print("{:<16} {:<5} {:>14} {:>10} {:>8} {:>8}  {}\n", "kernel", "dtype", "shape", "us",

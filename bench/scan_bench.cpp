@@ -87,13 +87,11 @@ Problem problem(const std::shared_ptr<const FrontEnd>& fe, const Case& c, DType 
 }
 
 int run(int argc, char** argv) {
-  std::vector<std::string> kernels;
-  for (const Case& c : kCases) kernels.push_back(c.kernel);
   bench::Session session(
       "kdsl_bench_scan",
       "kdsl_bench_scan: the stdlib scan kernels at the benchmark shapes (B, L, D) against a "
       "same-run 1 GiB copy",
-      kernels, {"bf16", "f32", "c64"});
+      kCases, {"bf16", "f32", "c64"});
   if (int status = session.start(argc, argv); status >= 0) return status;
   const bench::Options& opt = session.options();
   fmt::print("{:<30} {:<5} {:>16} {:>10} {:>8} {:>8}  {}\n", "kernel", "dtype", "shape (B,L,D)",
