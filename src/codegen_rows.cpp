@@ -304,8 +304,8 @@ void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_pref
   t_.line("}}");
 }
 
-// A row load staged in shared memory (rows.stage > 1): cached, row-dependent, 16 bytes per chunk.
-// The same rule as the scheduler's count (schedule.cpp), so the buffer sizes agree.
+// A row load staged in shared memory (rows.stage > 1): cached, and a row load by staged_load (the
+// scheduler's rule, schedule.h), so the buffer sizes agree.
 bool RowEmitter::staged(ir::ValueId id) const {
   return s_.stage >= 2 && cached_[id] &&
          staged_load(k_, spec_, k_.node(id), vec_) == StagedLoad::row;

@@ -160,7 +160,9 @@ StagedLoad staged_load(const ir::Kernel& k, const Specialization& spec, const ir
                        int vec);
 
 /// Chooses the row schedule for `k` (already specialized) on `target`. Deterministic: the same
-/// kernel, specialization and target give the same schedule.
+/// kernel, specialization and target give the same schedule. Throws kdsl::ArgumentError for a
+/// hint that cannot apply, and for rows beyond the row schedule (N at 2^31 or more, or more than
+/// 512 elements per thread).
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint = {});
 
