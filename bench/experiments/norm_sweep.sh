@@ -17,6 +17,12 @@
 #                                       accumulators and staged rows
 #   bench/experiments/norm_sweep.sh 8   (sixth session) forward kernels: persistent CTAs with
 #                                       the next rows staged, at a fixed number of threads per row
+#   bench/experiments/norm_sweep.sh 9   (seventh session) min_ctas on the backward kernels; run
+#                                       with experiments/reread_staged_rows.patch applied
+#                                       (staged rows read again from shared memory in each
+#                                       later phase, fewer registers; rejected)
+#   bench/experiments/norm_sweep.sh 10  forward kernels that read the row again from L2 in each
+#                                       phase (cache_rows=0) instead of holding it in registers
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -173,6 +179,30 @@ sweep8() {
   sw stdlib/softmax.kdsl softmax bf16 M=8192,N=8192 "" $p,group=256,stage=2 $p,group=256,stage=3 \
     $p,group=512,stage=3
   sw stdlib/softmax.kdsl softmax bf16 M=65536,N=1024 "" $p,group=32,stage=3 $p,group=64,stage=3
+}
+sweep9() {
+  sw stdlib/layer_norm.kdsl layer_norm_bwd bf16 M=8192,N=8192 "" min_ctas=2 min_ctas=2,stage=3 \
+    group=1024 group=256,min_ctas=4
+  sw stdlib/layer_norm.kdsl layer_norm_bwd bf16 M=1024,N=8192 "" min_ctas=2 group=256,min_ctas=4
+  sw stdlib/rms_norm.kdsl rms_norm_bwd bf16 M=8192,N=8192 "" min_ctas=2 group=512 \
+    group=512,min_ctas=4 group=256,min_ctas=4
+  sw stdlib/rms_norm.kdsl rms_norm_bwd bf16 M=1024,N=8192 "" min_ctas=2 group=512,min_ctas=4
+  sw stdlib/rms_norm.kdsl rms_norm_bwd bf16 M=32768,N=4096 "" min_ctas=3 min_ctas=4 \
+    group=256,min_ctas=4
+  sw stdlib/rms_norm.kdsl add_rms_norm_bwd bf16 M=8192,N=8192 "" min_ctas=2
+}
+sweep10() {
+  local r="cache_rows=0"
+  for k in "rms_norm rms_norm" "layer_norm layer_norm" "softmax softmax"; do
+    set -- $k
+    sw stdlib/$1.kdsl $2 bf16 M=4096,N=32768 "" $r $r,group=1024 $r,group=256 $r,persistent=1 \
+      $r,persistent=1,group=1024
+    sw stdlib/$1.kdsl $2 bf16 M=8192,N=8192 "" $r $r,group=256 $r,group=512 $r,persistent=0 \
+      $r,persistent=0,group=256
+    sw stdlib/$1.kdsl $2 bf16 M=65536,N=1024 "" $r $r,persistent=0 $r,group=64
+  done
+  sw stdlib/softmax.kdsl softmax_bwd bf16 M=4096,N=32768 "" $r $r,group=1024 $r,persistent=1
+  sw stdlib/rms_norm.kdsl rms_norm_bwd bf16 M=4096,N=32768 "" $r $r,group=1024
 }
 
 sweep"${1:-1}"
