@@ -589,6 +589,22 @@ TEST_F(CliTest, ReadmeQuickStartKernel) {
   EXPECT_NE(compile.out.find("4 specializations: 4 compiled"), std::string::npos) << compile.out;
 }
 
+// --seed is a whole number from 0 to 2^64 - 1: a negative seed is not wrapped around.
+TEST_F(CliTest, SeedsOutOfRangeAreUsageErrors) {
+  auto run = [&](const std::string& seed) {
+    return kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=2,N=8", "--device",
+                 "cpu", "--seed", seed});
+  };
+  for (const char* seed : {"-1", "18446744073709551616", "1.5"}) {
+    CliResult r = run(seed);
+    EXPECT_EQ(r.code, 2) << show(r);
+    EXPECT_EQ(r.err, std::string("kdsl run: usage error: --seed: Value ") + seed +
+                         " not in range 0 to 18446744073709551615 (see kdsl run --help)\n");
+  }
+  CliResult largest = run("18446744073709551615");
+  EXPECT_EQ(largest.code, 0) << show(largest);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Malformed command lines: one line on stderr, exit code 1 or 2, nothing else.
 

@@ -35,6 +35,10 @@ class NoGpuError : public Error {
 CLI::Option* add_list_option(CLI::App& app, const std::string& name, std::vector<std::string>& into,
                              const std::string& help);
 
+/// Adds --seed, a seed of the random inputs: a whole number from 0 to 2^64 - 1 (a negative or
+/// larger one is a usage error, not wrapped).
+CLI::Option* add_seed_option(CLI::App& app, uint64_t& into);
+
 // ---------------------------------------------------------------------------------------------
 // Dtypes and shapes on the command line
 

@@ -139,7 +139,7 @@ Command register_bench(CLI::App& app) {
   sub->add_option("--reps", o->reps, "Timed runs; the median is reported (default 50)")
       ->check(CLI::Range(1, 100000));
   sub->add_flag("--no-flush", o->no_flush, "Do not flush L2 between timed runs");
-  sub->add_option("--seed", o->seed, "Seed of the random inputs (default 0)");
+  add_seed_option(*sub, o->seed);
   sub->add_flag("--json", o->json, "Print a JSON report instead of the table");
   sub->footer(
       "Every combination of kernel, dtype and shape (each shape symbol needs values) is timed "

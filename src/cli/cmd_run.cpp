@@ -209,7 +209,7 @@ Command register_run(CLI::App& app) {
   add_list_option(*sub, "--out", o->out,
                   "Write output NAME to a .npy file: --out y=y.npy (repeatable)");
   add_list_option(*sub, "--arg", o->data.args, "Scalar parameter: --arg eps=1e-5 (repeatable)");
-  sub->add_option("--seed", o->data.seed, "Seed of the random inputs (default 0)");
+  add_seed_option(*sub, o->data.seed);
   sub->add_option("--device", o->device, "gpu (default) or cpu (the reference interpreter)")
       ->check(CLI::IsMember({"gpu", "cpu"}));
   sub->add_flag("--verify", o->verify,

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -58,6 +60,21 @@ std::string human_bytes(uint64_t bytes) {
 CLI::Option* add_list_option(CLI::App& app, const std::string& name, std::vector<std::string>& into,
                              const std::string& help) {
   return app.add_option(name, into, help)->allow_extra_args(false);
+}
+
+CLI::Option* add_seed_option(CLI::App& app, uint64_t& into) {
+  CLI::Validator range(
+      [](std::string& text) -> std::string {
+        uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        auto [at, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || ec != std::errc() || at != end) {
+          return fmt::format("Value {} not in range 0 to {}", text, UINT64_MAX);
+        }
+        return "";
+      },
+      fmt::format("UINT in [0 - {}]", UINT64_MAX));
+  return app.add_option("--seed", into, "Seed of the random inputs (default 0)")->check(range);
 }
 
 namespace {
