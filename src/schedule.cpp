@@ -39,81 +39,113 @@ bool ScheduleHint::empty() const {
          !persistent && !min_ctas && !smem_columns && !cluster && !stage;
 }
 
+namespace {
+
+// Each key's values, as the messages name them.
+constexpr std::pair<const char*, const char*> kHintRanges[] = {
+    {"vec", "1, 2, 4 or 8"},
+    {"group", "a power of two up to 1024 (up to 1024 x cluster with a cluster)"},
+    {"min_ctas", "1 to 32"},
+    {"cluster", "1, 2, 4 or 8"},
+    {"stage", "0 or 2 to 8"},
+    {"cache_rows", "0 or 1"},
+    {"cache_invariant", "0 or 1"},
+    {"prefetch", "0 or 1"},
+    {"pack", "0 or 1"},
+    {"stream", "0 or 1"},
+    {"persistent", "0 or 1"},
+    {"smem_columns", "0 or 1"}};
+
+// `s` without the spaces and tabs around it.
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+// Sets `key` to `v` in `h`; false when the key is unknown or `v` is outside its range.
+bool set_hint(ScheduleHint& h, const std::string& key, int v) {
+  if (key == "min_ctas" && v >= 1 && v <= 32) {
+    h.min_ctas = v;
+  } else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) {
+    h.cluster = v;
+  } else if (key == "stage" && (v == 0 || (v >= 2 && v <= 8))) {
+    h.stage = v;
+  } else if (key == "vec" && (v == 1 || v == 2 || v == 4 || v == 8)) {
+    h.vec = v;
+  } else if (key == "group" && v >= 1 && v <= 8192 && (v & (v - 1)) == 0) {
+    h.group = v;
+  } else if ((key == "cache_rows" || key == "cache_invariant" || key == "prefetch" ||
+              key == "pack" || key == "stream" || key == "persistent" || key == "smem_columns") &&
+             (v == 0 || v == 1)) {
+    std::optional<bool>& f = key == "cache_rows"        ? h.cache_rows
+                             : key == "cache_invariant" ? h.cache_invariant
+                             : key == "prefetch"        ? h.prefetch
+                             : key == "pack"            ? h.pack
+                             : key == "stream"          ? h.stream
+                             : key == "persistent"      ? h.persistent
+                                                        : h.smem_columns;
+    f = v == 1;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 ScheduleHint ScheduleHint::parse(const std::string& text) {
   ScheduleHint h;
+  if (trim(text).empty()) return h;
   std::set<std::string> seen;
   size_t pos = 0;
-  while (pos < text.size()) {
+  for (int index = 1; pos <= text.size(); ++index) {
     size_t comma = text.find(',', pos);
     std::string item =
-        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? text.size() : comma + 1;
-    if (item.empty()) continue;
+        trim(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    if (item.empty()) {
+      throw ScheduleHintError(fmt::format(
+          "schedule hint '{}': item {} is empty{}; give KEY=INTEGER items separated by commas",
+          text, index, comma == std::string::npos ? " (a comma at the end)" : ""));
+    }
     size_t eq = item.find('=');
-    std::string key = item.substr(0, eq);
-    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    std::string key = trim(item.substr(0, eq));
+    std::string value = eq == std::string::npos ? "" : trim(item.substr(eq + 1));
     if (!seen.insert(key).second) {
-      throw ArgumentError(fmt::format("schedule hint '{}': {} is given twice", text, key));
+      throw ScheduleHintError(fmt::format("schedule hint '{}': {} is given twice", text, key));
     }
-    int v = 0;
+    const size_t sign = !value.empty() && (value[0] == '-' || value[0] == '+') ? 1 : 0;
+    if (value.size() == sign || value.find_first_not_of("0123456789", sign) != std::string::npos) {
+      throw ScheduleHintError(fmt::format("schedule hint '{}': expected KEY=INTEGER", item));
+    }
+    // A whole number beyond an int is outside every key's range: v = -1 is too.
+    int v = -1;
+    bool huge = false;
     try {
-      size_t used = 0;
-      v = std::stoi(value, &used);
-      if (used != value.size()) throw std::invalid_argument(value);
-    } catch (const std::exception&) {
-      throw ArgumentError(fmt::format("schedule hint '{}': expected KEY=INTEGER", item));
+      v = std::stoi(value);
+    } catch (const std::out_of_range&) {
+      huge = true;
     }
-    if (key == "min_ctas" && v >= 1 && v <= 32) {
-      h.min_ctas = v;
-    } else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) {
-      h.cluster = v;
-    } else if (key == "stage" && (v == 0 || (v >= 2 && v <= 8))) {
-      h.stage = v;
-    } else if (key == "vec" && (v == 1 || v == 2 || v == 4 || v == 8)) {
-      h.vec = v;
-    } else if (key == "group" && v >= 1 && v <= 8192 && (v & (v - 1)) == 0) {
-      h.group = v;
-    } else if ((key == "cache_rows" || key == "cache_invariant" || key == "prefetch" ||
-                key == "pack" || key == "stream" || key == "persistent" || key == "smem_columns") &&
-               (v == 0 || v == 1)) {
-      std::optional<bool>& f = key == "cache_rows"        ? h.cache_rows
-                               : key == "cache_invariant" ? h.cache_invariant
-                               : key == "prefetch"        ? h.prefetch
-                               : key == "pack"            ? h.pack
-                               : key == "stream"          ? h.stream
-                               : key == "persistent"      ? h.persistent
-                                                          : h.smem_columns;
-      f = v == 1;
-    } else {
-      // A known key with a value out of its range names that range; otherwise every key.
-      static const std::pair<const char*, const char*> kRanges[] = {
-          {"vec", "1, 2, 4 or 8"},
-          {"group", "a power of two up to 1024 (up to 1024 x cluster with a cluster)"},
-          {"min_ctas", "1 to 32"},
-          {"cluster", "1, 2, 4 or 8"},
-          {"stage", "0 or 2 to 8"},
-          {"cache_rows", "0 or 1"},
-          {"cache_invariant", "0 or 1"},
-          {"prefetch", "0 or 1"},
-          {"pack", "0 or 1"},
-          {"stream", "0 or 1"},
-          {"persistent", "0 or 1"},
-          {"smem_columns", "0 or 1"}};
-      for (const auto& [k, range] : kRanges) {
-        if (key == k) {
-          throw ArgumentError(fmt::format("schedule hint '{}': {} is {}", item, key, range));
-        }
+    if (set_hint(h, key, v)) continue;
+    // A known key with a value out of its range names that range; otherwise every key.
+    for (const auto& [k, range] : kHintRanges) {
+      if (key != k) continue;
+      if (huge) {
+        throw ScheduleHintError(fmt::format("schedule hint '{}': {} is out of range ({} is {})",
+                                            item, value, key, range));
       }
-      throw ArgumentError(
-          fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
-                      "of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, "
-                      "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32), "
-                      "cluster (1, 2, 4, 8), stage (0, 2 to 8)",
-                      item));
+      throw ScheduleHintError(fmt::format("schedule hint '{}': {} is {}", item, key, range));
     }
+    throw ScheduleHintError(
+        fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
+                    "of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, "
+                    "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32), "
+                    "cluster (1, 2, 4, 8), stage (0, 2 to 8)",
+                    item));
   }
   if (h.stage && *h.stage >= 2 && h.prefetch && *h.prefetch) {
-    throw ArgumentError(fmt::format(
+    throw ScheduleHintError(fmt::format(
         "schedule hint '{}': stage and prefetch=1 both fetch the next row ahead; give one", text));
   }
   return h;
@@ -235,6 +267,17 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
       }
     }
   }
+  if (hint.vec && !internal && n % *hint.vec != 0) {
+    throw ScheduleHintError(
+        fmt::format("schedule hint vec={}: N = {} is not a multiple of {} (vec divides the row)",
+                    *hint.vec, n, *hint.vec));
+  }
+  if (hint.vec && !internal && *hint.vec > 1 && !any_fast) {
+    throw ScheduleHintError(fmt::format(
+        "schedule hint vec={}: vector accesses need a tensor along the row that is 16-byte "
+        "aligned and contiguous (none is)",
+        *hint.vec));
+  }
   if (hint.vec && n % *hint.vec == 0 && (*hint.vec == 1 || any_fast)) s.vec = *hint.vec;
   int64_t vectors = (n + s.vec - 1) / s.vec;
   // A persistent grid pays off when rows share state across iterations: column reductions
@@ -329,17 +372,17 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   }
   if (hint.group) group = *hint.group;
   if (cluster == 1 && group > 1024) {
-    throw ArgumentError(fmt::format(
+    throw ScheduleHintError(fmt::format(
         "schedule hint group={}: more than 1024 threads per row need a cluster (cluster=2, 4 or 8)",
         group));
   }
   if (cluster > 1 && !supports_clusters(target)) {
-    throw ArgumentError(
+    throw ScheduleHintError(
         fmt::format("schedule hint cluster={}: thread-block clusters need sm_90 or newer, not {}",
                     cluster, target.arch));
   }
   if (cluster > 1 && (group / cluster < 64 || group / cluster > 1024)) {
-    throw ArgumentError(fmt::format(
+    throw ScheduleHintError(fmt::format(
         "schedule hint cluster={}: a row's {} threads would give {} per CTA; a cluster needs "
         "64 to 1024 threads per CTA and row (group from {} to {})",
         cluster, group, group / cluster, 64 * cluster, 1024 * cluster));
@@ -353,12 +396,27 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   s.threads = std::max(group / cluster, 256);
   s.rows_per_cta = s.threads / (s.group / cluster);
   s.chunks = static_cast<int>((vectors + s.group - 1) / s.group);
+  // What kdsl_load / kdsl_store issue per chunk (src/cuda_prelude.cpp): f32 and 16-bit elements
+  // in accesses of up to 16 bytes (VEC = 8 f32: two), other types element by element.
+  const int64_t access = min_size == 2 || min_size == 4
+                             ? std::min<int64_t>(s.vec * static_cast<int64_t>(min_size), 16)
+                             : static_cast<int64_t>(min_size);
+  const int64_t accesses = s.vec * static_cast<int64_t>(min_size) / access;
+  const std::string rows_text =
+      cluster > 1
+          ? fmt::format(
+                "{} thread{} per row in a cluster of {} CTAs of {}, {} row{} per "
+                "cluster",
+                s.group, s.group == 1 ? "" : "s", cluster, s.threads, s.rows_per_cta,
+                s.rows_per_cta == 1 ? "" : "s")
+          : fmt::format("{} thread{} per row, {} row{} per CTA", s.group, s.group == 1 ? "" : "s",
+                        s.rows_per_cta, s.rows_per_cta == 1 ? "" : "s");
   s.reasons.push_back(fmt::format(
-      "N = {}: VEC = {} ({}-byte accesses), {} vector{} per row -> {} ({} thread{} per row{}, {} "
-      "row{} per CTA, {} chunk{} per thread), {}",
-      n, s.vec, s.vec * min_size, vectors, vectors == 1 ? "" : "s", s.name, s.group,
-      s.group == 1 ? "" : "s", cluster > 1 ? fmt::format(" in a cluster of {} CTAs", cluster) : "",
-      s.rows_per_cta, s.rows_per_cta == 1 ? "" : "s", s.chunks, s.chunks == 1 ? "" : "s",
+      "N = {}: VEC = {} ({}{}-byte accesses{}), {} vector{} per row -> {} ({}, {} chunk{} per "
+      "thread), {}",
+      n, s.vec, accesses > 1 ? fmt::format("{} x ", accesses) : "", access,
+      accesses > 1 ? " per vector" : "", vectors, vectors == 1 ? "" : "s", s.name, rows_text,
+      s.chunks, s.chunks == 1 ? "" : "s",
       !s.persistent      ? "one CTA per row group (no state across rows)"
       : column_reduction ? "persistent grid (column reductions accumulate across a CTA's rows)"
                          : "persistent grid (CTAs loop over rows)"));
@@ -378,8 +436,19 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   if (s.smem_columns && smem_bytes > smem_limit) {
     s.smem_columns = false;
     if (columns_overflow) *columns_overflow = true;
+    if (hint.smem_columns) {
+      s.reasons.push_back(fmt::format(
+          "smem_columns=1 does not fit: {:.0f} KiB of column accumulators per CTA, at most {:.0f} "
+          "KiB; they stay in registers",
+          smem_bytes / 1024, smem_limit / 1024));
+    }
   }
-  if (s.smem_columns) {
+  if (hint.smem_columns && !column_reduction) {
+    // Moot (the flag stays, so the generated code is that of the hint as given).
+    s.reasons.push_back(fmt::format(
+        "smem_columns={:d} does not apply: the kernel has no column reductions (dw[:] += ...)",
+        *hint.smem_columns));
+  } else if (s.smem_columns) {
     s.reasons.push_back(fmt::format(
         "column-reduction accumulators in shared memory ({:.0f} KiB per CTA)", smem_bytes / 1024));
   }
@@ -388,6 +457,12 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   if (!s.cache_invariant) need -= elems * w.invariant;
   s.cache_rows = hint.cache_rows.value_or(need <= budget);
   if (!s.cache_rows) need -= elems * w.row;
+  if (hint.prefetch && *hint.prefetch && !internal && (!s.persistent || !s.cache_rows)) {
+    throw ScheduleHintError(fmt::format(
+        "schedule hint prefetch=1: prefetching the next row needs {}",
+        !s.persistent ? "a persistent grid (persistent=1)"
+                      : "register-resident rows (cache_rows=1; these rows are re-read per phase)"));
+  }
   s.prefetch = s.persistent && s.cache_rows &&
                hint.prefetch.value_or(!column_reduction && need + elems * w.row <= budget);
   // The shared-memory pipeline: each thread copies its 16-byte chunks of the next stage - 1 rows
@@ -409,7 +484,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
                       : !s.cache_rows ? "register-resident rows (cache_rows=1)"
                       : staged == 0   ? "row loads of 16 bytes (aligned, contiguous rows; vec)"
                                       : fmt::format("sm_80 or newer, not {}", target.arch);
-    throw ArgumentError(
+    throw ScheduleHintError(
         fmt::format("schedule hint stage={}: staging rows in shared memory needs {}", stage, why));
   }
   const double stage_bytes =
@@ -433,21 +508,39 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
     s.staged_scalars = staged_scalars;
     s.prefetch = false;
     s.reasons.push_back(fmt::format(
-        "rows staged in shared memory: {} buffers ({:.0f} KiB per CTA), the next {} row group{} "
-        "copied ahead with cp.async (row loads: {}, per-row scalars: {})",
-        stage, stage * stage_bytes / 1024, stage - 1, stage == 2 ? "" : "s", staged,
+        "rows staged in shared memory: {} buffers ({:.0f} KiB per CTA), the next {} copied "
+        "ahead with cp.async (row loads: {}, per-row scalars: {})",
+        stage, stage * stage_bytes / 1024,
+        stage == 2 ? std::string("row group") : fmt::format("{} row groups", stage - 1), staged,
         staged_scalars));
   }
   if (s.prefetch) need += elems * w.row;
   if (!s.cache_invariant) {
     s.reasons.push_back("loop-invariant vectors are re-read per row (from L1/L2)");
   }
-  s.reasons.push_back(fmt::format(
-      "{}: about {:.0f} registers per thread hold the cached vectors{}{} (budget {:.0f}); {}",
-      s.cache_rows ? "register-resident" : "streaming", need,
-      s.pack && min_size == 2 && s.vec >= 2 ? ", 16-bit values packed in pairs" : "",
-      s.prefetch ? ", the next row prefetched" : "", budget,
-      s.cache_rows ? "each element is read once" : "each reduction phase re-reads the row"));
+  const char* packed =
+      s.pack && min_size == 2 && s.vec >= 2 ? ", 16-bit values packed in pairs" : "";
+  const std::string budget_text = need > budget ? fmt::format("over the budget of {:.0f}", budget)
+                                                : fmt::format("budget {:.0f}", budget);
+  if (s.cache_rows) {
+    s.reasons.push_back(fmt::format(
+        "register-resident: about {:.0f} registers per thread hold the cached vectors{}{} ({}); "
+        "each element is read once",
+        need, packed, s.prefetch ? ", the next row prefetched" : "", budget_text));
+  } else if (need < 0.5) {
+    s.reasons.push_back(
+        "streaming: no row is held in registers; each reduction phase re-reads the row");
+  } else {
+    // The rows are re-read; what stays in registers is loop-invariant vectors (weights) and
+    // column accumulators.
+    const bool inv = s.cache_invariant && w.invariant > 0;
+    const bool col = !s.smem_columns && w.column > 0;
+    s.reasons.push_back(fmt::format(
+        "streaming: no row is held in registers (each reduction phase re-reads the row); about "
+        "{:.0f} registers per thread hold the {}{}{}{} ({})",
+        need, inv ? "loop-invariant vectors" : "", inv && col ? " and " : "",
+        col ? "column accumulators" : "", inv ? packed : "", budget_text));
+  }
   s.stream = hint.stream.value_or(false);
   s.min_ctas = hint.min_ctas.value_or(0);
   if (!hint.empty() && !internal) s.reasons.push_back("schedule hint: " + hint.str());
@@ -496,6 +589,12 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
         "{}: rows of N = {} elements are beyond the row schedule (N must be below 2^31)", k.name,
         n));
   }
+  if (int64_t{s.chunks} * s.vec > kMaxPerThread && hint.group) {
+    throw ScheduleHintError(fmt::format(
+        "schedule hint group={}: {} elements per thread at N = {}, beyond the row schedule (at "
+        "most {}; give a larger group)",
+        *hint.group, int64_t{s.chunks} * s.vec, n, kMaxPerThread));
+  }
   if (int64_t{s.chunks} * s.vec > kMaxPerThread) {
     throw ArgumentError(fmt::format(
         "{}: rows of N = {} elements are beyond the row schedule ({} elements per thread, at "
@@ -541,8 +640,8 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       h.group = 512;
       h.prefetch = true;
       why.push_back(
-          "column reductions with one chunk per thread: 512 threads per row, the next row "
-          "prefetched");
+          "column reductions with one chunk per thread at 1024 threads per row: 512 threads "
+          "instead, the next row prefetched");
     }
   }
   const bool open = !hint.smem_columns && !hint.cache_rows && cluster == 1;
@@ -566,7 +665,9 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
         h.group.reset();
         why.erase(why.begin());
       } else if (prefetch_rule) {
-        why.front() = "column reductions with one chunk per thread: 512 threads per row";
+        why.front() =
+            "column reductions with one chunk per thread at 1024 threads per row: 512 threads "
+            "instead";
       }
       h.prefetch.reset();
       h.stage = 2;

@@ -73,9 +73,19 @@
 #include <vector>
 
 #include "dsl/ir.h"
+#include "kdsl/error.h"
 #include "specialization.h"
 
 namespace kdsl {
+
+/// A schedule hint that is malformed or cannot apply to the kernel, specialization or target
+/// (e.g. group=2048 without a cluster, cluster=2 before sm_90, vec=8 where N is not a multiple of
+/// 8). It is the user's input: the CLI reports it as a usage error (exit code 2). what() names
+/// the hint and why.
+class ScheduleHintError : public ArgumentError {
+ public:
+  using ArgumentError::ArgumentError;
+};
 
 /// The GPU a kernel is compiled for: what the scheduler needs to know about it.
 struct DeviceTarget {
@@ -104,7 +114,9 @@ struct ScheduleHint {
   std::optional<int> stage;          // rows staged ahead in shared memory (cp.async): 0, 2 to 8
 
   bool empty() const;
-  /// Parses "group=512,prefetch=1,pack=0"; throws kdsl::ArgumentError on unknown keys or values.
+  /// Parses "group=512,prefetch=1,pack=0" (spaces around keys and values are ignored); throws
+  /// ScheduleHintError for an empty item, an unknown key, a value out of its key's range, a key
+  /// given twice, or stage with prefetch=1.
   static ScheduleHint parse(const std::string& text);
   /// The canonical text form (keys in a fixed order), "" when empty.
   std::string str() const;
@@ -160,9 +172,10 @@ StagedLoad staged_load(const ir::Kernel& k, const Specialization& spec, const ir
                        int vec);
 
 /// Chooses the row schedule for `k` (already specialized) on `target`. Deterministic: the same
-/// kernel, specialization and target give the same schedule. Throws kdsl::ArgumentError for a
-/// hint that cannot apply, and for rows beyond the row schedule (N at 2^31 or more, or more than
-/// 512 elements per thread).
+/// kernel, specialization and target give the same schedule. Throws ScheduleHintError for a hint
+/// that cannot apply (a hint that is merely moot, e.g. persistent=0 with column reductions or
+/// smem_columns without them, is noted in the reasons instead), and kdsl::ArgumentError for rows
+/// beyond the row schedule (N at 2^31 or more, or more than 512 elements per thread).
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint = {});
 

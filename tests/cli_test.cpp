@@ -589,6 +589,59 @@ TEST_F(CliTest, ReadmeQuickStartKernel) {
   EXPECT_NE(compile.out.find("4 specializations: 4 compiled"), std::string::npos) << compile.out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Schedule hints and seeds: a hint that is malformed or cannot apply is a usage error (exit code
+// 2), whether it is found when the text is parsed or when the schedule is chosen; one line names
+// the hint and why. So is a seed outside 0 to 2^64 - 1.
+
+TEST_F(CliTest, ScheduleHintsThatCannotApplyAreUsageErrors) {
+  auto emit = [&](const std::string& dtype, const std::string& n, const std::string& hint,
+                  const std::string& arch = "sm_90") {
+    return kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", dtype, "--shape", "N=" + n, "--arch",
+                 arch, "--schedule", hint, "--explain"});
+  };
+  const std::string usage = "kdsl emit: usage error: --schedule: schedule hint ";
+  struct Case {
+    CliResult r;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {emit("bf16", "32768", "group=2048"),
+       usage + "group=2048: more than 1024 threads per row need a cluster (cluster=2, 4 or 8)"},
+      {emit("f32", "8192", "cluster=2", "sm_75"),
+       usage + "cluster=2: thread-block clusters need sm_90 or newer, not sm_75"},
+      {emit("f32", "8192", "persistent=1,stage=2", "sm_75"),
+       usage + "stage=2: staging rows in shared memory needs sm_80 or newer, not sm_75"},
+      {emit("f32", "8192", "group=256,,stage=2"),
+       usage + "'group=256,,stage=2': item 2 is empty; give KEY=INTEGER items separated by commas"},
+      {emit("f32", "8192", "group=256,"),
+       usage + "'group=256,': item 2 is empty (a comma at the end); give KEY=INTEGER items "
+               "separated by commas"},
+      {emit("f32", "8192", "vec=99999999999999999999"),
+       usage + "'vec=99999999999999999999': 99999999999999999999 is out of range (vec is 1, 2, 4 "
+               "or 8)"},
+      {emit("f32", "1001", "vec=8"),
+       usage + "vec=8: N = 1001 is not a multiple of 8 (vec divides the row)"},
+      {emit("f32", "8192", "prefetch=1"),
+       usage + "prefetch=1: prefetching the next row needs a persistent grid (persistent=1)"},
+      {emit("f32", "8192", "group=1"),
+       usage + "group=1: 8192 elements per thread at N = 8192, beyond the row schedule (at most "
+               "512; give a larger group)"},
+      {kdsl({"compile", kRms, "-k", "rms_norm", "--dtype", "bf16", "--shape", "N=32768",
+             "--schedule", "group=2048", "--arch", "sm_90", "--no-progress"}),
+       "kdsl: error: --schedule: schedule hint group=2048: more than 1024 threads per row need a "
+       "cluster (cluster=2, 4 or 8)"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(c.r.code, 2) << c.message << "\n" << show(c.r);
+    EXPECT_NE(c.r.err.find(c.message + "\n"), std::string::npos) << show(c.r);
+  }
+  // Spaces around keys and values are ignored.
+  CliResult spaced = emit("f32", "8192", " group = 256 , vec=4");
+  EXPECT_EQ(spaced.code, 0) << show(spaced);
+  EXPECT_NE(spaced.out.find("schedule hint: vec=4,group=256"), std::string::npos) << spaced.out;
+}
+
 // --seed is a whole number from 0 to 2^64 - 1: a negative seed is not wrapped around.
 TEST_F(CliTest, SeedsOutOfRangeAreUsageErrors) {
   auto run = [&](const std::string& seed) {

@@ -258,6 +258,125 @@ TEST(RowSchedule, ClusterHintsAreChecked) {
   EXPECT_EQ(c.s.threads, 1024);
 }
 
+// Hint text: empty items are errors naming their place, spaces around keys and values are
+// ignored, and a number beyond an int names the key's range.
+TEST(ScheduleHint, ParseRejectsEmptyItemsIgnoresSpacesAndNamesRanges) {
+  auto message = [](const std::string& text) {
+    try {
+      ScheduleHint::parse(text);
+    } catch (const ScheduleHintError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("group=256,,stage=2"),
+            "schedule hint 'group=256,,stage=2': item 2 is empty; give KEY=INTEGER items "
+            "separated by commas");
+  EXPECT_EQ(message("group=256,"),
+            "schedule hint 'group=256,': item 2 is empty (a comma at the end); give KEY=INTEGER "
+            "items separated by commas");
+  EXPECT_EQ(message(",group=256"),
+            "schedule hint ',group=256': item 1 is empty; give KEY=INTEGER items separated by "
+            "commas");
+  EXPECT_EQ(message("vec=99999999999999999999"),
+            "schedule hint 'vec=99999999999999999999': 99999999999999999999 is out of range (vec "
+            "is 1, 2, 4 or 8)");
+  EXPECT_EQ(message("group=x"), "schedule hint 'group=x': expected KEY=INTEGER");
+  EXPECT_EQ(ScheduleHint::parse("group =256").str(), "group=256");
+  EXPECT_EQ(ScheduleHint::parse(" group=256 , stage = 2").str(), "group=256,stage=2");
+  EXPECT_TRUE(ScheduleHint::parse("").empty());
+  EXPECT_TRUE(ScheduleHint::parse(" ").empty());
+}
+
+// A hint that cannot apply is a ScheduleHintError (the CLI's usage error), naming the hint.
+TEST(RowSchedule, HintsThatCannotApplyAreHintErrors) {
+  auto why = [](const std::string& kernel, DType t, int64_t n, const std::string& hint,
+                const std::string& arch = "sm_90") {
+    try {
+      choose("rms_norm.kdsl", kernel, t, n, hint, arch);
+    } catch (const ScheduleHintError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(why("rms_norm", DType::bf16, 32768, "group=2048"),
+            "schedule hint group=2048: more than 1024 threads per row need a cluster (cluster=2, 4 "
+            "or 8)");
+  EXPECT_EQ(why("rms_norm", DType::f32, 8192, "cluster=2", "sm_75"),
+            "schedule hint cluster=2: thread-block clusters need sm_90 or newer, not sm_75");
+  EXPECT_EQ(why("rms_norm", DType::f32, 8192, "persistent=1,stage=2", "sm_75"),
+            "schedule hint stage=2: staging rows in shared memory needs sm_80 or newer, not sm_75");
+  EXPECT_EQ(why("rms_norm", DType::f32, 1001, "vec=8"),
+            "schedule hint vec=8: N = 1001 is not a multiple of 8 (vec divides the row)");
+  EXPECT_EQ(why("rms_norm", DType::f32, 8192, "prefetch=1"),
+            "schedule hint prefetch=1: prefetching the next row needs a persistent grid "
+            "(persistent=1)");
+  EXPECT_EQ(why("rms_norm", DType::f32, 8192, "persistent=1,cache_rows=0,prefetch=1"),
+            "schedule hint prefetch=1: prefetching the next row needs register-resident rows "
+            "(cache_rows=1; these rows are re-read per phase)");
+  EXPECT_NE(why("rms_norm", DType::f32, 8192, "group=1").find("schedule hint group=1:"),
+            std::string::npos);
+  // What can apply still does.
+  EXPECT_EQ(why("rms_norm", DType::f32, 1000, "vec=8"), "accepted");
+  EXPECT_EQ(why("rms_norm", DType::f32, 8192, "prefetch=0"), "accepted");
+  EXPECT_EQ(why("rms_norm", DType::f32, 8192, "persistent=1,prefetch=1"), "accepted");
+  // The tuner drops candidates that cannot apply, as before (they are ArgumentErrors too).
+  EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::f32, 1001, "vec=8"), ArgumentError);
+}
+
+bool has_reason(const RowSchedule& s, const std::string& text) {
+  return std::any_of(s.reasons.begin(), s.reasons.end(),
+                     [&](const std::string& r) { return r.find(text) != std::string::npos; });
+}
+
+std::string reasons(const RowSchedule& s) {
+  std::string out;
+  for (const std::string& r : s.reasons) out += r + "\n";
+  return out;
+}
+
+// The explain text is true, and its lines agree with each other.
+TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
+  // A moot hint is noted; nothing claims 0 KiB of accumulators.
+  Chosen m = choose("rms_norm.kdsl", "rms_norm", DType::f32, 8192, "smem_columns=1");
+  EXPECT_TRUE(has_reason(m.s,
+                         "smem_columns=1 does not apply: the kernel has no column "
+                         "reductions"))
+      << reasons(m.s);
+  EXPECT_FALSE(has_reason(m.s, "accumulators in shared memory")) << reasons(m.s);
+  // f32 with VEC = 8: two 16-byte loads per vector (kdsl_load), not 32-byte accesses.
+  Chosen v = choose("rms_norm.kdsl", "rms_norm", DType::f32, 8192, "vec=8");
+  EXPECT_TRUE(has_reason(v.s, "VEC = 8 (2 x 16-byte accesses per vector)")) << reasons(v.s);
+  EXPECT_FALSE(has_reason(v.s, "32-byte")) << reasons(v.s);
+  EXPECT_TRUE(has_reason(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192).s,
+                         "VEC = 8 (16-byte accesses)"));
+  // LayerNorm backward at N = 8192: 512 threads and 2 chunks per thread; the rule that chose 512
+  // threads names the 1024 threads it replaced.
+  Chosen l = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192);
+  EXPECT_TRUE(has_reason(l.s, "512 threads per row, 1 row per CTA, 2 chunks per thread"))
+      << reasons(l.s);
+  EXPECT_TRUE(has_reason(l.s, "one chunk per thread at 1024 threads per row: 512 threads instead"))
+      << reasons(l.s);
+  EXPECT_FALSE(has_reason(l.s, "the next 1 row group")) << reasons(l.s);
+  // Streaming rows: no "about 0 registers".
+  Chosen r = choose("layer_norm.kdsl", "layer_norm", DType::f32, 8192, "cache_rows=0");
+  EXPECT_TRUE(has_reason(r.s,
+                         "streaming: no row is held in registers; each reduction phase "
+                         "re-reads the row"))
+      << reasons(r.s);
+  EXPECT_FALSE(has_reason(r.s, "about 0 registers")) << reasons(r.s);
+  Chosen w = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192, "cache_rows=0");
+  EXPECT_TRUE(has_reason(w.s, "registers per thread hold the loop-invariant vectors"))
+      << reasons(w.s);
+  // A cluster: the row spans the cluster's CTAs.
+  Chosen c = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768);
+  EXPECT_TRUE(has_reason(c.s,
+                         "4096 threads per row in a cluster of 4 CTAs of 1024, 1 row per "
+                         "cluster"))
+      << reasons(c.s);
+  EXPECT_FALSE(has_reason(c.s, "row per CTA")) << reasons(c.s);
+}
+
 TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   Chosen c = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768);
   GeneratedKernel gen = generate(c.k, c.spec, DeviceTarget{});

@@ -77,7 +77,7 @@ int bench(const BenchOptions& o) {
               << std::flush;
   }
   nlohmann::json results = nlohmann::json::array();
-  int failed = 0;
+  int failed = 0, hint_errors = 0;
   for (const SpecRequest& r : list.specs) {
     Row row;
     try {
@@ -85,11 +85,13 @@ int bench(const BenchOptions& o) {
     } catch (const NoGpuError&) {
       throw;
     } catch (const Error& e) {
+      const bool hint_error = dynamic_cast<const ScheduleHintError*>(&e) != nullptr;
       row.kernel = r.sig->name;
       row.dtype = binding_text(*r.sig, r.spec.binding);
       row.shape = shape_values_text(r.shape);
-      row.error = e.what();
+      row.error = (hint_error ? "--schedule: " : "") + std::string(e.what());
       ++failed;
+      hint_errors += hint_error;
     }
     nlohmann::json j = {{"kernel", row.kernel}, {"dtype", row.dtype}, {"shape", r.shape}};
     if (row.error.empty()) {
@@ -124,7 +126,8 @@ int bench(const BenchOptions& o) {
         {"warmup", o.warmup}, {"l2_flushed", !o.no_flush}, {"results", results}};
     std::cout << report.dump(2) << "\n";
   }
-  return failed ? kUserError : kOk;
+  // A hint that cannot apply to a specialization is the command line's fault: exit code 2.
+  return hint_errors ? kUsage : failed ? kUserError : kOk;
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ struct Job {
   std::string symbol;
   double ms = 0;  // NVRTC time (compiled) or cache time (hit)
   std::string error;
+  bool hint_error = false;  // a --schedule hint that cannot apply (a usage error)
 };
 
 // A one-line bar on stderr, redrawn as jobs finish: "[#####.....] 12/40 kdsl_...".
@@ -150,6 +151,10 @@ int compile(const CompileOptions& o) {
         result.symbol = ck.gen.plan.symbol;
         result.status = ck.binary.hit ? Job::kHit : Job::kCompiled;
         result.ms = ck.binary.hit ? ck.binary.load_ms : ck.binary.compile_ms;
+      } catch (const ScheduleHintError& e) {
+        result.status = Job::kFailed;
+        result.error = std::string("--schedule: ") + e.what();
+        result.hint_error = true;
       } catch (const std::exception& e) {
         result.status = Job::kFailed;
         result.error = e.what();
@@ -167,13 +172,14 @@ int compile(const CompileOptions& o) {
   for (auto& t : pool) t.join();
   bar.clear();
 
-  size_t compiled = 0, hits = 0, failed = 0;
+  size_t compiled = 0, hits = 0, failed = 0, hint_errors = 0;
   double nvrtc_ms = 0;
   nlohmann::json results = nlohmann::json::array();
   for (const Job& j : jobs) {
     compiled += j.status == Job::kCompiled;
     hits += j.status == Job::kHit;
     failed += j.status == Job::kFailed;
+    hint_errors += j.hint_error;
     if (j.status == Job::kCompiled) nvrtc_ms += j.ms;
     const char* status = j.status == Job::kCompiled ? "compiled"
                          : j.status == Job::kHit    ? "hit"
@@ -205,7 +211,8 @@ int compile(const CompileOptions& o) {
   if (!default_disk_cache().config().enabled && compiled) {
     print_note("the disk cache is off (KDSL_CACHE): nothing was stored");
   }
-  return failed ? kUserError : kOk;
+  // A hint that cannot apply to a specialization is the command line's fault: exit code 2.
+  return hint_errors ? kUsage : failed ? kUserError : kOk;
 }
 
 }  // namespace
@@ -230,7 +237,8 @@ Command register_compile(CLI::App& app) {
       "the kernel allows), specialized shape value (--shape; other symbols are run-time values "
       "and ignored) and architecture (--arch) is compiled, for 16-byte aligned contiguous tensors, "
       "into the disk cache (KDSL_CACHE_DIR). One line per specialization, then a summary; "
-      "failures print NVRTC's message and make the exit code 1.\n"
+      "failures print NVRTC's message and make the exit code 1 (2 for a --schedule hint that "
+      "cannot apply).\n"
       "Examples:\n"
       "  kdsl compile stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape N=8192\n"
       "  kdsl compile stdlib/softmax.kdsl --dtype f32,f16,bf16 --shape N=1024,4096,8192 "

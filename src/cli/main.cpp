@@ -120,6 +120,9 @@ int main(int argc, char** argv) {
   } catch (const kdsl::cli::UsageError& e) {
     std::cerr << name << ": usage error: " << e.what() << "\n";
     return kdsl::cli::kUsage;
+  } catch (const kdsl::ScheduleHintError& e) {  // a --schedule hint that cannot apply
+    std::cerr << name << ": usage error: --schedule: " << e.what() << "\n";
+    return kdsl::cli::kUsage;
   } catch (const kdsl::cli::NoGpuError& e) {
     std::cerr << "kdsl: " << e.what() << "\n";
     return kdsl::cli::kNoGpu;
