@@ -271,7 +271,9 @@ template <class T> __device__ __forceinline__ kdsl_welford<T> kdsl_welford_shift
   if (n == 0) return {T(0), T(0), T(0)};
   const T inv = T(1) / T(n);
   const T m2 = q - s * s * inv;
-  return {T(n), k + s * inv, m2 > T(0) ? m2 : T(0)};
+  // Rounding can leave m2 slightly below zero; clamp that, but keep a NaN (an infinite value
+  // gives s = q = inf, and inf - inf = NaN, as the two-pass variance would).
+  return {T(n), k + s * inv, m2 < T(0) ? T(0) : m2};
 }
 
 __device__ __forceinline__ float kdsl_shfl(float v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }

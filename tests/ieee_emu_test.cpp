@@ -1,0 +1,29 @@
+// NaN and infinity inputs (tests/ieee_cases.h) through the generated CUDA on the CPU emulation of
+// cuda_emu.h: each checked output element has the class the GPU must give (ieee_gpu_test.cpp
+// checks the same table on a GPU), so a prelude or codegen change that turns a NaN into a number
+// shows without a GPU. The emulation computes in f32 as the kernels do, so cases whose f32
+// classes differ from the float64 reference's use the GPU column (gpu_expected).
+#include "gpu_test_util.h"
+#include "scan_emu_util.h"
+#include "tests/ieee_cases.h"
+
+namespace kdsl {
+namespace {
+
+class IeeeEmu : public ::testing::TestWithParam<testing::IeeeCase> {};
+
+TEST_P(IeeeEmu, SameClassesAsTheGpuTable) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  const testing::IeeeCase& c = GetParam();
+  Problem p = testing::ieee_problem(c, testing::front_end(c.file));
+  std::vector<HostTensor> got = emu::run_emulated(p);
+  EXPECT_EQ(testing::ieee_classes(p, got, c.output),
+            c.gpu_expected.empty() ? c.expected : c.gpu_expected)
+      << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, IeeeEmu, ::testing::ValuesIn(testing::ieee_cases()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace kdsl
