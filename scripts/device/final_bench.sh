@@ -34,7 +34,7 @@ bash scripts/device/precompile_scan_tests.sh "$KDSL_CACHE_DIR" "$k" 2>&1 | tail 
 timeout 240 .device/bin/kdsl_bench_norm "$out/kdsl_norm.json" --reps 30 2>&1 | tee "$out/bench.txt"
 inputs=("$out/kdsl_norm.json")
 if [ -x .device/bin/kdsl_bench_scan ]; then
-  timeout 120 .device/bin/kdsl_bench_scan "$out/kdsl_scan.json" 2>&1 | tee -a "$out/bench.txt"
+  timeout 240 .device/bin/kdsl_bench_scan "$out/kdsl_scan.json" 2>&1 | tee -a "$out/bench.txt"
   [ -s "$out/kdsl_scan.json" ] && inputs+=("$out/kdsl_scan.json")
 fi
 peers=()

@@ -30,7 +30,7 @@ if [ ${#tests[@]} -eq 0 ]; then
 fi
 for b in "${tests[@]}"; do
   echo "== $b ($(( $(date +%s) - start )) s)"
-  timeout "${KDSL_TEST_TIMEOUT:-300}" stdbuf -oL "$bin/$b" --gtest_brief=1 >"$logs/$b.log" 2>&1
+  timeout "${KDSL_TEST_TIMEOUT:-420}" stdbuf -oL "$bin/$b" --gtest_brief=1 >"$logs/$b.log" 2>&1
   echo "exit $?"
   grep -E '^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]|Failure|error|exception' "$logs/$b.log" |
     tail -12
