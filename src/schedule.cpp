@@ -317,12 +317,6 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   if (!s.cache_invariant) need -= elems * w.invariant;
   s.cache_rows = hint.cache_rows.value_or(need <= budget);
   if (!s.cache_rows) need -= elems * w.row;
-  if (hint.prefetch && *hint.prefetch && !internal && (!s.persistent || !s.cache_rows)) {
-    throw ScheduleHintError(fmt::format(
-        "schedule hint prefetch=1: prefetching the next row needs {}",
-        !s.persistent ? "a persistent grid (persistent=1)"
-                      : "register-resident rows (cache_rows=1; these rows are re-read per phase)"));
-  }
   s.prefetch = s.persistent && s.cache_rows &&
                hint.prefetch.value_or(!column_reduction && need + elems * w.row <= budget);
   // The shared-memory pipeline: each thread copies its 16-byte chunks of the next stage - 1 rows
@@ -440,6 +434,15 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint) {
   RowSchedule s = choose_row_schedule_unchecked(k, spec, target, hint);
+  // Checked on the final schedule: the measured rules' re-choice can make rows register-resident
+  // (a cluster, column accumulators in registers), which a prefetch needs.
+  if (hint.prefetch && *hint.prefetch && !s.prefetch) {
+    throw ScheduleHintError(fmt::format(
+        "schedule hint prefetch=1: prefetching the next row needs {}",
+        !s.persistent   ? "a persistent grid (persistent=1)"
+        : !s.cache_rows ? "register-resident rows (cache_rows=1; these rows are re-read per phase)"
+                        : "no rows staged in shared memory (this schedule stages them)"));
+  }
   // Every thread holds its share of a row in an unrolled loop (code size grows with it), with
   // 32-bit column indices. The largest share tested is 256 elements (bf16 N = 262144).
   constexpr int64_t kMaxPerThread = 512;
@@ -533,8 +536,8 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       h.stage = 2;
       staging_rule = true;
     }
-  } else if (open && !hint.group && !hint.stage && !s.column_reduction && s.persistent &&
-             s.phases >= 2 && rows16 && s.group == 1024) {
+  } else if (open && !hint.group && !hint.stage && !hint.prefetch && !s.column_reduction &&
+             s.persistent && s.phases >= 2 && rows16 && s.group == 1024) {
     // Dependent reductions (softmax) on long 16-bit rows: 512 threads per row with the next row
     // staged in shared memory (softmax bf16 4096 x 32768: 162 us against 199).
     h.group = 512;

@@ -289,6 +289,24 @@ TEST(ScheduleHint, ParseRejectsEmptyItemsIgnoresSpacesAndNamesRanges) {
 }
 
 // A hint that cannot apply is a ScheduleHintError (the CLI's usage error), naming the hint.
+// prefetch=1 is checked on the final schedule: where the measured rules' re-choice makes rows
+// register-resident (a cluster at N = 32768, column accumulators in registers), the prefetch
+// applies; and no rule replaces it with staging (softmax at N = 32768 stages by default).
+TEST(RowSchedule, PrefetchHintsApplyAfterTheMeasuredRules) {
+  Chosen c = choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 32768, "prefetch=1");
+  EXPECT_EQ(c.s.cluster, 4);
+  EXPECT_TRUE(c.s.prefetch);
+  Chosen a = choose("rms_norm.kdsl", "add_rms_norm_bwd", DType::bf16, 8192, "group=512,prefetch=1");
+  EXPECT_EQ(a.s.group, 512);
+  EXPECT_TRUE(a.s.prefetch);
+  EXPECT_EQ(a.s.stage, 0);
+  Chosen d = choose("softmax.kdsl", "softmax", DType::bf16, 32768);
+  EXPECT_EQ(d.s.stage, 2);  // the default the hint must not be folded into
+  Chosen p = choose("softmax.kdsl", "softmax", DType::bf16, 32768, "prefetch=1");
+  EXPECT_TRUE(p.s.prefetch);
+  EXPECT_EQ(p.s.stage, 0);
+}
+
 TEST(RowSchedule, HintsThatCannotApplyAreHintErrors) {
   auto why = [](const std::string& kernel, DType t, int64_t n, const std::string& hint,
                 const std::string& arch = "sm_90") {
