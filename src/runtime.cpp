@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "driver.h"
+#include "log.h"
 #include "module.h"
 #include "runtime_impl.h"
 #include "tuning.h"
@@ -457,15 +458,27 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
   const DeviceTarget& target = context_target(ctx);
   Specialization spec = specialization(b);
   ScheduleHint hint = hint_;
+  bool tuned = false;
   if (hint.empty() && use_tuning_db_) {
     // A schedule `kdsl tune` measured fastest on this GPU model, if any.
     if (TuningDb* db = TuningDb::default_db()) {
-      if (auto tuned = db->lookup(target.name, tuning_key(sig_->name, spec))) {
-        hint = ScheduleHint::parse(tuned->hint);
+      if (auto record = db->lookup(target.name, tuning_key(sig_->name, spec))) {
+        hint = ScheduleHint::parse(record->hint);
+        tuned = true;
       }
     }
   }
-  CompiledKernel ck = compile_kernel(*fe_, sig_->name, spec, target, nullptr, hint);
+  CompiledKernel ck = [&] {
+    if (!tuned) return compile_kernel(*fe_, sig_->name, spec, target, nullptr, hint);
+    try {
+      return compile_kernel(*fe_, sig_->name, spec, target, nullptr, hint);
+    } catch (const ScheduleHintError& e) {
+      // A record from another kdsl version whose hint this one cannot follow: the user gave no
+      // hint, so the default schedule, not an error.
+      log().warn("ignoring the tuned schedule '{}' for {}: {}", hint.str(), sig_->name, e.what());
+      return compile_kernel(*fe_, sig_->name, spec, target, nullptr, ScheduleHint{});
+    }
+  }();
   check_plan(ck.gen.plan);
   auto ls = std::make_unique<LoadedSpec>();
   ls->plan = ck.gen.plan;
