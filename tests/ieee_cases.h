@@ -163,6 +163,16 @@ inline const std::vector<IeeeCase>& ieee_cases() {
        {1, 2, kInf, 4, 5, 6, 7, 8},
        "mu",
        "+"},
+      // One thread holds the row (N = 8); its sum shifted by the first value, 0, is 2.1e19, whose
+      // square overflows f32 though the sum of squares (6.3e37) and the variance do not: the
+      // variance must stay finite and right (s * (s / n), not s * s / n).
+      {"layer_norm_square_of_sum_overflows_f32",
+       "stdlib/layer_norm.kdsl",
+       "layer_norm",
+       "x",
+       {0, 3e18, 3e18, 3e18, 3e18, 3e18, 3e18, 3e18},
+       "y",
+       "ffffffff"},
       {"layer_norm_constant_row", "stdlib/layer_norm.kdsl", "layer_norm", "x",
        std::vector<double>(8, 3), "y", "ffffffff"},
       {"rms_norm_bwd_nan_dy",

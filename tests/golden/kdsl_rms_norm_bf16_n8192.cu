@@ -267,7 +267,8 @@ struct kdsl_op_argmin {
 template <class T> __device__ __forceinline__ kdsl_welford<T> kdsl_welford_shifted(T k, T s, T q, int n) {
   if (n == 0) return {T(0), T(0), T(0)};
   const T inv = T(1) / T(n);
-  const T m2 = q - s * s * inv;
+  // s * (s / n), not s * s / n: s * s overflows f32 once |s| > 1.8e19, while q may not.
+  const T m2 = q - s * (s * inv);
   // Rounding can leave m2 slightly below zero; clamp that, but keep a NaN (an infinite value
   // gives s = q = inf, and inf - inf = NaN, as the two-pass variance would).
   return {T(n), k + s * inv, m2 < T(0) ? T(0) : m2};
