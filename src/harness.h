@@ -65,6 +65,13 @@ class GpuRun {
   void download(std::vector<HostTensor>& tensors) const;
   const detail::LoadedSpec& loaded() const { return *loaded_; }
   const std::vector<Arg>& args() const { return args_; }
+  /// The specialization a launch with these arguments selects (their alignment and layout
+  /// bits), which keys the runtime's lookups; Problem::spec marks every tensor aligned.
+  Specialization specialization() const {
+    detail::BoundArgs b;
+    kernel_.bind(args_, b);
+    return kernel_.specialization(b);
+  }
 
  private:
   const Problem& p_;

@@ -56,12 +56,14 @@ int tune(const TuneOptions& o) {
   double best_us = 0, default_us = 0;
   std::string best_hint;
   nlohmann::json rows = nlohmann::json::array();
-  std::cout << fmt::format("tuning {} on {} at {} ({} candidates)\n", tuning_key(p.ir.name, p.spec),
-                           target.name, shape_text, candidates.size());
+  std::cout << fmt::format("tuning {} on {} at {} ({} candidates)\n", p.ir.name, target.name,
+                           shape_text, candidates.size());
+  std::string key;  // what a launch with these arguments looks up (GpuRun::specialization)
   for (size_t i = 0; i < candidates.size(); ++i) {
     Problem pc = p;
     pc.schedule = candidates[i];
     GpuRun gpu(pc);
+    if (i == 0) key = tuning_key(p.ir.name, gpu.specialization());
     gpu.launch();
     std::vector<HostTensor> out = pc.tensors;
     gpu.download(out);
@@ -93,14 +95,13 @@ int tune(const TuneOptions& o) {
     if (!db) {
       std::cerr << "kdsl: the disk cache is off (KDSL_CACHE=off): nothing recorded\n";
     } else {
-      db->record(target.name, tuning_key(p.ir.name, p.spec),
-                 {best_hint, best_us, default_us, shape_text});
+      db->record(target.name, key, {best_hint, best_us, default_us, shape_text});
       std::cout << fmt::format("recorded in {}; launches of this specialization on {} use it\n",
                                db->path().string(), target.name);
     }
   }
   if (o.json) {
-    std::cout << nlohmann::json({{"key", tuning_key(p.ir.name, p.spec)},
+    std::cout << nlohmann::json({{"key", key},
                                  {"gpu", target.name},
                                  {"shape", shape_text},
                                  {"best", best_hint},
