@@ -293,4 +293,23 @@ inline std::string ieee_classes(const Problem& p, const std::vector<HostTensor>&
   return "(no output " + name + ")";
 }
 
+/// The elements of output `name` finite in both `got` and the reference `ref` that differ by more
+/// than 1e-4 + 1e-4 |reference|, one "element I: GOT against REF" per line (empty: none).
+inline std::string ieee_finite_mismatches(const Problem& p, const std::vector<HostTensor>& got,
+                                          const std::vector<HostTensor>& ref,
+                                          const std::string& name) {
+  std::string out;
+  for (size_t t = 0; t < got.size(); ++t) {
+    if (p.ir.tensors[t].name != name) continue;
+    for (int64_t i = 0; i < got[t].numel(); ++i) {
+      double g = got[t].get(i), r = ref[t].get(i);
+      if (std::isfinite(g) && std::isfinite(r) && std::fabs(g - r) > 1e-4 + 1e-4 * std::fabs(r)) {
+        out += "element " + std::to_string(i) + ": " + std::to_string(g) + " against " +
+               std::to_string(r) + "\n";
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace kdsl::testing

@@ -4,8 +4,6 @@
 // shows without a GPU, and the finite elements match the float64 reference. The emulation
 // computes in f32 as the kernels do, so cases whose f32 classes differ from the float64
 // reference's use the GPU column (gpu_expected).
-#include <cmath>
-
 #include "gpu_test_util.h"
 #include "scan_emu_util.h"
 #include "tests/ieee_cases.h"
@@ -25,16 +23,7 @@ TEST_P(IeeeEmu, SameClassesAsTheGpuTable) {
       << c.name;
   if (!c.gpu_expected.empty()) return;  // f32 overflow: the float64 reference is finite
   // The finite elements match the float64 reference, as on the GPU (ieee_gpu_test.cpp).
-  std::vector<HostTensor> ref = run_reference(p);
-  for (size_t t = 0; t < got.size(); ++t) {
-    if (p.ir.tensors[t].name != c.output) continue;
-    for (int64_t i = 0; i < got[t].numel(); ++i) {
-      double g = got[t].get(i), r = ref[t].get(i);
-      if (std::isfinite(g) && std::isfinite(r)) {
-        EXPECT_NEAR(g, r, 1e-4 + 1e-4 * std::fabs(r)) << c.name << " element " << i;
-      }
-    }
-  }
+  EXPECT_EQ(testing::ieee_finite_mismatches(p, got, run_reference(p), c.output), "") << c.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, IeeeEmu, ::testing::ValuesIn(testing::ieee_cases()),

@@ -24,15 +24,7 @@ TEST_P(IeeeGpu, SameClassesAsTheReference) {
       << c.name;
   if (!c.gpu_expected.empty())
     return;  // f32 overflow: the float64 reference is finite, see ieee_cases.h
-  for (size_t t = 0; t < got.size(); ++t) {
-    if (p.ir.tensors[t].name != c.output) continue;
-    for (int64_t i = 0; i < got[t].numel(); ++i) {
-      double g = got[t].get(i), r = ref[t].get(i);
-      if (std::isfinite(g) && std::isfinite(r)) {
-        EXPECT_NEAR(g, r, 1e-4 + 1e-4 * std::fabs(r)) << c.name << " element " << i;
-      }
-    }
-  }
+  EXPECT_EQ(testing::ieee_finite_mismatches(p, got, ref, c.output), "") << c.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, IeeeGpu, ::testing::ValuesIn(testing::ieee_cases()),
