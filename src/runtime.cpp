@@ -469,10 +469,10 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
     }
   }
   CompiledKernel ck = [&] {
-    if (!tuned) return compile_kernel(*fe_, sig_->name, spec, target, nullptr, hint);
     try {
       return compile_kernel(*fe_, sig_->name, spec, target, nullptr, hint);
     } catch (const ScheduleHintError& e) {
+      if (!tuned) throw;
       // A record from another kdsl version whose hint this one cannot follow: the user gave no
       // hint, so the default schedule, not an error.
       log().warn("ignoring the tuned schedule '{}' for {}: {}", hint.str(), sig_->name, e.what());
