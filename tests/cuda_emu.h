@@ -8,7 +8,9 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -344,7 +346,12 @@ class Library {
   Library(const std::string& source, const std::string& name, size_t entries) {
     std::filesystem::path dir = std::filesystem::temp_directory_path() / "kdsl_emu";
     std::filesystem::create_directories(dir);
-    std::filesystem::path cpp = dir / (name + ".cpp"), so = dir / (name + ".so");
+    // Tests run in parallel processes that may compile the same kernel: each process writes
+    // its own files (pid and a counter in the name), so none dlopens a library another is
+    // still writing.
+    static std::atomic<unsigned> counter{0};
+    std::string stem = fmt::format("{}_{}_{}", name, getpid(), counter++);
+    std::filesystem::path cpp = dir / (stem + ".cpp"), so = dir / (stem + ".so");
     std::ofstream(cpp) << source;
     std::string cmd =
         fmt::format("g++ -std=c++20 -O1 -w -fPIC -shared -pthread -o '{}' '{}' 2> '{}.log'",
@@ -357,6 +364,11 @@ class Library {
     }
     handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) throw std::runtime_error(std::string("cuda_emu: dlopen: ") + dlerror());
+    // The loaded library stays mapped; the files are no longer needed.
+    std::error_code ignored;
+    for (const auto& f : {cpp, so, std::filesystem::path(so.string() + ".log")}) {
+      std::filesystem::remove(f, ignored);
+    }
     launch_ = reinterpret_cast<Launch>(dlsym(handle_, "kdsl_emu_launch"));
     for (size_t i = 0; i < entries; ++i) {
       entries_.push_back(
