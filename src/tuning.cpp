@@ -12,12 +12,14 @@
 #include "cache.h"
 #include "kdsl/error.h"
 #include "log.h"
+#include "schedule_scan.h"
 
 namespace kdsl {
 
 std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specialization& spec,
                                             const DeviceTarget& target) {
   std::vector<ScheduleHint> out = {ScheduleHint{}};
+  if (needs_scan_schedule(k)) return out;  // a scan's schedule takes no hints
   auto add = [&](const ScheduleHint& h) {
     RowSchedule s;
     try {

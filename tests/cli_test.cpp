@@ -631,6 +631,18 @@ TEST_F(CliTest, ScheduleHintsThatCannotApplyAreUsageErrors) {
              "--schedule", "group=2048", "--arch", "sm_90", "--no-progress"}),
        "kdsl: error: --schedule: schedule hint group=2048: more than 1024 threads per row need a "
        "cluster (cluster=2, 4 or 8)"},
+      // Hints apply to row kernels on the GPU: not to a scan, nor to the reference interpreter.
+      {kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape", "N=100",
+             "--arch", "sm_90", "--schedule", "vec=4"}),
+       usage + "vec=4: 'cumsum' is a scan kernel, scheduled from its shape alone; hints apply to "
+               "row kernels (normalizations, softmax)"},
+      {kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=4,N=100", "--device",
+             "cpu", "--schedule", "vec=4"}),
+       "kdsl run: usage error: --schedule chooses how the GPU code runs: with --device cpu the CPU "
+       "reference interpreter runs, and it has no schedule"},
+      {kdsl({"tune", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape", "M=4,N=100"}),
+       "kdsl tune: usage error: 'cumsum' is a scan kernel: its schedule follows from the shape and "
+       "has no choices to tune (kdsl tune applies to row kernels: normalizations, softmax)"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(c.r.code, 2) << c.message << "\n" << show(c.r);

@@ -110,6 +110,11 @@ int run(const RunOptions& o) {
   report["inputs"] = inputs;
 
   if (o.device == "cpu") {
+    if (!p.schedule.empty()) {  // checked after the hint's text, so a malformed one says why
+      throw UsageError(
+          "--schedule chooses how the GPU code runs: with --device cpu the CPU reference "
+          "interpreter runs, and it has no schedule");
+    }
     auto t0 = std::chrono::steady_clock::now();
     p.tensors = run_reference(p);
     double ms =

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "src/driver.h"
 #include "src/harness.h"
+#include "src/schedule_scan.h"
 #include "src/tuning.h"
 #include "src/verify.h"
 
@@ -43,6 +44,12 @@ int tune(const TuneOptions& o) {
   std::string shape_text = shape_values_text(ps.shapes);
   ps.use_tuning_db = false;
   Problem p = make_problem(sel.fe, ps);
+  if (needs_scan_schedule(p.ir)) {
+    throw UsageError(fmt::format(
+        "'{}' is a scan kernel: its schedule follows from the shape and has no choices to tune "
+        "(kdsl tune applies to row kernels: normalizations, softmax)",
+        p.ir.name));
+  }
   std::string why;
   if (!driver_or_null(&why) || device_count() == 0) {
     std::cerr << fmt::format("kdsl: no GPU: {}; tuning times kernels on the GPU\n",
