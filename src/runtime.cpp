@@ -457,28 +457,9 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
   auto t0 = std::chrono::steady_clock::now();
   const DeviceTarget& target = context_target(ctx);
   Specialization spec = specialization(b);
-  ScheduleHint hint = hint_;
-  bool tuned = false;
-  if (hint.empty() && use_tuning_db_) {
-    // A schedule `kdsl tune` measured fastest on this GPU model, if any.
-    if (TuningDb* db = TuningDb::default_db()) {
-      if (auto record = db->lookup(target.name, tuning_key(sig_->name, spec))) {
-        hint = ScheduleHint::parse(record->hint);
-        tuned = true;
-      }
-    }
-  }
-  CompiledKernel ck = [&] {
-    try {
-      return compile_kernel(*fe_, sig_->name, spec, target, nullptr, hint);
-    } catch (const ScheduleHintError& e) {
-      if (!tuned) throw;
-      // A record from another kdsl version whose hint this one cannot follow: the user gave no
-      // hint, so the default schedule, not an error.
-      log().warn("ignoring the tuned schedule '{}' for {}: {}", hint.str(), sig_->name, e.what());
-      return compile_kernel(*fe_, sig_->name, spec, target, nullptr, ScheduleHint{});
-    }
-  }();
+  // The user's hint, else a schedule `kdsl tune` measured fastest on this GPU model, if any.
+  TuningDb* db = use_tuning_db_ ? TuningDb::default_db() : nullptr;
+  CompiledKernel ck = compile_with_tuning(*fe_, sig_->name, spec, target, hint_, db);
   check_plan(ck.gen.plan);
   auto ls = std::make_unique<LoadedSpec>();
   ls->plan = ck.gen.plan;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler.h"
 #include "schedule.h"
 #include "specialization.h"
 
@@ -50,5 +51,16 @@ class TuningDb {
  private:
   std::filesystem::path dir_;
 };
+
+/// What a launch compiles: `name` at `spec` for `target` with the caller's `hint` when it is not
+/// empty (a ScheduleHintError if it cannot apply), else with the schedule `kdsl tune` recorded in
+/// `db` (null: none) for this GPU model (`target.name`) under tuning_key(name, spec), else the
+/// scheduler's default. A recorded hint this version cannot follow (a record from another kdsl)
+/// is not the caller's error: it is ignored with a warning and the default is compiled. `tuned`
+/// (optional) says whether a record was used. Throws as compile_kernel.
+CompiledKernel compile_with_tuning(const FrontEnd& fe, const std::string& name,
+                                   const Specialization& spec, const DeviceTarget& target,
+                                   const ScheduleHint& hint, const TuningDb* db,
+                                   DiskCache* cache = nullptr, bool* tuned = nullptr);
 
 }  // namespace kdsl

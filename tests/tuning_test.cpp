@@ -8,6 +8,7 @@
 
 #include "kdsl/error.h"
 #include "src/compiler.h"
+#include "src/runtime_impl.h"
 
 namespace kdsl {
 namespace {
@@ -93,6 +94,63 @@ TEST_F(TuningDbTest, DamagedFileOrUnusableRecordIsIgnored) {
         << R"({"G": {"k": {"hint": "bogus=1", "us": 1, "default_us": 2}}})";
   }
   EXPECT_FALSE(db.lookup("G", "k"));
+}
+
+// A launch looks up the record `kdsl tune` wrote: both key it by the specialization the launch's
+// own arguments bind (KernelImpl::specialization; `kdsl tune` through GpuRun::specialization),
+// whose alignment bits are those of the real tensors, not all ones. Then compile_with_tuning
+// (the runtime's compile step) follows the record, unless the caller gives a hint; a record this
+// version cannot follow is ignored (the default is compiled), while the caller's own such hint is
+// an error.
+TEST_F(TuningDbTest, LaunchesFollowTheRecordUnderTheirOwnKey) {
+  constexpr int64_t M = 4, N = 8192;
+  Module module = Module::load(std::string(KDSL_SOURCE_DIR) + "/stdlib/rms_norm.kdsl");
+  Kernel kernel = module.kernel("rms_norm");
+  auto at = [](uintptr_t i) { return reinterpret_cast<void*>(uintptr_t{0x7f0000000000} + i); };
+  // w and rstd 4-byte aligned only: their alignment bits are clear.
+  std::vector<Arg> args = {TensorRef::contiguous(at(0), DType::f32, {M, N}),
+                           TensorRef::contiguous(at(0x1000004), DType::f32, {N}), 1e-6,
+                           TensorRef::contiguous(at(0x2000000), DType::f32, {M, N}),
+                           TensorRef::contiguous(at(0x3000004), DType::f32, {M})};
+  detail::BoundArgs b;
+  kernel.impl().bind(args, b);
+  Specialization spec = kernel.impl().specialization(b);
+  const std::string key = tuning_key("rms_norm", spec);
+  EXPECT_NE(key, tuning_key("rms_norm", Specialization{{DType::f32}, N, ~0u, ~0u}));
+
+  auto fe = rms_norm_module();
+  ir::Kernel k = lower_specialized(*fe, "rms_norm", spec);
+  DeviceTarget target;
+  target.name = "NVIDIA H200";
+  DiskCache cache(CacheConfig{dir_ / "cache"});
+  TuningDb db(dir_);
+  auto source_of = [&](const std::string& hint) {
+    return generate(k, spec, target, ScheduleHint::parse(hint)).source;
+  };
+  auto compiled = [&](const std::string& hint, const TuningDb* d, bool* tuned) {
+    return compile_with_tuning(*fe, "rms_norm", spec, target, ScheduleHint::parse(hint), d, &cache,
+                               tuned)
+        .gen.source;
+  };
+  const std::string recorded = "group=512,persistent=0";
+  ASSERT_NE(source_of(recorded), source_of(""));
+  db.record(target.name, key, {recorded, 50, 60, "M=4,N=8192"});
+  bool tuned = false;
+  EXPECT_EQ(compiled("", &db, &tuned), source_of(recorded));
+  EXPECT_TRUE(tuned);
+  // The caller's hint wins; no database, or another GPU model: the default.
+  EXPECT_EQ(compiled("group=256", &db, &tuned), source_of("group=256"));
+  EXPECT_FALSE(tuned);
+  EXPECT_EQ(compiled("", nullptr, &tuned), source_of(""));
+  target.name = "NVIDIA A100";
+  EXPECT_EQ(compiled("", &db, &tuned), source_of(""));
+  EXPECT_FALSE(tuned);
+  target.name = "NVIDIA H200";
+  // A record whose hint this version rejects (more than 1024 threads without a cluster).
+  db.record(target.name, key, {"group=2048", 50, 60, "M=4,N=8192"});
+  EXPECT_EQ(compiled("", &db, &tuned), source_of(""));
+  EXPECT_FALSE(tuned);
+  EXPECT_THROW(compiled("group=2048", &db, &tuned), ScheduleHintError);
 }
 
 TEST(ScheduleHint, ParsesAndPrintsCanonically) {
