@@ -257,8 +257,11 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   s.rows_per_cta = s.threads / (s.group / cluster);
   s.chunks = static_cast<int>((vectors + s.group - 1) / s.group);
   // What kdsl_load / kdsl_store issue per chunk (src/cuda_prelude.cpp): f32 and 16-bit elements
-  // in accesses of up to 16 bytes (VEC = 8 f32: two), other types element by element.
-  const int64_t access = min_size == 2 || min_size == 4
+  // in accesses of up to 16 bytes (VEC = 8 f32: two), except a pair of 16-bit elements (two
+  // 2-byte accesses; a register-resident row packed in pairs is loaded as 4-byte words), other
+  // types element by element.
+  const bool pair16 = min_size == 2 && s.vec == 2;
+  const int64_t access = (min_size == 2 || min_size == 4) && !pair16
                              ? std::min<int64_t>(s.vec * static_cast<int64_t>(min_size), 16)
                              : static_cast<int64_t>(min_size);
   const int64_t accesses = s.vec * static_cast<int64_t>(min_size) / access;
@@ -372,8 +375,9 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   if (!s.cache_invariant) {
     s.reasons.push_back("loop-invariant vectors are re-read per row (from L1/L2)");
   }
-  const char* packed =
-      s.pack && min_size == 2 && s.vec >= 2 ? ", 16-bit values packed in pairs" : "";
+  const char* packed = !(s.pack && min_size == 2 && s.vec >= 2) ? ""
+                       : s.vec == 2 ? ", 16-bit values packed in pairs, loaded 4 bytes at a time"
+                                    : ", 16-bit values packed in pairs";
   const std::string budget_text = need > budget ? fmt::format("over the budget of {:.0f}", budget)
                                                 : fmt::format("budget {:.0f}", budget);
   if (s.cache_rows) {
@@ -453,10 +457,14 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
         n));
   }
   if (int64_t{s.chunks} * s.vec > kMaxPerThread && hint.group) {
+    // Up to 1024 threads per CTA, and 8 CTAs per cluster beyond.
+    const char* advice = *hint.group >= 8 * 1024 ? "no larger group exists"
+                         : *hint.group >= 1024   ? "give a larger group, with cluster"
+                                                 : "give a larger group";
     throw ScheduleHintError(fmt::format(
         "schedule hint group={}: {} elements per thread at N = {}, beyond the row schedule (at "
-        "most {}; give a larger group)",
-        *hint.group, int64_t{s.chunks} * s.vec, n, kMaxPerThread));
+        "most {}; {})",
+        *hint.group, int64_t{s.chunks} * s.vec, n, kMaxPerThread, advice));
   }
   if (int64_t{s.chunks} * s.vec > kMaxPerThread) {
     throw ArgumentError(fmt::format(
@@ -553,7 +561,13 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   if (hint.stage && *hint.stage >= 2 && first.stage >= 2 && s.stage < 2) return first;
   if (staging_rule) {
     why.back() += s.stage >= 2 ? ", the next row staged in shared memory (measured)"
-                               : "; the rows cannot be staged (no 16-byte row loads or no room)";
+                  : !s.cache_rows
+                      ? (hint.cache_rows == false ? "; the rows are streamed (cache_rows=0), "
+                                                    "so none is staged"
+                                                  : "; the rows are streamed (too long for the "
+                                                    "registers), so none is staged")
+                      : "; the rows cannot be staged (no 16-byte row loads or no "
+                        "room)";
   }
   if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
   s.reasons.insert(s.reasons.begin() + 1, why.begin(), why.end());

@@ -393,6 +393,40 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
                          "cluster"))
       << reasons(c.s);
   EXPECT_FALSE(has_reason(c.s, "row per CTA")) << reasons(c.s);
+  // A pair of 16-bit elements is two 2-byte accesses (kdsl_load), not one 4-byte access; packed
+  // register-resident rows are loaded as 4-byte words (kdsl_load_raw).
+  Chosen p = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192, "vec=2");
+  EXPECT_TRUE(has_reason(p.s, "VEC = 2 (2 x 2-byte accesses per vector)")) << reasons(p.s);
+  EXPECT_TRUE(has_reason(p.s, "16-bit values packed in pairs, loaded 4 bytes at a time"))
+      << reasons(p.s);
+  EXPECT_FALSE(has_reason(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192, "vec=2,pack=0").s,
+                          "4 bytes at a time"));
+  // Softmax's staging rule on rows too long for the registers: they are streamed, not "cannot be
+  // staged".
+  Chosen sm = choose("softmax.kdsl", "softmax", DType::bf16, 65536);
+  EXPECT_TRUE(has_reason(sm.s,
+                         "the rows are streamed (too long for the registers), so none is "
+                         "staged"))
+      << reasons(sm.s);
+  EXPECT_FALSE(has_reason(sm.s, "cannot be staged")) << reasons(sm.s);
+}
+
+// A group too small for the row suggests a larger one only where one exists.
+TEST(RowSchedule, TooManyElementsPerThreadSuggestsWhatExists) {
+  auto error = [](DType t, int64_t n, const std::string& hint) -> std::string {
+    try {
+      choose("rms_norm.kdsl", "rms_norm", t, n, hint);
+    } catch (const ScheduleHintError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(error(DType::f32, 8192, "group=1").find("(at most 512; give a larger group)"),
+            std::string::npos);
+  EXPECT_NE(error(DType::bf16, 1 << 20, "group=1024").find("give a larger group, with cluster"),
+            std::string::npos);
+  EXPECT_NE(error(DType::bf16, 1 << 23, "group=8192,cluster=8").find("no larger group exists"),
+            std::string::npos);
 }
 
 TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
