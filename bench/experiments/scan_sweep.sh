@@ -7,6 +7,8 @@
 #   bench/experiments/scan_sweep.sh 2   the staged cp.async pipeline (pipeline=2) and register
 #                                       caps (ctas=N)
 #   bench/experiments/scan_sweep.sh 3   the packed look-back against packed=0, tile lengths
+#   bench/experiments/scan_sweep.sh 4   16-byte accesses of several rows (vr) and 64- to 256-byte
+#                                       rows per position, with the packed look-back (2026-11-30)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -73,9 +75,27 @@ sweep3() {
   sw stdlib/scan.kdsl cumsum bf16 M=2048,N=32768 "" scan:packed=0
 }
 
+sweep4() {
+  lr=stdlib/linear_recurrence.kdsl
+  local bf=(scan:vr=8,lp=4,t=2 scan:vr=8,lp=4,t=4 scan:vr=4,lp=2,t=4 scan:vr=4,lp=2,t=8
+            scan:vr=2,lp=1,t=8 scan:vr=2,lp=2,t=8 scan:vr=4,lp=4,t=4)
+  local fp=(scan:vr=4,lp=4,t=2 scan:vr=4,lp=4,t=4 scan:vr=4,lp=4,t=8 scan:vr=2,lp=2,t=8
+            scan:vr=2,lp=2,t=16 scan:vr=4,lp=2,t=4)
+  for d in bf16 f32; do
+    local v=("${fp[@]}")
+    [ $d = bf16 ] && v=("${bf[@]}")
+    sw stdlib/scan.kdsl cumsum_mid $d $shape "" "${v[@]}"
+    sw $lr linear_recurrence $d $shape "" "${v[@]}"
+    sw $lr linear_recurrence_bwd $d $shape "" "${v[@]}"
+    sw stdlib/rg_lru.kdsl rg_lru_bwd $d $shape "" "${v[@]}"
+  done
+  sw stdlib/rg_lru.kdsl rg_lru bf16 $shape "" "${bf[@]}"
+}
+
 case "${1:-}" in
   1) sweep1 ;;
   2) sweep2 ;;
   3) sweep3 ;;
-  *) echo "usage: bench/experiments/scan_sweep.sh 1|2|3" >&2; exit 2 ;;
+  4) sweep4 ;;
+  *) echo "usage: bench/experiments/scan_sweep.sh 1|2|3|4" >&2; exit 2 ;;
 esac
