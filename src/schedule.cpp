@@ -488,26 +488,37 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   int cluster = hint.cluster.value_or(1);
   std::vector<std::string> why;
   if (!hint.cluster && !hint.group && s.group == 1024) {
-    if (clusters && s.column_reduction && (overflow || !s.cache_rows)) {
+    // Whether the row's elements are beyond one CTA's registers: streamed rows, unless only the
+    // user's cache_rows=0 streams them.
+    bool elements_beyond = !s.cache_rows;
+    if (elements_beyond && hint.cache_rows == false) {
+      ScheduleHint open = hint;
+      open.cache_rows.reset();
+      elements_beyond = !choose_rows(k, spec, target, open, cluster, nullptr).cache_rows;
+    }
+    if (clusters && s.column_reduction && (overflow || elements_beyond)) {
       // Column reductions whose row does not fit one CTA (N = 32768): the row's accumulators
       // beyond its shared memory (LayerNorm backward) or its elements beyond its registers
       // (RMSNorm backward, re-read per phase). A cluster of four CTAs, each with a quarter of the
       // columns, holds the row (LayerNorm backward 430 us against 2369; RMSNorm backward 387
       // against 546).
       cluster = 4;
-      why.push_back(
-          "the row does not fit one CTA (column accumulators or elements): a cluster of 4 CTAs "
-          "per row, each with a quarter of the columns");
+      why.push_back(fmt::format(
+          "the row does not fit one CTA ({}): a cluster of 4 CTAs per row, each with a quarter "
+          "of the columns",
+          overflow ? "its column accumulators exceed the shared memory"
+                   : "its elements exceed the registers"));
     } else if (clusters && !s.column_reduction && s.persistent && s.phases == 1) {
       // Single-phase kernels on long rows (softmax backward at N = 32768): four CTAs of 256
       // threads per row instead of one of 1024 (212 us against 258).
       cluster = 4;
       why.push_back(
           "a long single-phase row: a cluster of 4 CTAs of 256 threads instead of one of 1024");
-    } else if (s.column_reduction && s.chunks == 1 && !hint.prefetch && !hint.stage) {
+    } else if (s.column_reduction && s.chunks == 1 && s.cache_rows && !hint.prefetch &&
+               !hint.stage) {
       // Column reductions with one chunk per thread (N = 8192 bf16): 512 threads per row with
       // the next row prefetched (RMSNorm backward 152.5 us against 168.4; LayerNorm backward
-      // 191.9 against 205.0).
+      // 191.9 against 205.0). Prefetching needs register-resident rows (not with cache_rows=0).
       h.group = 512;
       h.prefetch = true;
       why.push_back(

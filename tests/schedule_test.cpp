@@ -411,6 +411,32 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   EXPECT_FALSE(has_reason(sm.s, "cannot be staged")) << reasons(sm.s);
 }
 
+// The cluster rule for column reductions names what does not fit one CTA, and a user's
+// cache_rows=0 (rows streamed by request, not because they are too long) does not trigger it, nor
+// the 512-thread rule whose prefetch streamed rows cannot take.
+TEST(RowSchedule, ClusterRuleNamesWhatDoesNotFitAndLeavesRequestedStreamingAlone) {
+  Chosen r = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768);
+  EXPECT_EQ(r.s.cluster, 4);
+  EXPECT_TRUE(has_reason(r.s, "the row does not fit one CTA (its elements exceed the registers)"))
+      << reasons(r.s);
+  Chosen l = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768);
+  EXPECT_EQ(l.s.cluster, 4);
+  EXPECT_TRUE(has_reason(l.s,
+                         "the row does not fit one CTA (its column accumulators exceed the "
+                         "shared memory)"))
+      << reasons(l.s);
+  for (const char* kernel : {"rms_norm_bwd", "add_rms_norm_bwd"}) {
+    Chosen s = choose("rms_norm.kdsl", kernel, DType::bf16, 8192, "cache_rows=0");
+    EXPECT_EQ(s.s.cluster, 1) << kernel << reasons(s.s);
+    EXPECT_EQ(s.s.group, 1024) << kernel << reasons(s.s);
+    EXPECT_FALSE(s.s.cache_rows) << kernel;
+    EXPECT_FALSE(has_reason(s.s, "prefetched")) << kernel << reasons(s.s);
+  }
+  // Where the rows would be streamed anyway (N = 32768), the cluster stays.
+  EXPECT_EQ(choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, "cache_rows=0").s.cluster,
+            4);
+}
+
 // A group too small for the row suggests a larger one only where one exists.
 TEST(RowSchedule, TooManyElementsPerThreadSuggestsWhatExists) {
   auto error = [](DType t, int64_t n, const std::string& hint) -> std::string {
