@@ -543,6 +543,32 @@ TEST_F(CliTest, BenchWithoutGpuExitsFour) {
   EXPECT_EQ(usage.err,
             "kdsl bench: usage error: kernel 'rms_norm' needs a value for M: add "
             "--shape M=SIZE\n");
+  // ... and so is a --schedule hint that cannot apply (checked for the default target).
+  CliResult hint = kdsl({"bench", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape",
+                         "M=2,N=8", "--schedule", "vec=4"});
+  EXPECT_EQ(hint.code, 2) << show(hint);
+  EXPECT_TRUE(
+      hint.err.starts_with("kdsl bench: usage error: --schedule: schedule hint vec=4: "
+                           "'cumsum' is a scan kernel"))
+      << hint.err;
+  CliResult vec = kdsl({"bench", kRms, "-k", "rms_norm", "--dtype", "bf16", "--shape", "M=2,N=1001",
+                        "--schedule", "vec=8"});
+  EXPECT_EQ(vec.code, 2) << show(vec);
+}
+
+TEST_F(CliTest, TuneWithoutGpuExitsFourAfterCheckingTheCommandLine) {
+  if (have_gpu()) GTEST_SKIP() << "skipped: a GPU is present (cli_gpu_test covers it)";
+  CliResult r = kdsl({"tune", kRms, "-k", "rms_norm", "--dtype", "bf16", "--shape", "M=8,N=1024"});
+  EXPECT_EQ(r.code, 4) << show(r);
+  EXPECT_TRUE(
+      r.err.starts_with("kdsl: no GPU, so nothing was timed: kdsl tune needs one. Reason: "))
+      << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u);
+  CliResult shape = kdsl({"tune", kRms, "-k", "rms_norm", "--dtype", "bf16", "--shape", "N=1024"});
+  EXPECT_EQ(shape.code, 2) << show(shape);
+  EXPECT_EQ(shape.err,
+            "kdsl tune: usage error: kernel 'rms_norm' needs a value for shape symbol M: add "
+            "--shape M=SIZE\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -695,6 +721,16 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
   std::vector<Malformed> cases = {
       {cmd({"--dtype", "f32", "--shape", "N=8", "--in", "x=" + t + "/x24.npy"}), 1,
        "kdsl: error: " + t + "/x24.npy: has shape (2, 4) but 'x' has shape (M, N) with N = 8"},
+      // One kernel where a list is given; kdsl tune times its own schedules (no --schedule).
+      {{"emit", kRms, "-k", "rms_norm,rms_norm_bwd", "--dtype", "f32", "--shape", "N=8"},
+       2,
+       "kdsl emit: usage error: -k rms_norm,rms_norm_bwd: this command takes one kernel (kdsl "
+       "compile and kdsl bench take lists)"},
+      {{"tune", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=8,N=8", "--schedule",
+        "vec=4"},
+       2,
+       "kdsl tune: usage error: The following arguments were not expected: vec=4 --schedule "
+       "(see kdsl tune --help)"},
       {cmd({"--dtype", "f32", "--in", "x=" + t + "/x3d.npy"}), 1,
        "kdsl: error: " + t + "/x3d.npy: has shape (2, 4, 1) but 'x' has shape (M, N)"},
       {cmd({"--dtype", "f32", "--in", "w=" + t + "/x24.npy"}), 1,

@@ -88,7 +88,8 @@ struct KernelOptions {
   std::string schedule;
 };
 
-void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch = true);
+void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch = true,
+                        bool with_schedule = true);
 
 /// Reads and checks the .kdsl file (kdsl::Error when it cannot be read, SourceError for errors).
 std::shared_ptr<const FrontEnd> load_module(const std::string& path);
@@ -106,6 +107,11 @@ std::vector<DType> single_binding(const KernelSignature& sig, const KernelOption
 /// Every symbol's one value from --shape (UsageError when a symbol has several values;
 /// ArgumentError for a name the kernel does not have).
 std::map<std::string, int64_t> single_shape(const KernelSignature& sig, const KernelOptions& o);
+
+/// UsageError naming the first shape symbol of `sig` that `shape` leaves out (`from_inputs`: the
+/// command also takes sizes from --in files, and the message says so).
+void require_shapes(const KernelSignature& sig, const std::map<std::string, int64_t>& shape,
+                    bool from_inputs);
 
 /// The compile target: --arch if given (UsageError when NVRTC does not support it), else the
 /// first GPU's, else sm_90 (with `note` saying so).

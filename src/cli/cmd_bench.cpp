@@ -58,6 +58,14 @@ int bench(const BenchOptions& o) {
   ScheduleHint hint = parse_schedule(o.specs.schedule);
   std::string why;
   if (!have_gpu(&why)) {
+    // The command line is checked first, as with a GPU: a hint that cannot apply to a
+    // specialization (for the default target) is a usage error.
+    if (!hint.empty()) {
+      const DeviceTarget target = target_for("", nullptr);
+      for (const SpecRequest& r : list.specs) {
+        generate(lower_specialized(*list.fe, r.sig->name, r.spec), r.spec, target, hint);
+      }
+    }
     throw NoGpuError(
         fmt::format("no GPU, so nothing was timed: kdsl bench needs one. Reason: {}", why));
   }

@@ -41,6 +41,7 @@ int tune(const TuneOptions& o) {
   ps.kernel = sel.sig->name;
   ps.binding = single_binding(*sel.sig, o.k);
   ps.shapes = single_shape(*sel.sig, o.k);
+  require_shapes(*sel.sig, ps.shapes, /*from_inputs=*/false);
   std::string shape_text = shape_values_text(ps.shapes);
   ps.use_tuning_db = false;
   Problem p = make_problem(sel.fe, ps);
@@ -52,9 +53,8 @@ int tune(const TuneOptions& o) {
   }
   std::string why;
   if (!driver_or_null(&why) || device_count() == 0) {
-    std::cerr << fmt::format("kdsl: no GPU: {}; tuning times kernels on the GPU\n",
-                             why.empty() ? "no CUDA device" : why);
-    return kNoGpu;
+    throw NoGpuError(fmt::format("no GPU, so nothing was timed: kdsl tune needs one. Reason: {}",
+                                 why.empty() ? "no CUDA device" : why));
   }
   primary_context(0);
   const DeviceTarget& target = detail::context_target(detail::current_context());
@@ -128,7 +128,7 @@ Command register_tune(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "tune",
       "Time the candidate schedules of a specialization on this GPU and record the fastest");
-  add_kernel_options(*sub, o->k, false);
+  add_kernel_options(*sub, o->k, /*with_arch=*/false, /*with_schedule=*/false);
   sub->add_option("--warmup", o->warmup, "Untimed runs per candidate")
       ->check(CLI::Range(0, 100000));
   sub->add_option("--reps", o->reps, "Timed runs per candidate (median)")

@@ -271,7 +271,7 @@ std::string shape_values_text(const std::map<std::string, int64_t>& shape) {
   return s.empty() ? "-" : s;
 }
 
-void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch) {
+void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch, bool with_schedule) {
   app.add_option("file", o.file, "The .kdsl file")->required();
   app.add_option("-k,--kernel", o.kernel, "Kernel name (kdsl list FILE shows them)")->required();
   app.add_option("--dtype", o.dtype, "Dtype of the kernel's only generic: f32, f16, bf16, ...");
@@ -282,6 +282,7 @@ void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch) {
     app.add_option("--arch", o.arch,
                    "GPU architecture to compile for, e.g. sm_90 (default: this GPU's, else sm_90)");
   }
+  if (!with_schedule) return;
   app.add_option("--schedule", o.schedule,
                  "Override the scheduler (expert): vec=, group=, cache_rows=, cache_invariant=, "
                  "prefetch=, pack=, stream=, persistent=, smem_columns=, min_ctas=, cluster= "
@@ -304,6 +305,10 @@ std::shared_ptr<const FrontEnd> load_module(const std::string& path) {
 }
 
 Selected select_kernel(const std::string& file, const std::string& kernel) {
+  if (kernel.find(',') != std::string::npos) {
+    throw UsageError(fmt::format(
+        "-k {}: this command takes one kernel (kdsl compile and kdsl bench take lists)", kernel));
+  }
   Selected s;
   s.fe = load_module(file);
   s.sig = s.fe->find(kernel);
@@ -341,6 +346,18 @@ std::map<std::string, int64_t> single_shape(const KernelSignature& sig, const Ke
     out[name] = values[0];
   }
   return out;
+}
+
+void require_shapes(const KernelSignature& sig, const std::map<std::string, int64_t>& shape,
+                    bool from_inputs) {
+  for (const ir::Symbol& s : sig.symbols) {
+    if (!shape.count(s.name)) {
+      throw UsageError(fmt::format(
+          "kernel '{}' needs a value for shape symbol {}: add --shape "
+          "{}=SIZE{}",
+          sig.name, s.name, s.name, from_inputs ? " (or an --in file that has it)" : ""));
+    }
+  }
 }
 
 DeviceTarget target_for(const std::string& arch, std::string* note) {

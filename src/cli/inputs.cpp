@@ -215,14 +215,7 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
                src.path);
     ps.inputs[src.name] = std::move(h);
   }
-  for (const ir::Symbol& s : sig.symbols) {
-    if (!ps.shapes.count(s.name)) {
-      throw UsageError(
-          fmt::format("kernel '{}' needs a value for shape symbol {}: add --shape "
-                      "{}=SIZE (or an --in file that has it)",
-                      sig.name, s.name, s.name));
-    }
-  }
+  require_shapes(sig, ps.shapes, /*from_inputs=*/true);
   check_sizes(sig, ps.binding, ps.shapes);
   for (const InputSource& src : sources) {
     if (!src.constant) continue;
