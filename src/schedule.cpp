@@ -457,10 +457,14 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
         n));
   }
   if (int64_t{s.chunks} * s.vec > kMaxPerThread && hint.group) {
-    // Up to 1024 threads per CTA, and 8 CTAs per cluster beyond.
-    const char* advice = *hint.group >= 8 * 1024 ? "no larger group exists"
-                         : *hint.group >= 1024   ? "give a larger group, with cluster"
-                                                 : "give a larger group";
+    // The largest group: 1024 threads per CTA, times 8 CTAs of a cluster where the target has
+    // clusters. Advice only where a larger group would hold the row.
+    const int64_t max_group = supports_clusters(target) ? 8 * 1024 : 1024;
+    const int64_t vectors = (n + s.vec - 1) / s.vec;
+    const bool fits = (vectors + max_group - 1) / max_group * s.vec <= kMaxPerThread;
+    const char* advice = !fits || *hint.group >= max_group ? "no group holds this row"
+                         : *hint.group >= 1024             ? "give a larger group, with cluster"
+                                                           : "give a larger group";
     throw ScheduleHintError(fmt::format(
         "schedule hint group={}: {} elements per thread at N = {}, beyond the row schedule (at "
         "most {}; {})",
@@ -571,14 +575,12 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   // registers) gives way to the schedule chosen with the hint as given.
   if (hint.stage && *hint.stage >= 2 && first.stage >= 2 && s.stage < 2) return first;
   if (staging_rule) {
-    why.back() += s.stage >= 2 ? ", the next row staged in shared memory (measured)"
-                  : !s.cache_rows
-                      ? (hint.cache_rows == false ? "; the rows are streamed (cache_rows=0), "
-                                                    "so none is staged"
-                                                  : "; the rows are streamed (too long for the "
-                                                    "registers), so none is staged")
-                      : "; the rows cannot be staged (no 16-byte row loads or no "
-                        "room)";
+    // (The rule does not fire on a user's cache_rows: streamed rows here are too long.)
+    why.back() += s.stage >= 2    ? ", the next row staged in shared memory (measured)"
+                  : !s.cache_rows ? "; the rows are streamed (too long for the registers), so "
+                                    "none is staged"
+                                  : "; the rows cannot be staged (no 16-byte row loads or no "
+                                    "room)";
   }
   if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
   s.reasons.insert(s.reasons.begin() + 1, why.begin(), why.end());

@@ -439,20 +439,26 @@ TEST(RowSchedule, ClusterRuleNamesWhatDoesNotFitAndLeavesRequestedStreamingAlone
 
 // A group too small for the row suggests a larger one only where one exists.
 TEST(RowSchedule, TooManyElementsPerThreadSuggestsWhatExists) {
-  auto error = [](DType t, int64_t n, const std::string& hint) -> std::string {
+  auto error = [](DType t, int64_t n, const std::string& hint,
+                  const std::string& arch = "sm_90") -> std::string {
     try {
-      choose("rms_norm.kdsl", "rms_norm", t, n, hint);
+      choose("rms_norm.kdsl", "rms_norm", t, n, hint, arch);
     } catch (const ScheduleHintError& e) {
       return e.what();
     }
     return "no error";
   };
-  EXPECT_NE(error(DType::f32, 8192, "group=1").find("(at most 512; give a larger group)"),
-            std::string::npos);
-  EXPECT_NE(error(DType::bf16, 1 << 20, "group=1024").find("give a larger group, with cluster"),
-            std::string::npos);
-  EXPECT_NE(error(DType::bf16, 1 << 23, "group=8192,cluster=8").find("no larger group exists"),
-            std::string::npos);
+  auto says = [](const std::string& message, const std::string& advice) {
+    return message.find("(at most 512; " + advice + ")") != std::string::npos;
+  };
+  EXPECT_TRUE(says(error(DType::f32, 8192, "group=1"), "give a larger group"));
+  // Above 1024 threads only with a cluster, which needs sm_90.
+  EXPECT_TRUE(says(error(DType::bf16, 1 << 20, "group=1024"), "give a larger group, with cluster"));
+  EXPECT_TRUE(says(error(DType::bf16, 1 << 19, "group=256", "sm_80"), "give a larger group"));
+  EXPECT_TRUE(says(error(DType::bf16, 1 << 20, "group=512", "sm_80"), "no group holds this row"));
+  // A row that no group holds (1024 elements per thread at 8192 threads).
+  EXPECT_TRUE(says(error(DType::bf16, 1 << 23, "group=8192,cluster=8"), "no group holds this row"));
+  EXPECT_TRUE(says(error(DType::bf16, 1 << 23, "group=1024"), "no group holds this row"));
 }
 
 TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
