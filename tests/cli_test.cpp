@@ -554,6 +554,10 @@ TEST_F(CliTest, BenchWithoutGpuExitsFour) {
   CliResult vec = kdsl({"bench", kRms, "-k", "rms_norm", "--dtype", "bf16", "--shape", "M=2,N=1001",
                         "--schedule", "vec=8"});
   EXPECT_EQ(vec.code, 2) << show(vec);
+  // Other errors of a specialization are a row's result with a GPU: without one, exit 4.
+  CliResult row = kdsl({"bench", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape",
+                        "M=4,N=4194304", "--schedule", "persistent=0"});
+  EXPECT_EQ(row.code, 4) << show(row);
 }
 
 TEST_F(CliTest, TuneWithoutGpuExitsFourAfterCheckingTheCommandLine) {

@@ -63,8 +63,11 @@ int tune(const TuneOptions& o) {
   double best_us = 0, default_us = 0;
   std::string best_hint;
   nlohmann::json rows = nlohmann::json::array();
-  std::cout << fmt::format("tuning {} on {} at {} ({} candidates)\n", p.ir.name, target.name,
-                           shape_text, candidates.size());
+  auto say = [&](const std::string& line) {  // the text report; --json prints only the JSON
+    if (!o.json) std::cout << line;
+  };
+  say(fmt::format("tuning {} on {} at {} ({} candidates)\n", p.ir.name, target.name, shape_text,
+                  candidates.size()));
   std::string key;  // what a launch with these arguments looks up (GpuRun::specialization)
   for (size_t i = 0; i < candidates.size(); ++i) {
     Problem pc = p;
@@ -78,14 +81,12 @@ int tune(const TuneOptions& o) {
     if (i == 0) {
       reference = out;
     } else if (std::string diff; !same_results(p, out, reference, &diff)) {
-      std::cout << fmt::format("  {:<44} skipped: results differ from the default ({})\n", label,
-                               diff);
+      say(fmt::format("  {:<44} skipped: results differ from the default ({})\n", label, diff));
       continue;
     }
     Timing t = time_cuda(
         nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, true);
-    std::cout << fmt::format("  {:<44} {:9.2f} us  ({})\n", label, t.median_us,
-                             gpu.loaded().plan.schedule);
+    say(fmt::format("  {:<44} {:9.2f} us  ({})\n", label, t.median_us, gpu.loaded().plan.schedule));
     rows.push_back(
         {{"hint", candidates[i].str()}, {"us", t.median_us}, {"symbol", gpu.loaded().plan.symbol}});
     if (i == 0) default_us = t.median_us;
@@ -94,17 +95,19 @@ int tune(const TuneOptions& o) {
       best_hint = candidates[i].str();
     }
   }
-  std::cout << fmt::format("best: {} ({:.2f} us; default {:.2f} us, {:.1f}% faster)\n",
-                           best_hint.empty() ? "default" : best_hint, best_us, default_us,
-                           100.0 * (default_us - best_us) / default_us);
+  say(fmt::format("best: {} ({:.2f} us; default {:.2f} us, {:.1f}% faster)\n",
+                  best_hint.empty() ? "default" : best_hint, best_us, default_us,
+                  100.0 * (default_us - best_us) / default_us));
+  std::string recorded;  // the database written, if any
   if (!o.dry_run) {
     TuningDb* db = TuningDb::default_db();
     if (!db) {
       std::cerr << "kdsl: the disk cache is off (KDSL_CACHE=off): nothing recorded\n";
     } else {
       db->record(target.name, key, {best_hint, best_us, default_us, shape_text});
-      std::cout << fmt::format("recorded in {}; launches of this specialization on {} use it\n",
-                               db->path().string(), target.name);
+      recorded = db->path().string();
+      say(fmt::format("recorded in {}; launches of this specialization on {} use it\n",
+                      db->path().string(), target.name));
     }
   }
   if (o.json) {
@@ -112,6 +115,7 @@ int tune(const TuneOptions& o) {
                                  {"gpu", target.name},
                                  {"shape", shape_text},
                                  {"best", best_hint},
+                                 {"recorded", recorded},
                                  {"best_us", best_us},
                                  {"default_us", default_us},
                                  {"candidates", rows}})
