@@ -38,6 +38,47 @@ int element_words(const ir::Kernel& k) {
   return std::max(words, 1);
 }
 
+// Transcendental evaluations per element of the scanned axis (exp, log, sqrt, sigmoid, ... and a
+// logaddexp scan's combine): the kernels with several (RG-LRU) are bound by their instructions,
+// not by memory, and keep the layout that allows the most resident threads.
+int element_math(const ir::Kernel& k) {
+  using F = ir::UnaryFn;
+  int n_math = 0;
+  for (const ir::Node& n : k.nodes) {
+    if (n.type.form != ir::Form::vector) continue;
+    if (n.op == ir::Op::scan && static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::logaddexp) {
+      n_math += 2;
+    } else if (n.op == ir::Op::unary) {
+      switch (static_cast<F>(n.fn)) {
+        case F::exp: case F::exp2: case F::log: case F::log2: case F::log1p: case F::expm1:
+        case F::sqrt: case F::rsqrt: case F::tanh: case F::sigmoid: case F::erf: case F::silu:
+        case F::gelu: case F::gelu_tanh: case F::softplus:
+          ++n_math;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return n_math;
+}
+
+// Register words of the elements a thread holds when 16-bit loads stay packed in pairs (accesses
+// of several rows): element_words with each such load counted half, in half-words.
+int element_half_words(const ir::Kernel& k) {
+  int half = 0;
+  for (const ir::Node& n : k.nodes) {
+    if (n.op == ir::Op::scan) {
+      for (const ir::Type& t : n.results) half += dtype_size(t.dtype) == 8 ? 4 : 2;
+      if (static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::custom) half += 2;
+    } else if ((n.op == ir::Op::load || n.op == ir::Op::shift) && n.type.form == ir::Form::vector) {
+      const size_t e = dtype_size(n.type.dtype);
+      half += e == 8 ? 4 : e == 2 ? 1 : 2;
+    }
+  }
+  return std::max(half, 2);
+}
+
 // KDSL_SCAN_SCHEDULE overrides ("key=value,..."); see choose_scan_schedule.
 void apply_hints(ScanSchedule& s) {
   const char* env = std::getenv("KDSL_SCAN_SCHEDULE");
@@ -209,6 +250,29 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     s.wp = 8;
   }
   s.t = 0;  // chosen below unless KDSL_SCAN_SCHEDULE sets it
+  // scan.columns over a long sequence, elements of at most 4 bytes, little math per element:
+  // 8-byte accesses of VR = 8 / size rows, 16 lanes along the rows (a 128-byte line per position
+  // and warp), 2 along the positions, and as many elements per thread as about 128 register words
+  // hold (16-bit loads packed in pairs), 8 to 16 steps so that a tile spans at least 128
+  // positions. Measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md, ninth session): f32
+  // cumsum 0.62 -> 0.78 of copy, linear recurrence 0.65 -> 0.81, its backward 0.62 -> 0.80; bf16
+  // 0.48 -> 0.60, 0.44 -> 0.50, 0.43 -> 0.65. Element accesses of 32-byte rows (the previous
+  // layout) issue 2 to 4 times the load instructions per byte. RG-LRU (5 or more transcendental
+  // evaluations per element) is bound by its instructions and measured slower this way.
+  const bool wide = s.columns && vmin <= 4 && len > 256 && element_math(k) < 2;
+  if (wide) {
+    s.vr = static_cast<int>(8 / vmin);
+    s.lr = 16;
+    s.lp = 2;
+    const int half = element_half_words(k);
+    int e = 8;
+    while (e * 2 <= 64 && e * 2 * half <= 2 * 128) e *= 2;
+    s.t = std::clamp(e / s.vr, 8, 16);
+    s.reasons.push_back(fmt::format(
+        "8-byte accesses of {} rows, 128-byte lines per position and warp, {} steps: about {} "
+        "register words of elements per thread (few transcendentals per element: memory-bound)",
+        s.vr, s.t, s.t * s.vr * half / 2));
+  }
   apply_hints(s);
   if (s.t == 0) {
     // Register words of elements per thread: about 80 along middle axes (measured on the H200 at
@@ -248,9 +312,10 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   s.ctas_per_sm = std::max(1, 2048 / s.threads());
   s.reasons.push_back(fmt::format(
       "{}: L = {}, {} scan: tiles of {} rows x {} positions ({} chunks); {} threads = {} x {} "
-      "warps (rows x positions), lanes {} x {}, {} rows x {} positions per access, {} steps",
+      "warps (rows x positions), lanes {} x {}, {} rows x {} positions per access, {} steps; {} "
+      "register words per element",
       s.name, len, s.reverse ? "reverse" : "forward", s.td(), s.cl(), s.chunks, s.threads(), s.wr,
-      s.wp, s.lr, s.lp, s.vr, s.vp, s.t));
+      s.wp, s.lr, s.lp, s.vr, s.vp, s.t, words));
   s.reasons.push_back(s.chunks > 1 ? "chunks chained by a decoupled look-back (atomic tickets in "
                                      "processing order, flags zeroed per launch)"
                                    : "one chunk per row: no look-back");

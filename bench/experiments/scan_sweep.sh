@@ -9,6 +9,9 @@
 #   bench/experiments/scan_sweep.sh 3   the packed look-back against packed=0, tile lengths
 #   bench/experiments/scan_sweep.sh 4   16-byte accesses of several rows (vr) and 64- to 256-byte
 #                                       rows per position, with the packed look-back (2026-11-30)
+#   bench/experiments/scan_sweep.sh 5 DT  8-byte accesses of 128- and 256-byte rows per position
+#                                       and the steps per thread, every middle-axis scan kernel in
+#                                       dtype DT (f32 or bf16; one GPU each), 2026-11-30
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -92,10 +95,29 @@ sweep4() {
   sw stdlib/rg_lru.kdsl rg_lru bf16 $shape "" "${bf[@]}"
 }
 
+sweep5() {
+  local v
+  if [ "$1" = f32 ]; then
+    v=(scan:vr=2,lp=2,t=4 scan:vr=2,lp=2,t=8 scan:vr=2,lp=2,t=16 scan:vr=2,lp=1,t=4
+       scan:vr=2,lp=1,t=8 scan:vr=2,lp=1,t=16 scan:vr=4,lp=4,t=8 scan:vr=2,lp=2,t=8,ctas=2
+       scan:vr=2,lp=2,t=16,ctas=2 scan:vr=1,lp=2,t=8 scan:vr=1,lp=2,t=4 scan:vr=2,lp=2,t=2)
+  else
+    v=(scan:vr=4,lp=2,t=4 scan:vr=4,lp=2,t=8 scan:vr=4,lp=2,t=16 scan:vr=4,lp=1,t=4
+       scan:vr=4,lp=1,t=8 scan:vr=4,lp=1,t=16 scan:vr=2,lp=2,t=8 scan:vr=2,lp=2,t=16
+       scan:vr=2,lp=1,t=16 scan:vr=4,lp=2,t=8,ctas=2 scan:vr=2,lp=2,t=4 scan:vr=1,lp=2,t=8)
+  fi
+  sw stdlib/scan.kdsl cumsum_mid $1 $shape "" "${v[@]}"
+  sw stdlib/linear_recurrence.kdsl linear_recurrence $1 $shape "" "${v[@]}"
+  sw stdlib/linear_recurrence.kdsl linear_recurrence_bwd $1 $shape "" "${v[@]}"
+  sw stdlib/rg_lru.kdsl rg_lru $1 $shape "" "${v[@]}"
+  sw stdlib/rg_lru.kdsl rg_lru_bwd $1 $shape "" "${v[@]}"
+}
+
 case "${1:-}" in
   1) sweep1 ;;
   2) sweep2 ;;
   3) sweep3 ;;
   4) sweep4 ;;
-  *) echo "usage: bench/experiments/scan_sweep.sh 1|2|3|4" >&2; exit 2 ;;
+  5) sweep5 "${2:-f32}" ;;
+  *) echo "usage: bench/experiments/scan_sweep.sh 1|2|3|4|5 [DT]" >&2; exit 2 ;;
 esac
