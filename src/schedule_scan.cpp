@@ -50,9 +50,21 @@ int element_math(const ir::Kernel& k) {
       n_math += 2;
     } else if (n.op == ir::Op::unary) {
       switch (static_cast<F>(n.fn)) {
-        case F::exp: case F::exp2: case F::log: case F::log2: case F::log1p: case F::expm1:
-        case F::sqrt: case F::rsqrt: case F::tanh: case F::sigmoid: case F::erf: case F::silu:
-        case F::gelu: case F::gelu_tanh: case F::softplus:
+        case F::exp:
+        case F::exp2:
+        case F::log:
+        case F::log2:
+        case F::log1p:
+        case F::expm1:
+        case F::sqrt:
+        case F::rsqrt:
+        case F::tanh:
+        case F::sigmoid:
+        case F::erf:
+        case F::silu:
+        case F::gelu:
+        case F::gelu_tanh:
+        case F::softplus:
           ++n_math;
           break;
         default:
@@ -223,8 +235,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   const int vec = static_cast<int>(std::clamp<size_t>(16 / vmin, 1, 8));
   if (s.columns) {
     // One row per lane, LR lanes covering 32 bytes of a position (a sector), the others and the
-    // warps along the positions; a thread's T positions are consecutive (scanned sequentially,
-    // then one lane scan per tile, so shuffles stay well below the memory time).
+    // warps along the positions (replaced below by 8-byte accesses of 128-byte lines for
+    // memory-bound kernels); a thread's T positions are consecutive (scanned sequentially, then
+    // one lane scan per tile, so shuffles stay well below the memory time).
     s.name = "scan.columns";
     s.blocked = true;
     s.lr = static_cast<int>(std::clamp<size_t>(32 / vmin, 1, 32));

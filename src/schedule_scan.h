@@ -11,9 +11,11 @@
 //   position = chunk * CL + ((wp * T + j) * LP + lp) * VP + vp               (j < T, vp < VP)
 // so TD = WR * LR * VR and CL = WP * T * LP * VP. Two layouts come from the same structure:
 //   - scan.columns (the vector axis is a middle axis, e.g. x[b, :, d] of a (B, L, D) tensor): the
-//     rows are contiguous in memory, VR rows make one 16-byte access and VP = 1 (e.g. bf16: VR = 8,
-//     LR = 8 lanes along the rows -> 128-byte rows of a cache line per position, LP = 4 lanes and
-//     WP = 8 warps along the positions).
+//     rows are contiguous in memory, VR rows make one access and VP = 1. Memory-bound kernels
+//     over long sequences use 8-byte accesses (f32: VR = 2, 16-bit: VR = 4) with LR = 16 lanes
+//     along the rows -> a 128-byte cache line per position and warp, LP = 2 lanes and WP = 8 warps
+//     along the positions; kernels with several transcendentals per element (RG-LRU), 8-byte
+//     elements and short sequences use element accesses of 32 bytes of rows (LR = 32 / size).
 //   - scan.rows (the vector axis is the last, contiguous axis, e.g. x[m, :]): VP consecutive
 //     positions make one 16-byte access, VR = 1 and LP = 32 lanes along the positions.
 // Short sequences fold positions into rows (fewer lanes/warps along the positions), so a tile is

@@ -3,6 +3,7 @@
 // rule shows here first; the reasons are in src/schedule.h and src/schedule.cpp.
 #include "src/schedule.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "kdsl/error.h"
 #include "src/compiler.h"
 #include "src/launch_plan.h"
+#include "src/schedule_scan.h"
 
 namespace kdsl {
 namespace {
@@ -477,6 +479,64 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   std::string src = generate(one.k, one.spec, DeviceTarget{}).source;
   EXPECT_EQ(src.find("__cluster_dims__"), std::string::npos);
   EXPECT_EQ(src.find("kdsl_cluster_sync"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kdsl
+
+namespace kdsl {
+namespace {
+
+ScanSchedule choose_scan(const std::string& file, const std::string& kernel, DType t, int64_t len) {
+  Specialization spec{{t}, len, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(module(file), kernel, spec);
+  DeviceTarget target;
+  target.arch = "sm_90";
+  return choose_scan_schedule(k, spec, target);
+}
+
+// The middle-axis layout measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md, ninth
+// session): memory-bound kernels take 8-byte accesses of 128-byte lines and 8 to 16 steps from a
+// register budget; RG-LRU (bound by its instructions), logcumsumexp, 8-byte elements and short
+// sequences keep element accesses of 32-byte rows.
+TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
+  struct Case {
+    const char* file;
+    const char* kernel;
+    DType t;
+    int64_t len;
+    int vr, lr, lp, steps;
+  };
+  const Case cases[] = {
+      {"scan.kdsl", "cumsum_mid", DType::f32, 32768, 2, 16, 2, 16},
+      {"scan.kdsl", "cumsum_mid", DType::bf16, 32768, 4, 16, 2, 16},
+      {"linear_recurrence.kdsl", "linear_recurrence", DType::f32, 32768, 2, 16, 2, 8},
+      {"linear_recurrence.kdsl", "linear_recurrence", DType::bf16, 32768, 4, 16, 2, 8},
+      // 16 elements fit the budget; 8 steps keep the tile at 128 positions
+      {"linear_recurrence.kdsl", "linear_recurrence_bwd", DType::bf16, 32768, 4, 16, 2, 8},
+      {"linear_recurrence.kdsl", "linear_recurrence_bwd", DType::f32, 4097, 2, 16, 2, 8},
+      {"rg_lru.kdsl", "rg_lru", DType::f32, 32768, 1, 8, 4, 8},
+      {"rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768, 1, 16, 2, 8},
+      {"scan.kdsl", "logcumsumexp_mid", DType::f32, 32768, 1, 8, 4, 16},
+      {"scan.kdsl", "cumsum_mid", DType::f64, 32768, 1, 4, 8, 16},
+      {"scan.kdsl", "cumsum_mid", DType::f32, 200, 1, 8, 4, 8},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} {} L={}", c.kernel, dtype_name(c.t), c.len));
+    ScanSchedule s = choose_scan(c.file, c.kernel, c.t, c.len);
+    EXPECT_EQ(s.name, "scan.columns");
+    EXPECT_EQ(s.vr, c.vr);
+    EXPECT_EQ(s.lr, c.lr);
+    EXPECT_EQ(s.lp, c.lp);
+    EXPECT_EQ(s.t, c.steps);
+    EXPECT_EQ(s.lr * s.lp, 32);
+    EXPECT_LE(s.td(), s.threads());  // one look-back thread per row of a tile
+  }
+  // The last axis keeps its own layout: lanes along the positions, one row per access.
+  ScanSchedule rows = choose_scan("scan.kdsl", "cumsum", DType::f32, 32768);
+  EXPECT_EQ(rows.name, "scan.rows");
+  EXPECT_EQ(rows.vr, 1);
+  EXPECT_EQ(rows.lp, 32);
 }
 
 }  // namespace
