@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace kdsl {
@@ -20,6 +21,19 @@ Tolerance tolerance_for(DType t) {
     default:
       return {0, 0};
   }
+}
+
+Tolerance scan_tolerance(DType t, const HostTensor& expected) {
+  Tolerance tol = tolerance_for(t);
+  double ss = 0;
+  const int64_t n = expected.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = expected.get(i), y = expected.get_imag(i);
+    if (std::isfinite(x)) ss += x * x;
+    if (std::isfinite(y)) ss += y * y;
+  }
+  tol.atol = std::max(tol.atol, tol.rtol * 0.1 * std::sqrt(ss / std::max<int64_t>(n, 1)));
+  return tol;
 }
 
 Comparison compare(const HostTensor& got, const HostTensor& expected, Tolerance tol) {

@@ -21,6 +21,14 @@ struct Tolerance {
 /// bool: exact.
 Tolerance tolerance_for(DType t);
 
+/// The tolerance for an output of a kernel that scans or reduces along part of its loop
+/// (running sums, recurrences, column sums): tolerance_for(t) with atol raised to rtol / 10
+/// times the root-mean-square of `expected` (its finite values, both parts of complex ones).
+/// Running sums of random inputs cross zero, where the error of an f32 sum follows the size of
+/// the partial sums, not of the value: a purely relative bound there fails correct kernels
+/// whichever order they sum in.
+Tolerance scan_tolerance(DType t, const HostTensor& expected);
+
 struct Comparison {
   bool ok = true;
   int64_t checked = 0;

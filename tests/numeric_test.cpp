@@ -5,6 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include "src/verify.h"
+
 namespace kdsl {
 namespace {
 
@@ -50,6 +52,34 @@ TEST(Numeric, IntegersTruncateAndSaturate) {
   EXPECT_EQ(round_to(DType::i32, -2.7), -2.0);
   EXPECT_EQ(round_to(DType::i32, 1e20), 2147483647.0);
   EXPECT_EQ(round_to(DType::b8, 0.5), 1.0);
+}
+
+// A correct f32 running sum of random values fails a purely relative bound where the sums cross
+// zero; scan_tolerance (the CLI's --verify and the scan tests use it) accepts it and still
+// rejects an element off by a fraction of a step.
+TEST(Verify, ScanToleranceFollowsThePartialSums) {
+  std::mt19937 rng(20261130);
+  std::uniform_real_distribution<double> step(-1.0, 1.0);
+  const int64_t n = 32768;
+  HostTensor got(DType::f32, {n}), ref(DType::f32, {n});
+  float sum32 = 0;
+  double sum64 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = static_cast<double>(static_cast<float>(step(rng)));
+    sum32 += static_cast<float>(x);
+    sum64 += x;
+    got.set(i, sum32);
+    ref.set(i, sum64);
+  }
+  EXPECT_FALSE(compare(got, ref, tolerance_for(DType::f32)).ok)
+      << "this input was meant to show the relative bound failing a correct sum";
+  const Tolerance tol = scan_tolerance(DType::f32, ref);
+  EXPECT_GT(tol.atol, tolerance_for(DType::f32).atol);
+  EXPECT_TRUE(compare(got, ref, tol).ok);
+  got.set(n / 2, got.get(n / 2) + 0.25);  // a quarter of a typical step off
+  const Comparison bad = compare(got, ref, tol);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.worst, n / 2);
 }
 
 }  // namespace

@@ -129,15 +129,7 @@ inline void expect_emulated_matches_reference(const Problem& p, const std::strin
   for (size_t t = 0; t < got.size(); ++t) {
     const ir::TensorParam& tp = p.ir.tensors[t];
     if (tp.role == ir::Role::in) continue;
-    Tolerance tol = tolerance_for(tp.dtype);
-    double ss = 0;
-    int64_t n = ref[t].numel();
-    for (int64_t i = 0; i < n; ++i) {
-      double x = ref[t].get(i), y = ref[t].get_imag(i);
-      if (std::isfinite(x)) ss += x * x;
-      if (std::isfinite(y)) ss += y * y;
-    }
-    tol.atol = std::max(tol.atol, tol.rtol * 0.1 * std::sqrt(ss / std::max<int64_t>(n, 1)));
+    Tolerance tol = scan_tolerance(tp.dtype, ref[t]);
     Comparison c = compare(got[t], ref[t], tol);
     EXPECT_TRUE(c.ok) << label << " output " << tp.name << ": " << c.mismatches << " of "
                       << c.checked << " values off; worst " << describe_worst(got[t], c);

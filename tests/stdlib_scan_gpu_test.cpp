@@ -19,19 +19,10 @@ namespace {
 
 using testing::ScanKernel;
 
-// |got - expected| <= atol + rtol |expected| with the dtype's tolerance, atol at least rtol / 10
-// times the output's root-mean-square (running sums of random inputs cross zero, where a purely
-// relative bound means nothing).
+// |got - expected| <= atol + rtol |expected| with scan_tolerance: the dtype's tolerance, atol at
+// least rtol / 10 times the output's root-mean-square.
 void expect_close(const HostTensor& got, const HostTensor& ref, DType t, const std::string& label) {
-  Tolerance tol = tolerance_for(t);
-  double ss = 0;
-  int64_t n = ref.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    double x = ref.get(i), y = ref.get_imag(i);
-    if (std::isfinite(x)) ss += x * x;
-    if (std::isfinite(y)) ss += y * y;
-  }
-  tol.atol = std::max(tol.atol, tol.rtol * 0.1 * std::sqrt(ss / std::max<int64_t>(n, 1)));
+  Tolerance tol = scan_tolerance(t, ref);
   Comparison c = compare(got, ref, tol);
   EXPECT_TRUE(c.ok) << label << ": " << c.mismatches << " of " << c.checked << " values off; worst "
                     << describe_worst(got, c);
