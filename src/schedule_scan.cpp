@@ -23,19 +23,26 @@ bool has_kind(const ir::View& v, ir::AxisIndex::Kind kind) {
   throw SourceError(n.loc.valid() ? render_diagnostic(d) : msg + " (" + hint + ")");
 }
 
-// 32-bit registers one element takes: of the carried states (with the emptiness flag of user
-// combine functions) and of the loads (16-bit values take a whole register; a shift adds a load).
-int element_words(const ir::Kernel& k) {
-  int words = 0;
+// Half 32-bit registers one element takes: of the carried states (with the emptiness flag of
+// user combine functions) and of the loads (a shift adds a load). 16-bit loads take a whole
+// register, or half of one when `packed16` (accesses of several rows keep them in pairs).
+int element_half_words(const ir::Kernel& k, bool packed16) {
+  int half = 0;
   for (const ir::Node& n : k.nodes) {
     if (n.op == ir::Op::scan) {
-      for (const ir::Type& t : n.results) words += dtype_size(t.dtype) == 8 ? 2 : 1;
-      if (static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::custom) words += 1;
+      for (const ir::Type& t : n.results) half += dtype_size(t.dtype) == 8 ? 4 : 2;
+      if (static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::custom) half += 2;
     } else if ((n.op == ir::Op::load || n.op == ir::Op::shift) && n.type.form == ir::Form::vector) {
-      words += dtype_size(n.type.dtype) == 8 ? 2 : 1;
+      const size_t e = dtype_size(n.type.dtype);
+      half += e == 8 ? 4 : e == 2 && packed16 ? 1 : 2;
     }
   }
-  return std::max(words, 1);
+  return std::max(half, 2);
+}
+
+// 32-bit registers one element takes, 16-bit loads unpacked.
+int element_words(const ir::Kernel& k) {
+  return element_half_words(k, false) / 2;
 }
 
 // Transcendental evaluations per element of the scanned axis (exp, log, sqrt, sigmoid, ... and a
@@ -73,22 +80,6 @@ int element_math(const ir::Kernel& k) {
     }
   }
   return n_math;
-}
-
-// Register words of the elements a thread holds when 16-bit loads stay packed in pairs (accesses
-// of several rows): element_words with each such load counted half, in half-words.
-int element_half_words(const ir::Kernel& k) {
-  int half = 0;
-  for (const ir::Node& n : k.nodes) {
-    if (n.op == ir::Op::scan) {
-      for (const ir::Type& t : n.results) half += dtype_size(t.dtype) == 8 ? 4 : 2;
-      if (static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::custom) half += 2;
-    } else if ((n.op == ir::Op::load || n.op == ir::Op::shift) && n.type.form == ir::Form::vector) {
-      const size_t e = dtype_size(n.type.dtype);
-      half += e == 8 ? 4 : e == 2 ? 1 : 2;
-    }
-  }
-  return std::max(half, 2);
 }
 
 // KDSL_SCAN_SCHEDULE overrides ("key=value,..."); see choose_scan_schedule.
@@ -277,7 +268,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     s.vr = static_cast<int>(8 / vmin);
     s.lr = 16;
     s.lp = 2;
-    const int half = element_half_words(k);
+    const int half = element_half_words(k, true);
     int e = 8;
     while (e * 2 <= 64 && e * 2 * half <= 2 * 128) e *= 2;
     s.t = std::clamp(e / s.vr, 8, 16);
