@@ -145,6 +145,23 @@ void apply_hints(ScanSchedule& s) {
   s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE={}", text));
 }
 
+// True when KDSL_SCAN_SCHEDULE sets a key of the tile's layout (t, lp, wp, vr): the overrides then
+// apply to the element-access layout they were written against, not to the 8-byte one.
+bool hints_set_layout() {
+  const char* env = std::getenv("KDSL_SCAN_SCHEDULE");
+  if (!env) return false;
+  const std::string text = env;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string key = text.substr(at, std::min(text.find('=', at), end) - at);
+    if (key == "t" || key == "lp" || key == "wp" || key == "vr") return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool needs_scan_schedule(const ir::Kernel& k) {
@@ -190,6 +207,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   int32_t ref_tensor = -1;
   ir::View ref;
   size_t vmin = 16;
+  bool float32_or_less = true;  // every vector tensor is f32, f16 or bf16
   uint32_t vector_tensors = 0;
   auto see = [&](int32_t tensor, const ir::View& view) {
     if (!has_kind(view, ir::AxisIndex::Kind::vector)) return;
@@ -198,7 +216,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
       ref = view;
     }
     vector_tensors |= 1u << tensor;
-    vmin = std::min(vmin, dtype_size(k.tensors[tensor].dtype));
+    const DType dt = k.tensors[tensor].dtype;
+    vmin = std::min(vmin, dtype_size(dt));
+    float32_or_less &= dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
   };
   for (const ir::Node& n : k.nodes) {
     if (n.op == ir::Op::load) see(n.index, n.view);
@@ -254,7 +274,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     s.wp = 8;
   }
   s.t = 0;  // chosen below unless KDSL_SCAN_SCHEDULE sets it
-  // scan.columns over a long sequence, elements of at most 4 bytes, little math per element:
+  // scan.columns over a long sequence, f32, f16 or bf16 tensors, little math per element:
   // 8-byte accesses of VR = 8 / size rows, 16 lanes along the rows (a 128-byte line per position
   // and warp), 2 along the positions, and as many elements per thread as about 128 register words
   // hold (16-bit loads packed in pairs), 8 to 16 steps so that a tile spans at least 128
@@ -262,8 +282,11 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // cumsum 0.62 -> 0.78 of copy, linear recurrence 0.65 -> 0.81, its backward 0.62 -> 0.80; bf16
   // 0.48 -> 0.60, 0.44 -> 0.50, 0.43 -> 0.65. Element accesses of 32-byte rows (the previous
   // layout) issue 2 to 4 times the load instructions per byte. RG-LRU (5 or more transcendental
-  // evaluations per element) is bound by its instructions and measured slower this way.
-  const bool wide = s.columns && vmin <= 4 && len > 256 && element_math(k) < 2;
+  // evaluations per element) is bound by its instructions and measured slower this way. Integer,
+  // 8-byte and mixed-width tensors are not measured this way and keep element accesses; so does
+  // a KDSL_SCAN_SCHEDULE that sets the layout (t, lp, wp, vr).
+  const bool wide =
+      s.columns && float32_or_less && len > 256 && element_math(k) < 2 && !hints_set_layout();
   if (wide) {
     s.vr = static_cast<int>(8 / vmin);
     s.lr = 16;
@@ -310,8 +333,16 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   if (s.columns && len == 1) s.vr = vec;
   s.chunks = (len + s.cl() - 1) / s.cl();
   if (s.chunks > 1 && s.td() > s.threads()) {
-    throw InternalError(
-        fmt::format("scan schedule: {} rows per tile but {} threads", s.td(), s.threads()));
+    // The look-back takes one thread per row of a tile; only overrides can break that.
+    const std::string msg =
+        fmt::format("scan schedule: {} rows per tile but {} threads", s.td(), s.threads());
+    if (hints_set_layout()) {
+      throw ArgumentError(fmt::format(
+          "KDSL_SCAN_SCHEDULE: {}; the look-back needs a thread per row (raise wp or lp, or "
+          "lower vr)",
+          msg));
+    }
+    throw InternalError(msg);
   }
   s.ctas_per_sm = std::max(1, 2048 / s.threads());
   s.reasons.push_back(fmt::format(
@@ -330,7 +361,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   } else {
     s.reasons.push_back(
         fmt::format("{}-row accesses when every tensor's rows are contiguous and "
-                    "16-byte aligned (checked at launch), else element accesses",
+                    "aligned to the access (checked at launch), else element accesses",
                     s.vr));
   }
   return s;

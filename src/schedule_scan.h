@@ -90,12 +90,14 @@ bool needs_scan_schedule(const ir::Kernel& k);
 
 /// Chooses the scan schedule for `k` (specialized). Deterministic for a given environment: the
 /// variable KDSL_SCAN_SCHEDULE ("t=4,lp=2,wp=8,vr=4,pipeline=2,window=8,ctas=3") overrides the
-/// steps per thread, the lanes and warps along the positions, the rows per 16-byte access
-/// (scan.columns) and the pipelining (pipeline=1: the next tile's loads into registers, 2: into
+/// steps per thread, the lanes and warps along the positions, the rows per access (scan.columns;
+/// any of t, lp, wp or vr starts from the element-access layout, not the 8-byte one) and the
+/// pipelining (pipeline=1: the next tile's loads into registers, 2: into
 /// shared memory by cp.async, 0: none) and the CTAs per SM the registers must allow, for
 /// experiments and tuning (the source, hence the cache key, changes with them). Throws
 /// kdsl::SourceError when the kernel's scans cannot run in one pass (e.g. scans in opposite
-/// directions) and kdsl::ArgumentError for a malformed KDSL_SCAN_SCHEDULE.
+/// directions) and kdsl::ArgumentError for a malformed KDSL_SCAN_SCHEDULE or one whose tile has
+/// more rows than threads.
 ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spec,
                                   const DeviceTarget& target);
 

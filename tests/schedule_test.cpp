@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kdsl/error.h"
@@ -499,7 +501,33 @@ ScanSchedule choose_scan(const std::string& file, const std::string& kernel, DTy
 // session): memory-bound kernels take 8-byte accesses of 128-byte lines and 8 to 16 steps from a
 // register budget; RG-LRU (bound by its instructions), logcumsumexp, 8-byte elements and short
 // sequences keep element accesses of 32-byte rows.
+// Sets KDSL_SCAN_SCHEDULE for one scope (unset when empty), restoring the previous value.
+class ScanScheduleEnv {
+ public:
+  explicit ScanScheduleEnv(const char* value) {
+    if (const char* old = std::getenv("KDSL_SCAN_SCHEDULE")) old_ = old;
+    if (*value) {
+      setenv("KDSL_SCAN_SCHEDULE", value, 1);
+    } else {
+      unsetenv("KDSL_SCAN_SCHEDULE");
+    }
+  }
+  ~ScanScheduleEnv() {
+    if (old_) {
+      setenv("KDSL_SCAN_SCHEDULE", old_->c_str(), 1);
+    } else {
+      unsetenv("KDSL_SCAN_SCHEDULE");
+    }
+  }
+  ScanScheduleEnv(const ScanScheduleEnv&) = delete;
+  ScanScheduleEnv& operator=(const ScanScheduleEnv&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
 TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
+  ScanScheduleEnv none("");
   struct Case {
     const char* file;
     const char* kernel;
@@ -531,6 +559,23 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
     EXPECT_EQ(s.t, c.steps);
     EXPECT_EQ(s.lr * s.lp, 32);
     EXPECT_LE(s.td(), s.threads());  // one look-back thread per row of a tile
+  }
+  // Overrides of the layout start from the element-access one they were measured against, and
+  // a tile with more rows than threads is the override's error, not an internal one.
+  {
+    ScanScheduleEnv env("t=16");
+    ScanSchedule s = choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768);
+    EXPECT_EQ(s.vr, 1);
+    EXPECT_EQ(s.lr, 8);
+    EXPECT_EQ(s.t, 16);
+  }
+  {
+    ScanScheduleEnv env("pipeline=1");  // not a layout key: the 8-byte layout stays
+    EXPECT_EQ(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768).vr, 2);
+  }
+  {
+    ScanScheduleEnv env("vr=8,wp=1");
+    EXPECT_THROW(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768), ArgumentError);
   }
   // The last axis keeps its own layout: lanes along the positions, one row per access.
   ScanSchedule rows = choose_scan("scan.kdsl", "cumsum", DType::f32, 32768);
