@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "dsl/diagnostics.h"
 #include "kdsl/error.h"
@@ -82,16 +84,30 @@ int element_math(const ir::Kernel& k) {
   return n_math;
 }
 
-// KDSL_SCAN_SCHEDULE overrides ("key=value,..."); see choose_scan_schedule.
-void apply_hints(ScanSchedule& s) {
+// KDSL_SCAN_SCHEDULE ("key=value,..."; see choose_scan_schedule), read once per choice.
+struct ScanHints {
+  std::string text;                                // the variable as given ("" when unset)
+  std::vector<std::pair<std::string, int>> items;  // key, value
+
+  // A key of the tile's layout (t, lp, wp, vr) is set: the overrides then apply to the
+  // element-access layout they were written against, not to the 8-byte one.
+  bool sets_layout() const {
+    return std::any_of(items.begin(), items.end(), [](const auto& kv) {
+      return kv.first == "t" || kv.first == "lp" || kv.first == "wp" || kv.first == "vr";
+    });
+  }
+};
+
+ScanHints read_hints() {
+  ScanHints h;
   const char* env = std::getenv("KDSL_SCAN_SCHEDULE");
-  if (!env || !*env) return;
-  std::string text = env;
+  if (!env || !*env) return h;
+  h.text = env;
   size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(at, end - at);
+  while (at < h.text.size()) {
+    size_t end = h.text.find(',', at);
+    if (end == std::string::npos) end = h.text.size();
+    std::string item = h.text.substr(at, end - at);
     at = end + 1;
     size_t eq = item.find('=');
     int v = 0;
@@ -100,7 +116,16 @@ void apply_hints(ScanSchedule& s) {
     } catch (const std::exception&) {
       throw ArgumentError(fmt::format("KDSL_SCAN_SCHEDULE: '{}' is not key=integer", item));
     }
-    std::string key = item.substr(0, eq);
+    h.items.emplace_back(item.substr(0, eq), v);
+  }
+  return h;
+}
+
+void apply_hints(ScanSchedule& s, const ScanHints& h) {
+  if (h.items.empty()) return;
+  for (const auto& item : h.items) {
+    const std::string& key = item.first;  // named, not bound: lambdas capture them
+    const int v = item.second;
     auto pow2 = [&](int lo, int hi) {
       if (v < lo || v > hi || (v & (v - 1)) != 0) {
         throw ArgumentError(fmt::format(
@@ -142,24 +167,7 @@ void apply_hints(ScanSchedule& s) {
           key));
     }
   }
-  s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE={}", text));
-}
-
-// True when KDSL_SCAN_SCHEDULE sets a key of the tile's layout (t, lp, wp, vr): the overrides then
-// apply to the element-access layout they were written against, not to the 8-byte one.
-bool hints_set_layout() {
-  const char* env = std::getenv("KDSL_SCAN_SCHEDULE");
-  if (!env) return false;
-  const std::string text = env;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find(',', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string key = text.substr(at, std::min(text.find('=', at), end) - at);
-    if (key == "t" || key == "lp" || key == "wp" || key == "vr") return true;
-    at = end + 1;
-  }
-  return false;
+  s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE={}", h.text));
 }
 
 }  // namespace
@@ -278,15 +286,16 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // 8-byte accesses of VR = 8 / size rows, 16 lanes along the rows (a 128-byte line per position
   // and warp), 2 along the positions, and as many elements per thread as about 128 register words
   // hold (16-bit loads packed in pairs), 8 to 16 steps so that a tile spans at least 128
-  // positions. Measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md, ninth session): f32
-  // cumsum 0.62 -> 0.78 of copy, linear recurrence 0.65 -> 0.81, its backward 0.62 -> 0.80; bf16
-  // 0.48 -> 0.60, 0.44 -> 0.50, 0.43 -> 0.65. Element accesses of 32-byte rows (the previous
+  // positions. Measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md, ninth session, T6): f32
+  // cumsum 0.62 -> 0.82 of copy, linear recurrence 0.66 -> 0.82, its backward 0.62 -> 0.80; bf16
+  // 0.50 -> 0.65, 0.45 -> 0.51, 0.43 -> 0.65. Element accesses of 32-byte rows (the previous
   // layout) issue 2 to 4 times the load instructions per byte. RG-LRU (5 or more transcendental
   // evaluations per element) is bound by its instructions and measured slower this way. Integer,
   // 8-byte and mixed-width tensors are not measured this way and keep element accesses; so does
   // a KDSL_SCAN_SCHEDULE that sets the layout (t, lp, wp, vr).
+  const ScanHints hints = read_hints();
   const bool wide =
-      s.columns && float32_or_less && len > 256 && element_math(k) < 2 && !hints_set_layout();
+      s.columns && float32_or_less && len > 256 && element_math(k) < 2 && !hints.sets_layout();
   if (wide) {
     s.vr = static_cast<int>(8 / vmin);
     s.lr = 16;
@@ -300,7 +309,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         "register words of elements per thread (few transcendentals per element: memory-bound)",
         s.vr, s.t, s.t * s.vr * half / 2));
   }
-  apply_hints(s);
+  apply_hints(s, hints);
   if (s.t == 0) {
     // Register words of elements per thread: about 80 along middle axes (measured on the H200 at
     // (1, 32768, 2048): fewer steps mean more chunks, each a step of the look-back chain; more
@@ -336,7 +345,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     // The look-back takes one thread per row of a tile; only overrides can break that.
     const std::string msg =
         fmt::format("scan schedule: {} rows per tile but {} threads", s.td(), s.threads());
-    if (hints_set_layout()) {
+    if (hints.sets_layout()) {
       throw ArgumentError(fmt::format(
           "KDSL_SCAN_SCHEDULE: {}; the look-back needs a thread per row (raise wp or lp, or "
           "lower vr)",

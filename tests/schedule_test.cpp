@@ -497,10 +497,6 @@ ScanSchedule choose_scan(const std::string& file, const std::string& kernel, DTy
   return choose_scan_schedule(k, spec, target);
 }
 
-// The middle-axis layout measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md, ninth
-// session): memory-bound kernels take 8-byte accesses of 128-byte lines and 8 to 16 steps from a
-// register budget; RG-LRU (bound by its instructions), logcumsumexp, 8-byte elements and short
-// sequences keep element accesses of 32-byte rows.
 // Sets KDSL_SCAN_SCHEDULE for one scope (unset when empty), restoring the previous value.
 class ScanScheduleEnv {
  public:
@@ -526,6 +522,10 @@ class ScanScheduleEnv {
   std::optional<std::string> old_;
 };
 
+// The middle-axis layout measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md, ninth
+// session): memory-bound kernels take 8-byte accesses of 128-byte lines and 8 to 16 steps from a
+// register budget; RG-LRU (bound by its instructions), logcumsumexp, 8-byte elements and short
+// sequences keep element accesses of 32-byte rows.
 TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   ScanScheduleEnv none("");
   struct Case {
