@@ -56,7 +56,11 @@ class Emitter {
 
   // The tile (codegen_scan_tile.cpp).
   void emit_tile();
-  std::string q0_expr(const std::string& sfx) const;
+  std::string q0_expr(const std::string& sfx, const std::string& j = "j") const;
+  std::string q0_step() const;
+  void emit_column_pointer(const std::string& ptr, const std::string& type, const std::string& base,
+                           const std::string& offset, int delta, const std::string& sfx,
+                           const std::string& vs);
   void emit_lane_scan(size_t i, const std::string& x);
   void emit_prefix_steps(size_t i);
   void emit_constants();
@@ -69,7 +73,7 @@ class Emitter {
   void emit_loads(bool phase_a, const std::string& sfx, bool declare);
   void emit_load(int a, const std::string& sfx, const std::string& array, bool declare);
   bool loaded_in_b(int a) const;
-  void emit_position(const std::string& q, int delta, const std::string& sfx);
+  void emit_position(const std::string& q, int delta, const std::string& sfx, bool need_pp);
   void emit_vector_position(int delta, const std::string& sfx);
   void emit_position_loop(int delta, const std::string& sfx);
   void emit_stage_constants();

@@ -103,11 +103,25 @@ void Emitter::emit_phase_b() {
   t_.line("}}");
   t_.out();
   t_.line("}}");
+  t_.line("{{");
+  t_.in();
+  if (s_.columns) {
+    for (size_t j = 0; j < k_.stores.size(); ++j) {
+      if (p_.stores[j].how != StorePlan::How::vector) continue;
+      const ir::Store& st = k_.stores[j];
+      emit_column_pointer(fmt::format("sp{}", j),
+                          std::string(cuda::storage_type(k_.tensors[st.tensor].dtype)) + "*",
+                          fmt::format("t{}", st.tensor), fmt::format("so{}", j), 0, "",
+                          vstride(st.tensor, st.view));
+    }
+  }
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
   t_.line("const long long q0 = {};", q0_expr(""));
   emit_step_stores();
+  t_.out();
+  t_.line("}}");
   t_.out();
   t_.line("}}");
 }
@@ -122,13 +136,12 @@ void Emitter::emit_step_stores() {
     t_.line("{{  // store {}", k_.tensors[st.tensor].name);
     t_.in();
     if (s_.columns) {
-      t_.line("const long long pp = REV ? L - 1 - q0 : q0;");
+      // sp<j>: the store's pointer at this step (emit_column_pointer, before the steps).
       t_.line("const bool ok = ALL_VALID || q0 < L;");
       if (uses_fast(st.view)) {
         t_.line("if constexpr (FAST) {{");
         t_.in();
-        t_.line("if (ok && rv[0]) kdsl_sc_vst<VR>(t{} + so{} + pp * {}, &O{}[j][0]);", st.tensor, j,
-                vs, j);
+        t_.line("if (ok && rv[0]) kdsl_sc_vst<VR>(sp{}, &O{}[j][0]);", j, j);
         t_.out();
         t_.line("}} else {{");
         t_.in();
@@ -136,9 +149,10 @@ void Emitter::emit_step_stores() {
         t_.line("{{");
         t_.in();
       }
-      t_.line("if (ok && rv[0]) t{}[so{} + pp * {}] = O{}[j][0];  // VR = 1", st.tensor, j, vs, j);
+      t_.line("if (ok && rv[0]) *sp{} = O{}[j][0];  // VR = 1", j, j);
       t_.out();
       t_.line("}}");
+      t_.line("sp{0} += sp{0}_s;", j);
     } else if (s_.vector_fast) {
       t_.line("const long long pl = REV ? L - q0 - VP : q0;");
       t_.line("if ((ALL_VALID || q0 < L) && rv[0]) {{");

@@ -93,10 +93,27 @@ std::string Emitter::init_state(size_t i) const {
 // The first position (processing order) of step j of the thread: the steps are interleaved with
 // the lanes (scan.rows: each step of a warp covers LP * VP consecutive positions) or blocked (scan.
 // columns: a thread's T steps are consecutive positions).
-std::string Emitter::q0_expr(const std::string& sfx) const {
+std::string Emitter::q0_expr(const std::string& sfx, const std::string& j) const {
   if (s_.blocked)
-    return fmt::format("qt{} + ((static_cast<long long>(wp) * LP + lp) * T + j) * VP", sfx);
-  return fmt::format("qt{} + ((static_cast<long long>(wp) * T + j) * LP + lp) * VP", sfx);
+    return fmt::format("qt{} + ((static_cast<long long>(wp) * LP + lp) * T + {}) * VP", sfx, j);
+  return fmt::format("qt{} + ((static_cast<long long>(wp) * T + {}) * LP + lp) * VP", sfx, j);
+}
+
+// scan.columns: the thread's position q0 moves by VP (blocked) or LP * VP positions per step j.
+std::string Emitter::q0_step() const {
+  return s_.blocked ? "VP" : "LP * VP";
+}
+
+// scan.columns: `ptr`, a pointer to the element at step 0 (offset `offset` plus the physical
+// position read at shift `delta` times the stride `vs`), and `ptr`_s, its step per j, so that each
+// access of the unrolled steps costs one 64-bit add instead of a 64-bit multiply. The pointer is
+// only dereferenced where `ok` holds.
+void Emitter::emit_column_pointer(const std::string& ptr, const std::string& type,
+                                  const std::string& base, const std::string& offset, int delta,
+                                  const std::string& sfx, const std::string& vs) {
+  t_.line("{} {} = {} + {} + ((REV ? L - 1 - ({}) : {}) - ({})) * {};", type, ptr, base, offset,
+          q0_expr(sfx, "0"), q0_expr(sfx, "0"), delta, vs);
+  t_.line("const long long {0}_s = (REV ? -({1}) : ({1})) * {2};", ptr, q0_step(), vs);
 }
 
 void Emitter::emit_constants() {
@@ -216,11 +233,21 @@ void Emitter::emit_row_copy() {
   }
 }
 
-// pp: the physical position of processing-order position `q` read at shift `delta`; ok: it is
-// inside the sequence and the thread's row is a row of the tensor.
-void Emitter::emit_position(const std::string& q, int delta, const std::string& sfx) {
-  t_.line("const long long pp = (REV ? L - 1 - {0} : {0}) - ({1});", q, delta);
-  t_.line("const bool ok = (ALL_VALID || {0} < L) && pp >= 0 && pp < L && rv{1}[0];", q, sfx);
+// ok: processing-order position `q` read at shift `delta` is inside the sequence and the
+// thread's row is a row of the tensor; pp (when `need_pp` or a shift needs it): its physical
+// position. Unshifted, pp is inside exactly when 0 <= q < L, and q is never negative.
+void Emitter::emit_position(const std::string& q, int delta, const std::string& sfx, bool need_pp) {
+  if (need_pp || delta != 0) {
+    t_.line("const long long pp = (REV ? L - 1 - {0} : {0}) - ({1});", q, delta);
+  }
+  if (delta == 0) {
+    t_.line("const bool ok = (ALL_VALID || {} < L) && rv{}[0];", q, sfx);
+  } else {
+    t_.line(
+        "const bool ok = (ALL_VALID || {} < L) && static_cast<unsigned long long>(pp) < "
+        "static_cast<unsigned long long>(L) && rv{}[0];",
+        q, sfx);
+  }
 }
 
 // Opens a loop over the VP positions from q0, each with its pp and ok (the caller closes it).
@@ -229,7 +256,7 @@ void Emitter::emit_position_loop(int delta, const std::string& sfx) {
   t_.line("for (int vp = 0; vp < VP; ++vp) {{");
   t_.in();
   t_.line("const long long q = q0 + vp;");
-  emit_position("q", delta, sfx);
+  emit_position("q", delta, sfx, true);
 }
 
 // pl: the first physical position of the VP positions from q0 (scan.rows, vector accesses).
@@ -247,44 +274,50 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
   const std::string base = fmt::format("t{}", x.tensor);
   const std::string vs = vstride(x.tensor, x.view);
   if (declare) t_.line("{} {}[T][VR * VP];", st, array);
-  auto q0 = [&]() { t_.line("const long long q0 = {};", q0_expr(sfx)); };
+  auto q0 = [&]() { t_.line("const long long q0 = {};", q0_expr(sfx, "j")); };
   if (s_.columns) {
-    // 16-byte accesses of VR rows when the launch allows them; else one row at a time (its
-    // offset computed once for the T steps).
-    t_.line("if constexpr (FAST) {{");
-    t_.in();
-    t_.line("#pragma unroll");
-    t_.line("for (int j = 0; j < T; ++j) {{");
-    t_.in();
-    q0();
-    emit_position("q0", x.delta, sfx);
-    if (uses_fast(x.view)) {
-      t_.line("if (ok) {{");
-      t_.in();
-      t_.line("kdsl_sc_vld<VR>({} + ao{}{} + pp * {}, &{}[j][0]);", base, a, sfx, vs, array);
-      t_.out();
-      t_.line("}} else {{");
-      t_.in();
+    // 16-byte accesses of VR rows when the launch allows them; else one row at a time. Both
+    // step a pointer from the thread's first position (emit_column_pointer).
+    const std::string ptr = fmt::format("ap{}", a);
+    auto steps = [&](bool fast) {
       t_.line("#pragma unroll");
-      t_.line("for (int v = 0; v < VR; ++v) {}[j][v] = {}{{}};", array, st);
+      t_.line("for (int j = 0; j < T; ++j) {{");
+      t_.in();
+      q0();
+      emit_position("q0", x.delta, sfx, false);
+      if (!fast) {
+        t_.line("{}[j][0] = ok ? *{} : {}{{}};", array, ptr, st);
+      } else if (uses_fast(x.view)) {
+        t_.line("if (ok) {{");
+        t_.in();
+        t_.line("kdsl_sc_vld<VR>({}, &{}[j][0]);", ptr, array);
+        t_.out();
+        t_.line("}} else {{");
+        t_.in();
+        t_.line("#pragma unroll");
+        t_.line("for (int v = 0; v < VR; ++v) {}[j][v] = {}{{}};", array, st);
+        t_.out();
+        t_.line("}}");
+      } else {
+        t_.line("const {} y = ok ? *{} : {}{{}};", st, ptr, st);
+        t_.line("#pragma unroll");
+        t_.line("for (int v = 0; v < VR; ++v) {}[j][v] = y;", array);
+      }
+      t_.line("{0} += {0}_s;", ptr);
       t_.out();
       t_.line("}}");
-    } else {
-      t_.line("const {} y = ok ? {}[ao{}{} + pp * {}] : {}{{}};", st, base, a, sfx, vs, st);
-      t_.line("#pragma unroll");
-      t_.line("for (int v = 0; v < VR; ++v) {}[j][v] = y;", array);
-    }
-    t_.out();
-    t_.line("}}");
+    };
+    t_.line("{{");
+    t_.in();
+    emit_column_pointer(ptr, fmt::format("const {}*", st), base, fmt::format("ao{}{}", a, sfx),
+                        x.delta, sfx, vs);
+    t_.line("if constexpr (FAST) {{");
+    t_.in();
+    steps(true);
     t_.out();
     t_.line("}} else {{  // one row per thread (VR = 1), element accesses");
     t_.in();
-    t_.line("#pragma unroll");
-    t_.line("for (int j = 0; j < T; ++j) {{");
-    t_.in();
-    q0();
-    emit_position("q0", x.delta, sfx);
-    t_.line("{}[j][0] = ok ? {}[ao{}{} + pp * {}] : {}{{}};", array, base, a, sfx, vs, st);
+    steps(false);
     t_.out();
     t_.line("}}");
     t_.out();
@@ -344,27 +377,37 @@ void Emitter::emit_staged_load(int a, const std::string& sfx) {
   const Access& x = p_.accesses[a];
   const std::string base = fmt::format("t{}", x.tensor);
   const std::string vs = vstride(x.tensor, x.view);
-  auto copy = [&](const std::string& slot, const std::string& at) {
+  auto copy = [&](const std::string& slot, const std::string& from) {
     t_.line(
-        "kdsl_cp_async<CB{0}>(&sm.stg{0}[j][tid][{1}], ok ? static_cast<const void*>({2} + "
-        "ao{0}{3} + {4}) : static_cast<const void*>({2}), ok);",
-        a, slot, base, sfx, at);
+        "kdsl_cp_async<CB{0}>(&sm.stg{0}[j][tid][{1}], ok ? static_cast<const void*>({2}) : "
+        "static_cast<const void*>({3}), ok);",
+        a, slot, from, base);
   };
+  auto at = [&](const std::string& offset) {
+    return fmt::format("{} + ao{}{} + {}", base, a, sfx, offset);
+  };
+  const std::string ptr = fmt::format("ap{}", a);
   t_.line("if constexpr (AS{}) {{", a);
   t_.in();
+  if (s_.columns) {
+    const std::string st = cuda::storage_type(k_.tensors[x.tensor].dtype);
+    emit_column_pointer(ptr, fmt::format("const {}*", st), base, fmt::format("ao{}{}", a, sfx),
+                        x.delta, sfx, vs);
+  }
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
-  t_.line("const long long q0 = {};", q0_expr(sfx));
+  t_.line("const long long q0 = {};", q0_expr(sfx, "j"));
   if (s_.columns) {
-    emit_position("q0", x.delta, sfx);
-    copy("0", fmt::format("pp * {}", vs));
+    emit_position("q0", x.delta, sfx, false);
+    copy("0", ptr);
+    t_.line("{0} += {0}_s;", ptr);
   } else if (s_.vector_fast && x.delta % s_.vp == 0) {
     emit_vector_position(x.delta, sfx);
-    copy("0", "pl");
+    copy("0", at("pl"));
   } else {
     emit_position_loop(x.delta, sfx);
-    copy("vp", fmt::format("pp * {}", vs));
+    copy("vp", at(fmt::format("pp * {}", vs)));
     t_.out();
     t_.line("}}");
   }
@@ -456,8 +499,10 @@ std::string Emitter::elem(ir::ValueId id, int delta, std::map<At, std::string>& 
     case Op::shift: {
       std::string inner = elem(n.args[0], delta + n.index, memo);
       int d = delta + n.index;
-      t_.line("const {} {} = tp - ({}) >= 0 && tp - ({}) < L ? {} : {};", rt, name, d, d, inner,
-              scalar(n.args[1]));
+      t_.line(
+          "const {} {} = static_cast<unsigned long long>(tp - ({})) < static_cast<unsigned long "
+          "long>(L) ? {} : {};",
+          rt, name, d, inner, scalar(n.args[1]));
       break;
     }
     case Op::extract: {
