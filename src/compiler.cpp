@@ -68,13 +68,7 @@ GeneratedKernel generate(const ir::Kernel& k, const Specialization& spec,
     }
   }
   if (needs_scan_schedule(k)) {
-    if (!hint.empty()) {
-      throw ScheduleHintError(fmt::format(
-          "schedule hint {}: '{}' is a scan kernel, scheduled from its shape alone; hints apply "
-          "to row kernels (normalizations, softmax)",
-          hint.str(), k.name));
-    }
-    ScanSchedule s = choose_scan_schedule(k, spec, target);
+    ScanSchedule s = choose_scan_schedule(k, spec, target, hint);
     if (debug_enabled()) {
       std::string why;
       for (const auto& r : s.reasons) why += "\n  " + r;

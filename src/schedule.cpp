@@ -437,6 +437,12 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
 
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint) {
+  if (hint.has_scan_keys()) {
+    throw ScheduleHintError(fmt::format(
+        "schedule hint {}: t, lp, wp and vr apply to scan kernels; '{}' is a row kernel (its "
+        "keys are vec, group, cache_rows, ...)",
+        hint.str(), k.name));
+  }
   RowSchedule s = choose_row_schedule_unchecked(k, spec, target, hint);
   // Checked on the final schedule: the measured rules' re-choice can make rows register-resident
   // (a cluster, column accumulators in registers), which a prefetch needs.

@@ -112,8 +112,17 @@ struct ScheduleHint {
   std::optional<bool> smem_columns;  // column-reduction accumulators in shared memory
   std::optional<int> cluster;        // CTAs per row (a thread-block cluster): 1, 2, 4 or 8
   std::optional<int> stage;          // rows staged ahead in shared memory (cp.async): 0, 2 to 8
+  // Scan kernels (schedule_scan.h): the tile's layout, as KDSL_SCAN_SCHEDULE's keys of the same
+  // names. Powers of two: t 1 to 64, lp, wp 1 to 32, vr 1 to 16.
+  std::optional<int> t;   // steps: positions (of VP) each thread scans along the sequence
+  std::optional<int> lp;  // lanes of a warp along the positions (32 / lp along the rows)
+  std::optional<int> wp;  // warps of a CTA along the positions
+  std::optional<int> vr;  // rows per access (scan.columns)
 
   bool empty() const;
+  /// Sets a key of the row schedule (vec ... stage) / of the scan schedule (t, lp, wp, vr).
+  bool has_row_keys() const;
+  bool has_scan_keys() const;
   /// Parses "group=512,prefetch=1,pack=0" (spaces around keys and values are ignored); throws
   /// ScheduleHintError for an empty item, an unknown key, a value out of its key's range, a key
   /// given twice, or stage with prefetch=1.

@@ -11,9 +11,17 @@
 
 namespace kdsl {
 
+bool ScheduleHint::has_row_keys() const {
+  return vec || group || cache_rows || cache_invariant || prefetch || pack || stream ||
+         persistent || min_ctas || smem_columns || cluster || stage;
+}
+
+bool ScheduleHint::has_scan_keys() const {
+  return t || lp || wp || vr;
+}
+
 bool ScheduleHint::empty() const {
-  return !vec && !group && !cache_rows && !cache_invariant && !prefetch && !pack && !stream &&
-         !persistent && !min_ctas && !smem_columns && !cluster && !stage;
+  return !has_row_keys() && !has_scan_keys();
 }
 
 namespace {
@@ -31,7 +39,15 @@ constexpr std::pair<const char*, const char*> kHintRanges[] = {
     {"pack", "0 or 1"},
     {"stream", "0 or 1"},
     {"persistent", "0 or 1"},
-    {"smem_columns", "0 or 1"}};
+    {"smem_columns", "0 or 1"},
+    {"t", "a power of two from 1 to 64"},
+    {"lp", "a power of two from 1 to 32"},
+    {"wp", "a power of two from 1 to 32"},
+    {"vr", "a power of two from 1 to 16"}};
+
+bool power_of_two(int v, int hi) {
+  return v >= 1 && v <= hi && (v & (v - 1)) == 0;
+}
 
 // `s` without the spaces and tabs around it.
 std::string trim(const std::string& s) {
@@ -48,6 +64,12 @@ bool set_hint(ScheduleHint& h, const std::string& key, int v) {
     h.cluster = v;
   } else if (key == "stage" && (v == 0 || (v >= 2 && v <= 8))) {
     h.stage = v;
+  } else if (key == "t" && power_of_two(v, 64)) {
+    h.t = v;
+  } else if ((key == "lp" || key == "wp") && power_of_two(v, 32)) {
+    (key == "lp" ? h.lp : h.wp) = v;
+  } else if (key == "vr" && power_of_two(v, 16)) {
+    h.vr = v;
   } else if (key == "vec" && (v == 1 || v == 2 || v == 4 || v == 8)) {
     h.vec = v;
   } else if (key == "group" && v >= 1 && v <= 8192 && (v & (v - 1)) == 0) {
@@ -118,7 +140,8 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
         fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
                     "of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, "
                     "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32), "
-                    "cluster (1, 2, 4, 8), stage (0, 2 to 8)",
+                    "cluster (1, 2, 4, 8), stage (0, 2 to 8); for scan kernels t (1 to 64), "
+                    "lp, wp (1 to 32), vr (1 to 16), powers of two",
                     item));
   }
   if (h.stage && *h.stage >= 2 && h.prefetch && *h.prefetch) {
@@ -143,6 +166,10 @@ std::string ScheduleHint::str() const {
   if (smem_columns) add("smem_columns", *smem_columns);
   if (cluster) add("cluster", *cluster);
   if (stage) add("stage", *stage);
+  if (t) add("t", *t);
+  if (lp) add("lp", *lp);
+  if (wp) add("wp", *wp);
+  if (vr) add("vr", *vr);
   return s;
 }
 

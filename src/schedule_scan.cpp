@@ -88,6 +88,17 @@ int element_math(const ir::Kernel& k) {
 struct ScanHints {
   std::string text;                                // the variable as given ("" when unset)
   std::vector<std::pair<std::string, int>> items;  // key, value
+  bool from_hint = false;  // the caller's schedule hint (`--schedule`, a tuned record)
+
+  // What the messages name, and the error they throw (a hint's is a ScheduleHintError, which a
+  // tuned record from another kdsl version is ignored on).
+  std::string source() const {
+    return from_hint ? fmt::format("schedule hint {}", text) : "KDSL_SCAN_SCHEDULE";
+  }
+  [[noreturn]] void fail(const std::string& msg) const {
+    if (from_hint) throw ScheduleHintError(fmt::format("{}: {}", source(), msg));
+    throw ArgumentError(fmt::format("{}: {}", source(), msg));
+  }
 
   // A key of the tile's layout (t, lp, wp, vr) is set: the overrides then apply to the
   // element-access layout they were written against, not to the 8-byte one.
@@ -121,6 +132,18 @@ ScanHints read_hints() {
   return h;
 }
 
+// The scan keys of a schedule hint (ScheduleHint::parse checked their ranges).
+ScanHints hints_of(const ScheduleHint& hint) {
+  ScanHints h;
+  h.from_hint = true;
+  h.text = hint.str();
+  if (hint.t) h.items.emplace_back("t", *hint.t);
+  if (hint.lp) h.items.emplace_back("lp", *hint.lp);
+  if (hint.wp) h.items.emplace_back("wp", *hint.wp);
+  if (hint.vr) h.items.emplace_back("vr", *hint.vr);
+  return h;
+}
+
 void apply_hints(ScanSchedule& s, const ScanHints& h) {
   if (h.items.empty()) return;
   for (const auto& item : h.items) {
@@ -128,8 +151,7 @@ void apply_hints(ScanSchedule& s, const ScanHints& h) {
     const int v = item.second;
     auto pow2 = [&](int lo, int hi) {
       if (v < lo || v > hi || (v & (v - 1)) != 0) {
-        throw ArgumentError(fmt::format(
-            "KDSL_SCAN_SCHEDULE: {} must be a power of two from {} to {}", key, lo, hi));
+        h.fail(fmt::format("{} must be a power of two from {} to {}", key, lo, hi));
       }
     };
     if (key == "t") {
@@ -145,8 +167,7 @@ void apply_hints(ScanSchedule& s, const ScanHints& h) {
     } else if (key == "vr") {
       pow2(1, 16);
       if (!s.columns && v != 1) {
-        throw ArgumentError(
-            "KDSL_SCAN_SCHEDULE: vr (rows per access) applies to scan.columns only");
+        h.fail("vr (rows per access) applies to scan.columns (a scan along a middle axis) only");
       }
       s.vr = v;
     } else if (key == "window") {
@@ -155,19 +176,17 @@ void apply_hints(ScanSchedule& s, const ScanHints& h) {
     } else if (key == "packed") {
       s.packed = v != 0;
     } else if (key == "ctas") {
-      if (v < 0 || v > 32) throw ArgumentError("KDSL_SCAN_SCHEDULE: ctas must be 0 to 32");
+      if (v < 0 || v > 32) h.fail("ctas must be 0 to 32");
       s.min_ctas = v;
     } else if (key == "pipeline") {
-      if (v < 0 || v > 2) throw ArgumentError("KDSL_SCAN_SCHEDULE: pipeline must be 0, 1 or 2");
+      if (v < 0 || v > 2) h.fail("pipeline must be 0, 1 or 2");
       s.pipeline = v != 0;
       s.async_copy = v == 2;
     } else {
-      throw ArgumentError(fmt::format(
-          "KDSL_SCAN_SCHEDULE: unknown key '{}' (t, lp, wp, vr, pipeline, window, ctas, packed)",
-          key));
+      h.fail(fmt::format("unknown key '{}' (t, lp, wp, vr, pipeline, window, ctas, packed)", key));
     }
   }
-  s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE={}", h.text));
+  s.reasons.push_back(h.from_hint ? h.source() : fmt::format("KDSL_SCAN_SCHEDULE={}", h.text));
 }
 
 }  // namespace
@@ -192,8 +211,14 @@ bool needs_scan_schedule(const ir::Kernel& k) {
 }
 
 ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spec,
-                                  const DeviceTarget& target) {
+                                  const DeviceTarget& target, const ScheduleHint& hint) {
   (void)target;
+  if (hint.has_row_keys()) {
+    throw ScheduleHintError(fmt::format(
+        "schedule hint {}: '{}' is a scan kernel; its keys are t, lp, wp and vr (vec, group, "
+        "... apply to row kernels: normalizations, softmax)",
+        hint.str(), k.name));
+  }
   ScanSchedule s;
   const int64_t len = k.vector_symbol >= 0 ? k.symbols[k.vector_symbol].value.value_or(1) : 1;
   // Direction: every scan of the kernel runs the same way (one pass over the sequence).
@@ -293,9 +318,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // evaluations per element) is bound by its instructions and measured slower this way. Integer,
   // 8-byte and mixed-width tensors are not measured this way and keep element accesses; so does
   // a KDSL_SCAN_SCHEDULE that sets the layout (t, lp, wp, vr).
-  const ScanHints hints = read_hints();
-  const bool wide =
-      s.columns && float32_or_less && len > 256 && element_math(k) < 2 && !hints.sets_layout();
+  const ScanHints hints = read_hints(), given = hints_of(hint);
+  const bool set_layout = hints.sets_layout() || given.sets_layout();
+  const bool wide = s.columns && float32_or_less && len > 256 && element_math(k) < 2 && !set_layout;
   if (wide) {
     s.vr = static_cast<int>(8 / vmin);
     s.lr = 16;
@@ -310,6 +335,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         s.vr, s.t, s.t * s.vr * half / 2));
   }
   apply_hints(s, hints);
+  apply_hints(s, given);  // the caller's hint over the variable's
   if (s.t == 0) {
     // Register words of elements per thread: about 80 along middle axes (measured on the H200 at
     // (1, 32768, 2048): fewer steps mean more chunks, each a step of the look-back chain; more
@@ -345,11 +371,10 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     // The look-back takes one thread per row of a tile; only overrides can break that.
     const std::string msg =
         fmt::format("scan schedule: {} rows per tile but {} threads", s.td(), s.threads());
-    if (hints.sets_layout()) {
-      throw ArgumentError(fmt::format(
-          "KDSL_SCAN_SCHEDULE: {}; the look-back needs a thread per row (raise wp or lp, or "
-          "lower vr)",
-          msg));
+    if (set_layout) {
+      (given.sets_layout() ? given : hints)
+          .fail(fmt::format(
+              "{}; the look-back needs a thread per row (raise wp or lp, or lower vr)", msg));
     }
     throw InternalError(msg);
   }

@@ -94,11 +94,13 @@ bool needs_scan_schedule(const ir::Kernel& k);
 /// any of t, lp, wp or vr starts from the element-access layout, not the 8-byte one) and the
 /// pipelining (pipeline=1: the next tile's loads into registers, 2: into
 /// shared memory by cp.async, 0: none) and the CTAs per SM the registers must allow, for
-/// experiments and tuning (the source, hence the cache key, changes with them). Throws
-/// kdsl::SourceError when the kernel's scans cannot run in one pass (e.g. scans in opposite
-/// directions) and kdsl::ArgumentError for a malformed KDSL_SCAN_SCHEDULE or one whose tile has
-/// more rows than threads.
+/// experiments (the source, hence the cache key, changes with them). `hint`'s t, lp, wp and vr
+/// (`--schedule`, `kdsl tune`'s record) override the same keys of the variable, the same way.
+/// Throws kdsl::SourceError when the kernel's scans cannot run in one pass (e.g. scans in
+/// opposite directions), kdsl::ArgumentError for a malformed KDSL_SCAN_SCHEDULE or one whose tile
+/// has more rows than threads, and kdsl::ScheduleHintError for such a `hint`, a `hint` with keys
+/// of the row schedule, or vr along the last axis.
 ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spec,
-                                  const DeviceTarget& target);
+                                  const DeviceTarget& target, const ScheduleHint& hint = {});
 
 }  // namespace kdsl

@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -16,10 +17,60 @@
 
 namespace kdsl {
 
+namespace {
+
+// A scan kernel's candidates: the default's steps (t), lanes along the positions (lp) and, along
+// a middle axis, rows per access (vr), each halved, kept and doubled (every key given, so each
+// candidate is one layout), where the tile has a thread per row and an access is at most 16
+// bytes. The sweeps of bench/RESULTS.md (ninth session) found the best layouts within this
+// neighbourhood of the default, e.g. f32 cumsum_mid vr=4,lp=4,t=8 against the default
+// vr=2,lp=2,t=16.
+std::vector<ScheduleHint> scan_candidates(const ir::Kernel& k, const Specialization& spec,
+                                          const DeviceTarget& target) {
+  std::vector<ScheduleHint> out = {ScheduleHint{}};
+  const ScanSchedule s0 = choose_scan_schedule(k, spec, target);
+  int widest = 1;  // bytes of the widest element loaded or stored
+  for (const ir::TensorParam& t : k.tensors)
+    widest = std::max(widest, static_cast<int>(dtype_size(t.dtype)));
+  auto same = [](const ScanSchedule& a, const ScanSchedule& b) {
+    return a.t == b.t && a.lp == b.lp && a.lr == b.lr && a.wp == b.wp && a.wr == b.wr &&
+           a.vr == b.vr && a.vp == b.vp;
+  };
+  std::vector<ScanSchedule> seen = {s0};
+  for (int vr : {s0.vr, s0.vr / 2, s0.vr * 2}) {
+    if (vr < 1 || vr > 16 || (!s0.columns && vr != 1) || vr * widest > 16) continue;
+    for (int lp : {s0.lp, s0.lp / 2, s0.lp * 2}) {
+      if (lp < 1 || lp > 32) continue;
+      for (int t : {s0.t, s0.t / 2, s0.t * 2}) {
+        if (t < 1 || t > 64) continue;
+        ScheduleHint h;
+        h.t = t;
+        h.lp = lp;
+        if (s0.columns) h.vr = vr;
+        ScanSchedule s;
+        try {
+          s = choose_scan_schedule(k, spec, target, h);
+        } catch (const ArgumentError&) {
+          continue;  // more rows per tile than threads
+        }
+        if (std::any_of(seen.begin(), seen.end(),
+                        [&](const ScanSchedule& o) { return same(o, s); })) {
+          continue;  // the default, or a layout the short sequence folds into another
+        }
+        seen.push_back(s);
+        out.push_back(h);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specialization& spec,
                                             const DeviceTarget& target) {
+  if (needs_scan_schedule(k)) return scan_candidates(k, spec, target);
   std::vector<ScheduleHint> out = {ScheduleHint{}};
-  if (needs_scan_schedule(k)) return out;  // a scan's schedule takes no hints
   auto add = [&](const ScheduleHint& h) {
     RowSchedule s;
     try {

@@ -661,18 +661,27 @@ TEST_F(CliTest, ScheduleHintsThatCannotApplyAreUsageErrors) {
              "--schedule", "group=2048", "--arch", "sm_90", "--no-progress"}),
        "kdsl: error: --schedule: schedule hint group=2048: more than 1024 threads per row need a "
        "cluster (cluster=2, 4 or 8)"},
-      // Hints apply to row kernels on the GPU: not to a scan, nor to the reference interpreter.
+      // Row keys apply to row kernels, scan keys to scan kernels (vr along a middle axis only),
+      // and no hint to the reference interpreter.
       {kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape", "N=100",
              "--arch", "sm_90", "--schedule", "vec=4"}),
-       usage + "vec=4: 'cumsum' is a scan kernel, scheduled from its shape alone; hints apply to "
-               "row kernels (normalizations, softmax)"},
+       usage + "vec=4: 'cumsum' is a scan kernel; its keys are t, lp, wp and vr (vec, group, ... "
+               "apply to row kernels: normalizations, softmax)"},
+      {emit("f32", "8192", "t=4"),
+       usage + "t=4: t, lp, wp and vr apply to scan kernels; 'rms_norm' is a row kernel (its keys "
+               "are vec, group, cache_rows, ...)"},
+      {kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape", "N=100",
+             "--arch", "sm_90", "--schedule", "t=4,vr=2"}),
+       usage + "t=4,vr=2: vr (rows per access) applies to scan.columns (a scan along a middle "
+               "axis) only"},
+      {kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum_mid", "--dtype", "f32", "--shape",
+             "B=1,L=4096,D=64", "--arch", "sm_90", "--schedule", "vr=16,lp=1,wp=1"}),
+       usage + "lp=1,wp=1,vr=16: scan schedule: 512 rows per tile but 32 threads; the look-back "
+               "needs a thread per row (raise wp or lp, or lower vr)"},
       {kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=4,N=100", "--device",
              "cpu", "--schedule", "vec=4"}),
        "kdsl run: usage error: --schedule chooses how the GPU code runs: with --device cpu the CPU "
        "reference interpreter runs, and it has no schedule"},
-      {kdsl({"tune", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape", "M=4,N=100"}),
-       "kdsl tune: usage error: 'cumsum' is a scan kernel: its schedule follows from the shape and "
-       "has no choices to tune (kdsl tune applies to row kernels: normalizations, softmax)"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(c.r.code, 2) << c.message << "\n" << show(c.r);
@@ -828,7 +837,8 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
        "kdsl run: usage error: --schedule: schedule hint 'nope=1': keys are vec (1, 2, 4, 8), "
        "group (a power of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, pack, "
        "stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32), cluster (1, 2, 4, 8), stage "
-       "(0, 2 to 8)"},
+       "(0, 2 to 8); for scan kernels t (1 to 64), lp, wp (1 to 32), vr (1 to 16), powers of "
+       "two"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=0"}), 1,
        "kdsl: error: kernel 'rms_norm': the vector axis N must have a positive size (got 0)"},
       {{"compile", kRms, "-k", "rms_norm", "--dtype", "f32"},

@@ -1,5 +1,7 @@
 #include "src/tuning.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include "kdsl/error.h"
 #include "src/compiler.h"
 #include "src/runtime_impl.h"
+#include "src/schedule_scan.h"
 
 namespace kdsl {
 namespace {
@@ -51,6 +54,72 @@ TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
   for (const ScheduleHint& h : tuning_candidates(k, spec, ampere)) {
     EXPECT_EQ(choose_row_schedule(k, spec, ampere, h).cluster, 1) << h.str();
   }
+}
+
+// A scan kernel's candidates: the default, then layouts near it, each a distinct schedule and a
+// distinct kernel, each giving every key of its layout; the default's neighbours are among them.
+TEST(Tuning, ScanKernelsTryLayoutsNearTheDefault) {
+  auto fe = run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/scan.kdsl"));
+  Specialization spec{{DType::f32}, 32768, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(*fe, "cumsum_mid", spec);
+  DeviceTarget target;
+  const ScanSchedule s0 = choose_scan_schedule(k, spec, target);
+  ASSERT_EQ(s0.vr, 2);  // the 8-byte layout: vr=2, lp=2, t=16 for f32
+  std::vector<ScheduleHint> c = tuning_candidates(k, spec, target);
+  ASSERT_GE(c.size(), 10u);
+  EXPECT_TRUE(c[0].empty());
+  std::set<std::string> sources, layouts;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const ScheduleHint& h = c[i];
+    if (i > 0) {
+      EXPECT_TRUE(h.t && h.lp && h.vr && !h.has_row_keys()) << h.str();
+      EXPECT_LE(*h.vr * 4, 16) << h.str();
+    }
+    const ScanSchedule s = choose_scan_schedule(k, spec, target, h);
+    layouts.insert(fmt::format("{},{},{},{}", s.t, s.lp, s.wp, s.vr));
+    sources.insert(generate(k, spec, target, h).source);
+  }
+  EXPECT_EQ(layouts.size(), c.size()) << "two candidates are the same layout";
+  EXPECT_EQ(sources.size(), c.size()) << "two candidates generate the same kernel";
+  // The best layout of the ninth session's sweep for this kernel, and the default written out.
+  EXPECT_TRUE(layouts.contains(fmt::format("8,4,{},4", s0.wp)));
+  EXPECT_TRUE(layouts.contains(fmt::format("16,2,{},2", s0.wp)));
+  // Along the last axis there are no rows per access to vary.
+  Specialization rows{{DType::bf16}, 8192, ~0u, ~0u};
+  ir::Kernel cumsum = lower_specialized(*fe, "cumsum", rows);
+  std::vector<ScheduleHint> r = tuning_candidates(cumsum, rows, target);
+  EXPECT_GE(r.size(), 3u);
+  for (const ScheduleHint& h : r) EXPECT_FALSE(h.vr) << h.str();
+}
+
+// A scan hint sets its keys of the layout (the rest from the element-access layout), names
+// itself in the explain, and is refused with a ScheduleHintError where it cannot apply.
+TEST(Tuning, ScanHintsSetTheLayoutOrAreRefused) {
+  auto fe = run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/scan.kdsl"));
+  Specialization spec{{DType::f32}, 32768, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(*fe, "cumsum_mid", spec);
+  DeviceTarget target;
+  const ScanSchedule s =
+      choose_scan_schedule(k, spec, target, ScheduleHint::parse("vr=4,lp=4,t=8"));
+  EXPECT_EQ(s.vr, 4);
+  EXPECT_EQ(s.lp, 4);
+  EXPECT_EQ(s.lr, 8);
+  EXPECT_EQ(s.t, 8);
+  EXPECT_NE(fmt::format("{}", fmt::join(s.reasons, "\n")).find("schedule hint t=8,lp=4,vr=4"),
+            std::string::npos);
+  EXPECT_THROW(choose_scan_schedule(k, spec, target, ScheduleHint::parse("group=64")),
+               ScheduleHintError);
+  EXPECT_THROW(choose_scan_schedule(k, spec, target, ScheduleHint::parse("vr=16,lp=1,wp=1")),
+               ScheduleHintError);
+  Specialization rows{{DType::f32}, 8192, ~0u, ~0u};
+  ir::Kernel cumsum = lower_specialized(*fe, "cumsum", rows);
+  EXPECT_THROW(choose_scan_schedule(cumsum, rows, target, ScheduleHint::parse("vr=2")),
+               ScheduleHintError);
+  // ... and a row kernel refuses the scan keys.
+  auto rms = rms_norm_module();
+  Specialization n{{DType::bf16}, 8192, ~0u, ~0u};
+  ir::Kernel r = lower_specialized(*rms, "rms_norm", n);
+  EXPECT_THROW(generate(r, n, target, ScheduleHint::parse("t=4")), ScheduleHintError);
 }
 
 TEST(Tuning, KeyNamesKernelDtypesLengthAndLayoutBits) {
@@ -159,6 +228,16 @@ TEST(ScheduleHint, ParsesAndPrintsCanonically) {
   EXPECT_THROW(ScheduleHint::parse("group=500"), ArgumentError);
   EXPECT_THROW(ScheduleHint::parse("speed=11"), ArgumentError);
   EXPECT_TRUE(ScheduleHint::parse("").empty());
+  // The scan keys: powers of two in their ranges, printed after the row keys.
+  ScheduleHint scan = ScheduleHint::parse("vr=4, t=8,lp=2,wp=4");
+  EXPECT_EQ(scan.str(), "t=8,lp=2,wp=4,vr=4");
+  EXPECT_TRUE(scan.has_scan_keys());
+  EXPECT_FALSE(scan.has_row_keys());
+  EXPECT_FALSE(scan.empty());
+  EXPECT_THROW(ScheduleHint::parse("t=3"), ScheduleHintError);
+  EXPECT_THROW(ScheduleHint::parse("t=128"), ScheduleHintError);
+  EXPECT_THROW(ScheduleHint::parse("vr=32"), ScheduleHintError);
+  EXPECT_THROW(ScheduleHint::parse("lp=0"), ScheduleHintError);
 }
 
 }  // namespace
