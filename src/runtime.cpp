@@ -459,9 +459,12 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
   Specialization spec = specialization(b);
   // The user's hint, else a schedule `kdsl tune` measured fastest on this GPU model, if any.
   TuningDb* db = use_tuning_db_ ? TuningDb::default_db() : nullptr;
-  CompiledKernel ck = compile_with_tuning(*fe_, sig_->name, spec, target, hint_, db);
+  std::string tuned;
+  CompiledKernel ck =
+      compile_with_tuning(*fe_, sig_->name, spec, target, hint_, db, nullptr, &tuned);
   check_plan(ck.gen.plan);
   auto ls = std::make_unique<LoadedSpec>();
+  ls->tuned = tuned;
   ls->plan = ck.gen.plan;
   LoadedKernel main =
       load_kernel(ctx, ck.binary.cubin, ls->plan.symbol, static_cast<int>(ls->plan.dynamic_smem));

@@ -41,6 +41,7 @@ struct LoadedSpec {
   std::vector<CUfunction> follow_ups;
   uint32_t grid_limit = 1;  // persistent grid: SMs x resident CTAs
   bool cache_hit = false;
+  std::string tuned;      // the `kdsl tune` record's hint it was compiled with ("": none)
   double compile_ms = 0;  // NVRTC (0 on a disk-cache hit)
   double load_ms = 0;     // front end + cache + module load
 };

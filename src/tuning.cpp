@@ -226,15 +226,15 @@ void TuningDb::record(const std::string& gpu, const std::string& key,
 CompiledKernel compile_with_tuning(const FrontEnd& fe, const std::string& name,
                                    const Specialization& spec, const DeviceTarget& target,
                                    const ScheduleHint& hint, const TuningDb* db, DiskCache* cache,
-                                   bool* tuned) {
-  if (tuned) *tuned = false;
+                                   std::string* tuned) {
+  if (tuned) tuned->clear();
   if (!hint.empty() || !db) return compile_kernel(fe, name, spec, target, cache, hint);
   std::optional<TunedSchedule> record = db->lookup(target.name, tuning_key(name, spec));
   if (!record || record->hint.empty()) return compile_kernel(fe, name, spec, target, cache);
   ScheduleHint recorded = ScheduleHint::parse(record->hint);  // lookup checked the text
   try {
     CompiledKernel ck = compile_kernel(fe, name, spec, target, cache, recorded);
-    if (tuned) *tuned = true;
+    if (tuned) *tuned = record->hint;
     return ck;
   } catch (const ScheduleHintError& e) {
     log().warn("ignoring the tuned schedule '{}' for {}: {}", record->hint, name, e.what());

@@ -58,10 +58,11 @@ class TuningDb {
 /// `db` (null: none) for this GPU model (`target.name`) under tuning_key(name, spec), else the
 /// scheduler's default. A recorded hint this version cannot follow (a record from another kdsl)
 /// is not the caller's error: it is ignored with a warning and the default is compiled. `tuned`
-/// (optional) says whether a record was used. Throws as compile_kernel.
+/// (optional) is set to the recorded hint when a record was used, else to "". Throws as
+/// compile_kernel.
 CompiledKernel compile_with_tuning(const FrontEnd& fe, const std::string& name,
                                    const Specialization& spec, const DeviceTarget& target,
                                    const ScheduleHint& hint, const TuningDb* db,
-                                   DiskCache* cache = nullptr, bool* tuned = nullptr);
+                                   DiskCache* cache = nullptr, std::string* tuned = nullptr);
 
 }  // namespace kdsl

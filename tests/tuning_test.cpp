@@ -196,7 +196,7 @@ TEST_F(TuningDbTest, LaunchesFollowTheRecordUnderTheirOwnKey) {
   auto source_of = [&](const std::string& hint) {
     return generate(k, spec, target, ScheduleHint::parse(hint)).source;
   };
-  auto compiled = [&](const std::string& hint, const TuningDb* d, bool* tuned) {
+  auto compiled = [&](const std::string& hint, const TuningDb* d, std::string* tuned) {
     return compile_with_tuning(*fe, "rms_norm", spec, target, ScheduleHint::parse(hint), d, &cache,
                                tuned)
         .gen.source;
@@ -204,21 +204,23 @@ TEST_F(TuningDbTest, LaunchesFollowTheRecordUnderTheirOwnKey) {
   const std::string recorded = "group=512,persistent=0";
   ASSERT_NE(source_of(recorded), source_of(""));
   db.record(target.name, key, {recorded, 50, 60, "M=4,N=8192"});
-  bool tuned = false;
+  std::string tuned = "not set";
   EXPECT_EQ(compiled("", &db, &tuned), source_of(recorded));
-  EXPECT_TRUE(tuned);
+  EXPECT_EQ(tuned, recorded);
   // The caller's hint wins; no database, or another GPU model: the default.
   EXPECT_EQ(compiled("group=256", &db, &tuned), source_of("group=256"));
-  EXPECT_FALSE(tuned);
+  EXPECT_EQ(tuned, "");
+  tuned = "not set";
   EXPECT_EQ(compiled("", nullptr, &tuned), source_of(""));
+  EXPECT_EQ(tuned, "");
   target.name = "NVIDIA A100";
   EXPECT_EQ(compiled("", &db, &tuned), source_of(""));
-  EXPECT_FALSE(tuned);
+  EXPECT_EQ(tuned, "");
   target.name = "NVIDIA H200";
   // A record whose hint this version rejects (more than 1024 threads without a cluster).
   db.record(target.name, key, {"group=2048", 50, 60, "M=4,N=8192"});
   EXPECT_EQ(compiled("", &db, &tuned), source_of(""));
-  EXPECT_FALSE(tuned);
+  EXPECT_EQ(tuned, "");
   EXPECT_THROW(compiled("group=2048", &db, &tuned), ScheduleHintError);
 }
 

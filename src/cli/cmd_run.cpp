@@ -154,13 +154,15 @@ int run(const RunOptions& o) {
   GpuRun gpu(p);
   const detail::LoadedSpec& ls = gpu.loaded();
   if (!o.json) {
-    std::cout << fmt::format("{} on {}: schedule {}, {} ({:.1f} ms)\n", ls.plan.symbol, dev.name,
+    std::cout << fmt::format("{} on {}: schedule {}{}, {} ({:.1f} ms)\n", ls.plan.symbol, dev.name,
                              ls.plan.schedule,
+                             ls.tuned.empty() ? "" : fmt::format(" (tuned: {})", ls.tuned),
                              ls.cache_hit ? "disk cache hit" : "compiled by NVRTC",
                              ls.cache_hit ? ls.load_ms : ls.compile_ms);
   }
   report["symbol"] = ls.plan.symbol;
   report["schedule"] = ls.plan.schedule;
+  report["tuned"] = ls.tuned;
   report["cache_hit"] = ls.cache_hit;
   gpu.launch();
   gpu.download(p.tensors);
