@@ -279,8 +279,8 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   const int vec = static_cast<int>(std::clamp<size_t>(16 / vmin, 1, 8));
   if (s.columns) {
     // One row per lane, LR lanes covering 32 bytes of a position (a sector), the others and the
-    // warps along the positions (replaced below by 8-byte accesses of 128-byte lines for
-    // memory-bound kernels); a thread's T positions are consecutive (scanned sequentially, then
+    // warps along the positions (replaced below by accesses of 2 rows, 16 lanes along the rows,
+    // for memory-bound kernels); a thread's T positions are consecutive (scanned sequentially, then
     // one lane scan per tile, so shuffles stay well below the memory time).
     s.name = "scan.columns";
     s.blocked = true;
@@ -308,31 +308,40 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   s.t = 0;  // chosen below unless KDSL_SCAN_SCHEDULE sets it
   // scan.columns over a long sequence, f32, f16 or bf16 tensors, little math per element:
-  // 8-byte accesses of VR = 8 / size rows, 16 lanes along the rows (a 128-byte line per position
-  // and warp), 2 along the positions, and as many elements per thread as about 128 register words
-  // hold (16-bit loads packed in pairs), 8 to 16 steps so that a tile spans at least 128
-  // positions. Measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md, ninth session, T6): f32
-  // cumsum 0.62 -> 0.82 of copy, linear recurrence 0.66 -> 0.82, its backward 0.62 -> 0.80; bf16
-  // 0.50 -> 0.65, 0.45 -> 0.51, 0.43 -> 0.65. Element accesses of 32-byte rows (the previous
-  // layout) issue 2 to 4 times the load instructions per byte. RG-LRU (5 or more transcendental
-  // evaluations per element) is bound by its instructions and measured slower this way. Integer,
-  // 8-byte and mixed-width tensors are not measured this way and keep element accesses; so does
-  // a KDSL_SCAN_SCHEDULE that sets the layout (t, lp, wp, vr).
+  // accesses of VR = 2 rows (8 bytes of f32, 4 of f16/bf16), 16 lanes along the rows and 2 along
+  // the positions, and as many elements per thread (a power of two up to 64) as about 208
+  // register words hold (16-bit loads packed in pairs), 8 to 32 steps so that a tile spans at
+  // least 128 positions.
+  // Measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md):
+  // - ninth session (T6), 8-byte accesses (VR = 8 / size) against the element accesses of
+  //   32-byte rows before them, which issue 2 to 4 times the load instructions per byte: f32
+  //   cumsum 0.62 -> 0.82 of copy, linear recurrence 0.66 -> 0.82, its backward 0.62 -> 0.80;
+  //   bf16 0.50 -> 0.65, 0.45 -> 0.51, 0.43 -> 0.65;
+  // - tenth session (kdsl tune, with pointer-stepped addresses), the best of 27 layouts each:
+  //   bf16 linear recurrence VR = 2 with 16 steps 149 us against 179 us with VR = 4 and 8 steps
+  //   (the same elements per thread), its backward 211 (VR = 2, 16 steps: 32 elements of about
+  //   6.5 words) against 232, cumsum 86 (32 steps) against 91; f32 cumsum 32 steps 142 against
+  //   149 with 16. The f32 backward (8 words per element) keeps 8 steps: 16 measured slower
+  //   (ninth session, T2: 0.68 against 0.80 of copy).
+  // RG-LRU (5 or more transcendental evaluations per element) is bound by its instructions and
+  // measured slower this way. Integer, 8-byte and mixed-width tensors are not measured this way
+  // and keep element accesses; so does a KDSL_SCAN_SCHEDULE or hint that sets the layout (t, lp,
+  // wp, vr).
   const ScanHints hints = read_hints(), given = hints_of(hint);
   const bool set_layout = hints.sets_layout() || given.sets_layout();
   const bool wide = s.columns && float32_or_less && len > 256 && element_math(k) < 2 && !set_layout;
   if (wide) {
-    s.vr = static_cast<int>(8 / vmin);
+    s.vr = 2;
     s.lr = 16;
     s.lp = 2;
     const int half = element_half_words(k, true);
     int e = 8;
-    while (e * 2 <= 64 && e * 2 * half <= 2 * 128) e *= 2;
-    s.t = std::clamp(e / s.vr, 8, 16);
+    while (e * 2 <= 64 && e * 2 * half <= 2 * 208) e *= 2;
+    s.t = std::clamp(e / s.vr, 8, 32);
     s.reasons.push_back(fmt::format(
-        "8-byte accesses of {} rows, 128-byte lines per position and warp, {} steps: about {} "
+        "{}-byte accesses of {} rows, {}-byte lines per position and warp, {} steps: about {} "
         "register words of elements per thread (few transcendentals per element: memory-bound)",
-        s.vr, s.t, s.t * s.vr * half / 2));
+        s.vr * vmin, s.vr, s.lr * s.vr * vmin, s.t, s.t * s.vr * half / 2));
   }
   apply_hints(s, hints);
   apply_hints(s, given);  // the caller's hint over the variable's

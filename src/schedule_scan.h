@@ -12,9 +12,10 @@
 // so TD = WR * LR * VR and CL = WP * T * LP * VP. Two layouts come from the same structure:
 //   - scan.columns (the vector axis is a middle axis, e.g. x[b, :, d] of a (B, L, D) tensor): the
 //     rows are contiguous in memory, VR rows make one access and VP = 1. Memory-bound kernels
-//     over long sequences use 8-byte accesses (f32: VR = 2, 16-bit: VR = 4) with LR = 16 lanes
-//     along the rows -> a 128-byte cache line per position and warp, LP = 2 lanes and WP = 8 warps
-//     along the positions; kernels with several transcendentals per element (RG-LRU), 8-byte
+//     over long sequences use accesses of VR = 2 rows (8 bytes of f32, 4 of 16-bit) with LR = 16
+//     lanes along the rows -> a 128-byte (f32) or 64-byte line per position and warp, LP = 2
+//     lanes and WP = 8 warps along the positions, 8 to 32 steps from a register budget;
+//     kernels with several transcendentals per element (RG-LRU), 8-byte
 //     elements and short sequences use element accesses of 32 bytes of rows (LR = 32 / size).
 //   - scan.rows (the vector axis is the last, contiguous axis, e.g. x[m, :]): VP consecutive
 //     positions make one 16-byte access, VR = 1 and LP = 32 lanes along the positions.
@@ -91,7 +92,7 @@ bool needs_scan_schedule(const ir::Kernel& k);
 /// Chooses the scan schedule for `k` (specialized). Deterministic for a given environment: the
 /// variable KDSL_SCAN_SCHEDULE ("t=4,lp=2,wp=8,vr=4,pipeline=2,window=8,ctas=3") overrides the
 /// steps per thread, the lanes and warps along the positions, the rows per access (scan.columns;
-/// any of t, lp, wp or vr starts from the element-access layout, not the 8-byte one) and the
+/// any of t, lp, wp or vr starts from the element-access layout, not the 2-row one) and the
 /// pipelining (pipeline=1: the next tile's loads into registers, 2: into
 /// shared memory by cp.async, 0: none) and the CTAs per SM the registers must allow, for
 /// experiments (the source, hence the cache key, changes with them). `hint`'s t, lp, wp and vr

@@ -64,7 +64,7 @@ TEST(Tuning, ScanKernelsTryLayoutsNearTheDefault) {
   ir::Kernel k = lower_specialized(*fe, "cumsum_mid", spec);
   DeviceTarget target;
   const ScanSchedule s0 = choose_scan_schedule(k, spec, target);
-  ASSERT_EQ(s0.vr, 2);  // the 8-byte layout: vr=2, lp=2, t=16 for f32
+  ASSERT_EQ(s0.vr, 2);  // the default: vr=2, lp=2, t=32 for f32
   std::vector<ScheduleHint> c = tuning_candidates(k, spec, target);
   ASSERT_GE(c.size(), 10u);
   EXPECT_TRUE(c[0].empty());
@@ -81,9 +81,9 @@ TEST(Tuning, ScanKernelsTryLayoutsNearTheDefault) {
   }
   EXPECT_EQ(layouts.size(), c.size()) << "two candidates are the same layout";
   EXPECT_EQ(sources.size(), c.size()) << "two candidates generate the same kernel";
-  // The best layout of the ninth session's sweep for this kernel, and the default written out.
-  EXPECT_TRUE(layouts.contains(fmt::format("8,4,{},4", s0.wp)));
-  EXPECT_TRUE(layouts.contains(fmt::format("16,2,{},2", s0.wp)));
+  // A layout as fast in the tenth session's tuning of this kernel, and the default written out.
+  EXPECT_TRUE(layouts.contains(fmt::format("16,4,{},4", s0.wp)));
+  EXPECT_TRUE(layouts.contains(fmt::format("32,2,{},2", s0.wp)));
   // Along the last axis there are no rows per access to vary.
   Specialization rows{{DType::bf16}, 8192, ~0u, ~0u};
   ir::Kernel cumsum = lower_specialized(*fe, "cumsum", rows);
