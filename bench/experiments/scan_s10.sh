@@ -3,6 +3,7 @@
 # commit's kdsl staged as .device/bin/kdsl_old):
 #   scan_s10.sh ab     same-run A/B of the scan.columns pointer stepping (kdsl_old against kdsl) on
 #                      the middle-axis scan kernels at (1, 32768, 2048), alternating A, B, A, B
+#   scan_s10.sh layouts  the previous default layout (as a hint) against the new default
 #   scan_s10.sh tune   kdsl tune on four middle-axis kernels, then kdsl run --verify --bench, which
 #                      follows the tuned record (a cache directory of its own)
 #   scan_s10.sh sanitize  compute-sanitizer on the new addressing (bench/experiments/scan_layout_sanitize.sh
@@ -20,6 +21,16 @@ case "${1:-}" in
              "rg_lru rg_lru bf16" "rg_lru rg_lru_bwd bf16" "rg_lru rg_lru_bwd f32"; do
       set -- $c
       bash scripts/device/ab.sh .device/bin/kdsl_old .device/bin/kdsl stdlib/$1.kdsl $2 $3 $shape 2
+    done
+    ;;
+  layouts)
+    # The previous default layout (commit c62304a, as a hint) against the new default, same binary.
+    for c in "scan cumsum_mid f32 t=16,lp=2,vr=2" "scan cumsum_mid bf16 t=16,lp=2,vr=4" \
+             "linear_recurrence linear_recurrence f32 t=8,lp=2,vr=2" \
+             "linear_recurrence linear_recurrence bf16 t=8,lp=2,vr=4" \
+             "linear_recurrence linear_recurrence_bwd bf16 t=8,lp=2,vr=4"; do
+      set -- $c
+      HINT_A=$4 bash scripts/device/ab.sh .device/bin/kdsl .device/bin/kdsl stdlib/$1.kdsl $2 $3 $shape 2
     done
     ;;
   tune)
