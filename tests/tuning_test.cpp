@@ -224,6 +224,36 @@ TEST_F(TuningDbTest, LaunchesFollowTheRecordUnderTheirOwnKey) {
   EXPECT_THROW(compiled("group=2048", &db, &tuned), ScheduleHintError);
 }
 
+// A scan kernel follows its record the same way; a record whose layout cannot apply (a tile with
+// more rows than threads) or that holds keys of the row schedule is ignored, with a warning.
+TEST_F(TuningDbTest, ScanKernelsFollowTheirRecordToo) {
+  auto fe = run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/scan.kdsl"));
+  Specialization spec{{DType::f32}, 4096, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(*fe, "cumsum_mid", spec);
+  DeviceTarget target;
+  target.name = "NVIDIA H200";
+  DiskCache cache(CacheConfig{dir_ / "cache"});
+  TuningDb db(dir_);
+  const std::string key = tuning_key("cumsum_mid", spec);
+  auto source_of = [&](const std::string& hint) {
+    return generate(k, spec, target, ScheduleHint::parse(hint)).source;
+  };
+  auto compiled = [&](std::string* tuned) {
+    return compile_with_tuning(*fe, "cumsum_mid", spec, target, {}, &db, &cache, tuned).gen.source;
+  };
+  const std::string recorded = "t=8,lp=4,vr=4";
+  ASSERT_NE(source_of(recorded), source_of(""));
+  db.record(target.name, key, {recorded, 10, 12, "B=1,L=4096,D=2048"});
+  std::string tuned;
+  EXPECT_EQ(compiled(&tuned), source_of(recorded));
+  EXPECT_EQ(tuned, recorded);
+  for (const char* stale : {"lp=1,wp=1,vr=16", "group=64"}) {
+    db.record(target.name, key, {stale, 10, 12, "B=1,L=4096,D=2048"});
+    EXPECT_EQ(compiled(&tuned), source_of("")) << stale;
+    EXPECT_EQ(tuned, "") << stale;
+  }
+}
+
 TEST(ScheduleHint, ParsesAndPrintsCanonically) {
   ScheduleHint h = ScheduleHint::parse("prefetch=1,group=512,persistent=0");
   EXPECT_EQ(h.str(), "group=512,prefetch=1,persistent=0");
