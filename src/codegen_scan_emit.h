@@ -84,6 +84,8 @@ class Emitter {
   void emit_lookback_setup();
   void emit_state_loads(const std::string& w0);
   int lookback_window() const;
+  uint64_t smem_bytes() const;
+  void check_smem() const;
   void emit_lookback(const std::function<void()>& between);
   void emit_phase_b();
   void emit_step_stores();

@@ -101,7 +101,7 @@ struct ScanHints {
   }
 
   // A key of the tile's layout (t, lp, wp, vr) is set: the overrides then apply to the
-  // element-access layout they were written against, not to the 8-byte one.
+  // element-access layout they were written against, not to the default 2-row one.
   bool sets_layout() const {
     return std::any_of(items.begin(), items.end(), [](const auto& kv) {
       return kv.first == "t" || kv.first == "lp" || kv.first == "wp" || kv.first == "vr";
@@ -359,8 +359,14 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
       }
     }
   }
+  if (set_layout) {
+    const ScanHints& by = given.sets_layout() ? given : hints;
+    s.layout_source = by.source();
+    s.layout_hint = by.from_hint;
+  }
   // Short sequences: halve the tile's length (steps, then lanes, then warps along the positions
   // move to the rows) while it is at least twice the sequence.
+  const int t_set = s.t, lp_set = s.lp, wp_set = s.wp;
   while (s.cl() / 2 >= len && (s.t > 1 || s.lp > 1 || s.wp > 1)) {
     if (s.t > 1) {
       s.t /= 2;
@@ -372,9 +378,20 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
       s.wr *= 2;
     }
   }
+  if (set_layout && (s.t != t_set || s.lp != lp_set || s.wp != wp_set)) {
+    s.reasons.push_back(
+        fmt::format("{} folded to the sequence (L = {}): t={},lp={},wp={} became t={},lp={},wp={}",
+                    s.layout_source, len, t_set, lp_set, wp_set, s.t, s.lp, s.wp));
+  }
   // A single position: nothing to scan across threads; 16-byte accesses of VR rows (when the
   // launch allows them).
-  if (s.columns && len == 1) s.vr = vec;
+  if (s.columns && len == 1) {
+    if (set_layout && s.vr != vec) {
+      s.reasons.push_back(fmt::format("{}: vr={} replaced by {} at L = 1 (one position)",
+                                      s.layout_source, s.vr, vec));
+    }
+    s.vr = vec;
+  }
   s.chunks = (len + s.cl() - 1) / s.cl();
   if (s.chunks > 1 && s.td() > s.threads()) {
     // The look-back takes one thread per row of a tile; only overrides can break that.

@@ -78,6 +78,11 @@ struct ScanSchedule {
   bool packed = true;  // look-back: states of at most 3 words published with their status in
                        // one 16-byte word per row (else per-tile flags, fenced)
   int min_ctas = 0;    // __launch_bounds__' minimum CTAs per SM (caps the registers; 0: none)
+  // Who set the tile's layout keys (t, lp, wp, vr): "" the scheduler, else "KDSL_SCAN_SCHEDULE"
+  // or "schedule hint ..." (layout_hint: the caller's hint), for errors the layout causes later
+  // (codegen: a tile whose shared memory exceeds the static limit).
+  std::string layout_source;
+  bool layout_hint = false;
   std::vector<std::string> reasons;
 
   int threads() const { return 32 * wr * wp; }

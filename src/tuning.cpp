@@ -22,9 +22,9 @@ namespace {
 // A scan kernel's candidates: the default's steps (t), lanes along the positions (lp) and, along
 // a middle axis, rows per access (vr), each halved, kept and doubled (every key given, so each
 // candidate is one layout), where the tile has a thread per row and an access is at most 16
-// bytes. The sweeps of bench/RESULTS.md (ninth session) found the best layouts within this
-// neighbourhood of the default, e.g. f32 cumsum_mid vr=4,lp=4,t=8 against the default
-// vr=2,lp=2,t=16.
+// bytes. kdsl tune's runs of bench/RESULTS.md (tenth session) found layouts 5-17% faster than
+// the default of then within this neighbourhood (e.g. bf16 linear_recurrence t=16,vr=2 against
+// t=8,vr=4), which became the default; the neighbourhood of today's default is searched alike.
 std::vector<ScheduleHint> scan_candidates(const ir::Kernel& k, const Specialization& spec,
                                           const DeviceTarget& target) {
   std::vector<ScheduleHint> out = {ScheduleHint{}};

@@ -111,6 +111,13 @@ TEST(Tuning, ScanHintsSetTheLayoutOrAreRefused) {
                ScheduleHintError);
   EXPECT_THROW(choose_scan_schedule(k, spec, target, ScheduleHint::parse("vr=16,lp=1,wp=1")),
                ScheduleHintError);
+  // A tile whose shared memory (a state per row and warp) exceeds the static 48 KiB is refused
+  // before NVRTC sees it.
+  auto lr = run_front_end(
+      SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/linear_recurrence.kdsl"));
+  ir::Kernel rec = lower_specialized(*lr, "linear_recurrence", spec);
+  EXPECT_THROW(generate(rec, spec, target, ScheduleHint::parse("vr=8,lp=1,wp=32")),
+               ScheduleHintError);
   Specialization rows{{DType::f32}, 8192, ~0u, ~0u};
   ir::Kernel cumsum = lower_specialized(*fe, "cumsum", rows);
   EXPECT_THROW(choose_scan_schedule(cumsum, rows, target, ScheduleHint::parse("vr=2")),
