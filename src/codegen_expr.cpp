@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "kdsl/error.h"
 
@@ -110,9 +111,10 @@ std::string cast_expr(DType from, DType to, const std::string& a) {
       fmt::format("codegen: no conversion from {} to {}", dtype_name(from), dtype_name(to)));
 }
 
-std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string& a) {
+std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string& a, bool approx) {
   using F = ir::UnaryFn;
   bool d = t == DType::f64;
+  approx = approx && t != DType::f64;
   auto f = [&](const char* name) { return fmt::format("{}{}({})", name, d ? "" : "f", a); };
   const char* one = d ? "1.0" : "1.f";
   std::string r;
@@ -148,10 +150,10 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
         r = fmt::format("(-{})", a);
         break;
       case F::exp:
-        r = f("exp");
+        r = approx ? fmt::format("kdsl_exp_approx({})", a) : f("exp");
         break;
       case F::exp2:
-        r = f("exp2");
+        r = approx ? fmt::format("kdsl_ex2_approx({})", a) : f("exp2");
         break;
       case F::log:
         r = f("log");
@@ -166,7 +168,7 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
         r = f("expm1");
         break;
       case F::sqrt:
-        r = f("sqrt");
+        r = approx ? fmt::format("kdsl_sqrt_approx({})", a) : f("sqrt");
         break;
       case F::rsqrt:
         r = f("rsqrt");
@@ -187,10 +189,12 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
         r = f("erf");
         break;
       case F::sigmoid:
-        r = fmt::format("({} / ({} + {}(-{})))", one, one, d ? "exp" : "expf", a);
+        r = approx ? fmt::format("kdsl_rcp_approx(1.f + kdsl_exp_approx(-{}))", a)
+                   : fmt::format("({} / ({} + {}(-{})))", one, one, d ? "exp" : "expf", a);
         break;
       case F::silu:
-        r = fmt::format("({} / ({} + {}(-{})))", a, one, d ? "exp" : "expf", a);
+        r = approx ? fmt::format("({} * kdsl_rcp_approx(1.f + kdsl_exp_approx(-{})))", a, a)
+                   : fmt::format("({} / ({} + {}(-{})))", a, one, d ? "exp" : "expf", a);
         break;
       case F::gelu:
         r = fmt::format("({0} * {1} * ({2} + {3}({1} * {4})))", d ? "0.5" : "0.5f", a, one,
@@ -205,8 +209,8 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
         break;
       case F::softplus:
         r = fmt::format("({0}({1}, {2}) + {3}({4}(-{5}({1}))))", d ? "fmax" : "fmaxf", a,
-                        d ? "0.0" : "0.f", d ? "log1p" : "log1pf", d ? "exp" : "expf",
-                        d ? "fabs" : "fabsf");
+                        d ? "0.0" : "0.f", d ? "log1p" : "log1pf",
+                        d ? "exp" : (approx ? "kdsl_exp_approx" : "expf"), d ? "fabs" : "fabsf");
         break;
       case F::isnan:
         return fmt::format("({0} != {0})", a);
@@ -224,7 +228,8 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
   throw InternalError(fmt::format("codegen: {} of {}", ir::name(fn), dtype_name(t)));
 }
 
-std::string binary_expr(ir::BinaryFn fn, DType t, const std::string& a, const std::string& b) {
+std::string binary_expr(ir::BinaryFn fn, DType t, const std::string& a, const std::string& b,
+                        bool approx) {
   using F = ir::BinaryFn;
   bool d = t == DType::f64;
   std::string r;
@@ -239,7 +244,9 @@ std::string binary_expr(ir::BinaryFn fn, DType t, const std::string& a, const st
       r = fmt::format("({} * {})", a, b);
       break;
     case F::div:
-      r = fmt::format("({} / {})", a, b);
+      r = approx && (t == DType::f32 || t == DType::f16 || t == DType::bf16)
+              ? fmt::format("kdsl_div_approx({}, {})", a, b)
+              : fmt::format("({} / {})", a, b);
       break;
     case F::floordiv:
       r = fmt::format("kdsl_floordiv({}, {})", a, b);
@@ -306,18 +313,40 @@ std::string zero(DType t) {
   return literal(t, 0);
 }
 
+bool approx_math(const ir::Kernel& k) {
+  if (const char* env = std::getenv("KDSL_MATH"); env != nullptr && *env != '\0') {
+    const std::string mode = env;
+    if (mode == "accurate") return false;
+    if (mode == "approx") return true;
+    if (mode != "auto") {
+      throw ArgumentError(fmt::format(
+          "KDSL_MATH='{}': expected 'auto' (the default), 'accurate' or 'approx'", mode));
+    }
+  }
+  bool any = false;
+  for (const auto& [name, dtype] : k.generics) {
+    if (dtype == DType::f16 || dtype == DType::bf16) {
+      any = true;
+    } else if (is_float(dtype) || dtype == DType::c64) {
+      return false;
+    }
+  }
+  return any;
+}
+
 std::string op_expr(const ir::Kernel& k, const ir::Node& n, const std::vector<std::string>& args,
                     const std::vector<DType>& arg_dtypes) {
-  (void)k;
   switch (n.op) {
     case ir::Op::constant:
       return literal(n.type.dtype, n.number, n.number_im);
     case ir::Op::cast:
       return cast_expr(arg_dtypes[0], n.type.dtype, args[0]);
     case ir::Op::unary:
-      return unary_expr(static_cast<ir::UnaryFn>(n.fn), arg_dtypes[0], n.type.dtype, args[0]);
+      return unary_expr(static_cast<ir::UnaryFn>(n.fn), arg_dtypes[0], n.type.dtype, args[0],
+                        approx_math(k));
     case ir::Op::binary:
-      return binary_expr(static_cast<ir::BinaryFn>(n.fn), arg_dtypes[0], args[0], args[1]);
+      return binary_expr(static_cast<ir::BinaryFn>(n.fn), arg_dtypes[0], args[0], args[1],
+                         approx_math(k));
     case ir::Op::compare: {
       static const char* const ops[] = {"<", "<=", "==", "!=", ">", ">="};
       return fmt::format("({} {} {})", args[0], ops[n.fn], args[1]);

@@ -28,6 +28,13 @@ ir::ValueId stored_value(const ir::Kernel& k, ir::ValueId v, DType storage);
 std::string literal(DType t, double v, double im = 0);
 /// The zero of dtype `t` as a register value.
 std::string zero(DType t);
+/// Whether the generated code computes f32 exp, exp2, sigmoid, silu, softplus's exp, division and
+/// sqrt with the PTX approximations of the prelude (kdsl_exp_approx and the others; errors of a
+/// few f32 ulp) instead of CUDA's full-precision functions: when the kernel has a floating-point
+/// generic and every one is bound to f16 or bf16, so the data's own rounding error (2^-8 or 2^-11
+/// relative) is thousands of times larger. KDSL_MATH=accurate or =approx overrides the rule for
+/// every kernel; throws kdsl::ArgumentError for another value. f64 math is never approximated.
+bool approx_math(const ir::Kernel& k);
 /// The expression computing node `n` from the spelled operands `args` (constants, casts, unary,
 /// binary, compare, select). Results of f16/bf16 arithmetic are rounded to their dtype.
 std::string op_expr(const ir::Kernel& k, const ir::Node& n, const std::vector<std::string>& args,

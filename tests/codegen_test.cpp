@@ -7,6 +7,7 @@
 #include <regex>
 #include <sstream>
 
+#include "cache_test_util.h"
 #include "kdsl/error.h"
 #include "src/compiler.h"
 #include "src/nvrtc.h"
@@ -67,6 +68,50 @@ TEST(Codegen, SixteenBitStoresRoundOnce) {
         EXPECT_EQ(line.find("kdsl_round_"), std::string::npos) << file << ": " << line;
       }
       EXPECT_GT(stores, 0) << file;
+    }
+  }
+}
+
+// f32 math follows the precision of the data (cuda::approx_math): the PTX approximations where
+// every float generic is 16-bit, CUDA's full-precision functions otherwise (f32 data, f64 always);
+// KDSL_MATH overrides the rule, and another value of it is an error naming the variable.
+TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
+  auto fe = load("stdlib/rg_lru.kdsl");
+  auto body = [&](DType t) {
+    std::string src = gen(*fe, "rg_lru_bwd", t, 4096).source;
+    return src.substr(src.find("// ---- end of prelude ----"));
+  };
+  const char* approx[] = {"kdsl_rcp_approx(1.f + kdsl_exp_approx(", "kdsl_sqrt_approx(",
+                          "kdsl_div_approx(", "= kdsl_exp_approx("};
+  const char* full[] = {"(1.f / (1.f + expf(", "sqrtf(", "= expf("};
+  for (DType t : {DType::bf16, DType::f16}) {
+    const std::string b = body(t);
+    for (const char* s : approx) EXPECT_NE(b.find(s), std::string::npos) << dtype_name(t) << s;
+    for (const char* s : full) EXPECT_EQ(b.find(s), std::string::npos) << dtype_name(t) << s;
+  }
+  const std::string b32 = body(DType::f32);
+  EXPECT_EQ(b32.find("_approx("), std::string::npos);
+  for (const char* s : full) EXPECT_NE(b32.find(s), std::string::npos) << s;
+  {
+    testing::ScopedEnv env("KDSL_MATH", "accurate");
+    EXPECT_EQ(body(DType::bf16).find("_approx("), std::string::npos);
+  }
+  {
+    testing::ScopedEnv env("KDSL_MATH", "approx");
+    EXPECT_NE(body(DType::f32).find("= kdsl_exp_approx("), std::string::npos);
+    auto scan = load("stdlib/scan.kdsl");
+    std::string f64 = gen(*scan, "logcumsumexp", DType::f64, 4096).source;
+    f64 = f64.substr(f64.find("// ---- end of prelude ----"));
+    EXPECT_EQ(f64.find("_approx("), std::string::npos) << "f64 math is never approximated";
+    EXPECT_NE(f64.find("exp("), std::string::npos);
+  }
+  {
+    testing::ScopedEnv env("KDSL_MATH", "fast");
+    try {
+      body(DType::bf16);
+      FAIL() << "KDSL_MATH=fast was accepted";
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("KDSL_MATH='fast'"), std::string::npos) << e.what();
     }
   }
 }

@@ -307,6 +307,11 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               "kdsl_emu_cluster_sync();");
   replace_all(src, R"(asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));)",
               "r = kdsl_emu_mapa(p, rank);");
+  // Approximate math (kdsl::cuda::approx_math): the host's full-precision functions.
+  replace_all(src, R"(asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = exp2f(x);");
+  replace_all(src, R"(asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = 1.f / x;");
+  replace_all(src, R"(asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));)", "r = a / b;");
+  replace_all(src, R"(asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = sqrtf(x);");
   if (src.find("asm(") != std::string::npos || src.find("asm volatile(") != std::string::npos) {
     throw std::runtime_error("cuda_emu: unhandled inline assembly in the generated source");
   }

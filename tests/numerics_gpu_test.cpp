@@ -207,5 +207,74 @@ TEST(NumericsGpu, SoftmaxOfAMostlyMaskedRow) {
   }
 }
 
+// The f32 math of a kernel follows the precision of its data (dsl/SPEC.md section 14.2): with
+// 16-bit data, exp, exp2, sigmoid, silu, sqrt and division use the PTX approximations; with f32
+// data, CUDA's full-precision functions. Each output is stored in f32, so its error shows: the
+// bounds are the documented ones with a factor of 2 to spare (exp of x: the rounding of
+// x * log2(e), up to 2^-17 at |x| = 80), and IEEE special values classify as in float64.
+TEST(NumericsGpu, MathFunctionsMeetTheirErrorBounds) {
+  KDSL_REQUIRE_GPU();
+  const int64_t m = 4, n = 4096;
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<double> ux(-80.0, 80.0), uy(-3.0, 3.0);
+  Vec x(m * n), y(m * n);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = ux(rng);
+    y[i] = std::pow(10.0, uy(rng));
+  }
+  // Row 0 starts with special values; x / y covers -inf / 0, inf / inf, 0 / 0 and NaN.
+  const Vec sx = {-kInf, kInf, std::nan(""), 0.0, -0.0, 1.0, -1.0, 0.0};
+  const Vec sy = {0.0, kInf, 1.0, 0.0, 2.0, std::nan(""), 0.0, kInf};
+  for (size_t i = 0; i < sx.size(); ++i) {
+    x[i] = sx[i];
+    y[i] = sy[i];
+  }
+  struct Fn {
+    const char* out;
+    double (*ref)(double, double);
+    double approx_bound, full_bound;  // relative, for 16-bit and for f32 data
+  };
+  const Fn fns[] = {
+      {"e", [](double a, double) { return std::exp(a); }, 0x1p-16, 0x1p-21},
+      {"e2", [](double a, double) { return std::exp2(a); }, 0x1p-20, 0x1p-21},
+      {"sg", [](double a, double) { return 1.0 / (1.0 + std::exp(-a)); }, 0x1p-16, 0x1p-21},
+      {"sl", [](double a, double) { return a / (1.0 + std::exp(-a)); }, 0x1p-16, 0x1p-21},
+      {"sq", [](double, double b) { return std::sqrt(b); }, 0x1p-20, 0x1p-23},
+      {"q", [](double a, double b) { return a / b; }, 0x1p-20, 0x1p-23},
+  };
+  for (DType t : kDtypes) {
+    const HostTensor xt = make_tensor(t, {m, n}, x), yt = make_tensor(t, {m, n}, y);
+    ProblemSpec ps;
+    ps.kernel = "math_fns";
+    ps.binding = {t};
+    ps.shapes = {{"M", m}, {"N", n}};
+    ps.inputs = {{"x", xt}, {"y", yt}};
+    Problem p = make_problem(testing::front_end("tests/data/math_fns.kdsl"), ps);
+    const std::vector<HostTensor> got = run_gpu(p);
+    const bool approx = t != DType::f32;
+    for (const Fn& f : fns) {
+      const HostTensor& out = tensor(p, got, f.out);
+      const double bound = approx ? f.approx_bound : f.full_bound;
+      double worst = 0;
+      int64_t worst_at = 0;
+      for (int64_t i = 0; i < m * n; ++i) {
+        const double want = f.ref(xt.get(i), yt.get(i)), have = out.get(i);
+        if (std::isnan(want)) {  // special values: the same class as in float64
+          EXPECT_TRUE(std::isnan(have)) << dtype_name(t) << " " << f.out << " at " << i;
+        } else if (std::isinf(want) || want == 0.0) {  // the same infinity; a zero of either sign
+          EXPECT_EQ(have, want) << dtype_name(t) << " " << f.out << " at " << i;
+        } else if (const double rel = std::fabs(have - want) / std::fabs(want);
+                   !(rel <= worst) && !std::isnan(worst)) {
+          worst = rel;  // also a NaN where a number is expected (kept: it fails)
+          worst_at = i;
+        }
+      }
+      fmt::print("{} {}: largest relative error {:.3g} at x = {}, y = {} (bound {:.3g})\n",
+                 dtype_name(t), f.out, worst, xt.get(worst_at), yt.get(worst_at), bound);
+      EXPECT_LE(worst, bound) << dtype_name(t) << " " << f.out << " at " << worst_at;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kdsl

@@ -59,6 +59,33 @@ __device__ __forceinline__ bool operator!=(kdsl_c64 a, kdsl_c64 b) { return !(a 
 __device__ __forceinline__ float kdsl_cabs(kdsl_c64 a) { return hypotf(a.re, a.im); }
 __device__ __forceinline__ kdsl_c64 kdsl_conj(kdsl_c64 a) { return {a.re, -a.im}; }
 
+// Approximate f32 math, used where every floating-point generic of the kernel is bound to a 16-bit
+// dtype (kdsl::cuda::approx_math; dsl/SPEC.md section 14.2): the PTX approximations ex2.approx,
+// rcp.approx, sqrt.approx and div.full (full range, at most 2 ulp). Their relative errors are a few
+// f32 ulp (exp of x: the rounding of x * log2(e), at most 2^-17 when |x| is near 88), far below
+// the rounding error of the data (2^-8 relative for bf16, 2^-11 for f16). Subnormals are kept (no .ftz).
+__device__ __forceinline__ float kdsl_ex2_approx(float x) {
+  float r;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ float kdsl_exp_approx(float x) { return kdsl_ex2_approx(x * 1.44269504088896341f); }
+__device__ __forceinline__ float kdsl_rcp_approx(float x) {
+  float r;
+  asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ float kdsl_div_approx(float a, float b) {
+  float r;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float kdsl_sqrt_approx(float x) {
+  float r;
+  asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
 // Elementwise helpers with Python/IEEE semantics: min/max propagate NaN; floordiv/mod floor.
 __device__ __forceinline__ float kdsl_max(float a, float b) { return (a > b || a != a) ? a : b; }
 __device__ __forceinline__ float kdsl_min(float a, float b) { return (a < b || a != a) ? a : b; }
@@ -391,7 +418,7 @@ extern "C" __global__ void __launch_bounds__(512) kdsl_rms_norm_bf16_n8192(const
       for (int w = 1; w < G / 32; ++w) acc3 = kdsl_op_sum{}(acc3, red3[buf][group][w]);
     }
     const float s3 = acc3;
-    const float s6 = (s3 / s5);
+    const float s6 = kdsl_div_approx(s3, s5);
     const float s8 = (s6 + s7);
     const float s9 = rsqrtf(s8);
     // phase 1
