@@ -239,7 +239,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // loop axes, in order, the flattening of the rows (the innermost fastest).
   int32_t ref_tensor = -1;
   ir::View ref;
-  size_t vmin = 16;
+  size_t vmin = 16, vmax = 0;
   bool float32_or_less = true;  // every vector tensor is f32, f16 or bf16
   uint32_t vector_tensors = 0;
   auto see = [&](int32_t tensor, const ir::View& view) {
@@ -251,6 +251,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     vector_tensors |= 1u << tensor;
     const DType dt = k.tensors[tensor].dtype;
     vmin = std::min(vmin, dtype_size(dt));
+    vmax = std::max(vmax, dtype_size(dt));
     float32_or_less &= dt == DType::f32 || dt == DType::f16 || dt == DType::bf16;
   };
   for (const ir::Node& n : k.nodes) {
@@ -324,7 +325,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   //   149 with 16. The f32 backward (8 words per element) keeps 8 steps: 16 measured slower
   //   (ninth session, T2: 0.68 against 0.80 of copy).
   // RG-LRU (5 or more transcendental evaluations per element) is bound by its instructions and
-  // measured slower this way. Integer, 8-byte and mixed-width tensors are not measured this way
+  // measured slower this way (see below for 16-bit tensors). Integer, 8-byte and mixed-width tensors are not measured this way
   // and keep element accesses; so does a KDSL_SCAN_SCHEDULE or hint that sets the layout (t, lp,
   // wp, vr).
   const ScanHints hints = read_hints(), given = hints_of(hint);
@@ -342,6 +343,29 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         "{}-byte accesses of {} rows, {}-byte lines per position and warp, {} steps: about {} "
         "register words of elements per thread (few transcendentals per element: memory-bound)",
         s.vr * vmin, s.vr, s.lr * s.vr * vmin, s.t, s.t * s.vr * half / 2));
+  }
+  // The same over 16-bit tensors with much math per element (RG-LRU, logcumsumexp), which is
+  // bound by its instructions: accesses of VR = 2 rows, the 32 lanes along the rows (a 128-byte
+  // line per position and warp), and as many elements per thread (a power of two, 16 to 32) as
+  // about 192 register words hold (loads unpacked, states and prefixes: the math's temporaries
+  // take the rest). Measured with the approximate math of 16-bit data (eleventh session, kdsl tune
+  // of 18 layouts at (1, 32768, 2048) bf16): rg_lru (6 words per element) 16 steps 311 us against
+  // 355 with the element accesses of 8 steps before, 339-350 with 8 steps of 2 rows; rg_lru_bwd
+  // (10 words) 8 steps and lp = 1 643 us against 807, 16 steps 903. f32 is not measured this way
+  // and keeps element accesses.
+  const bool heavy16 = s.columns && float32_or_less && vmax == 2 && len > 256 &&
+                       element_math(k) >= 2 && !set_layout;
+  if (heavy16) {
+    s.vr = 2;
+    s.lr = 32;
+    s.lp = 1;
+    int e = 16;
+    while (e * 2 <= 32 && e * 2 * words <= 192) e *= 2;
+    s.t = e / s.vr;
+    s.reasons.push_back(fmt::format(
+        "4-byte accesses of 2 rows, 128-byte lines per position and warp, {} steps: about {} "
+        "register words of elements per thread (much math per element: bound by instructions)",
+        s.t, s.t * s.vr * words));
   }
   apply_hints(s, hints);
   apply_hints(s, given);  // the caller's hint over the variable's
