@@ -47,6 +47,16 @@ int element_words(const ir::Kernel& k) {
   return element_half_words(k, false) / 2;
 }
 
+// Whether a scan of the kernel combines by logaddexp (logcumsumexp): transcendental math in the
+// combine, evaluated at each level of the scan, rather than once per element.
+bool logaddexp_combine(const ir::Kernel& k) {
+  for (const ir::Node& n : k.nodes) {
+    if (n.op == ir::Op::scan && static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::logaddexp)
+      return true;
+  }
+  return false;
+}
+
 // Transcendental evaluations per element of the scanned axis (exp, log, sqrt, sigmoid, ... and a
 // logaddexp scan's combine): the kernels with several (RG-LRU) are bound by their instructions,
 // not by memory, and keep the layout that allows the most resident threads.
@@ -325,9 +335,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   //   149 with 16. The f32 backward (8 words per element) keeps 8 steps: 16 measured slower
   //   (ninth session, T2: 0.68 against 0.80 of copy).
   // RG-LRU (5 or more transcendental evaluations per element) is bound by its instructions and
-  // measured slower this way (see below for 16-bit tensors). Integer, 8-byte and mixed-width tensors are not measured this way
-  // and keep element accesses; so does a KDSL_SCAN_SCHEDULE or hint that sets the layout (t, lp,
-  // wp, vr).
+  // measured slower this way (see below for 16-bit tensors). Integer, 8-byte and mixed-width
+  // tensors are not measured this way and keep element accesses; so does a KDSL_SCAN_SCHEDULE or
+  // hint that sets the layout (t, lp, wp, vr).
   const ScanHints hints = read_hints(), given = hints_of(hint);
   const bool set_layout = hints.sets_layout() || given.sets_layout();
   const bool wide = s.columns && float32_or_less && len > 256 && element_math(k) < 2 && !set_layout;
@@ -344,17 +354,21 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         "register words of elements per thread (few transcendentals per element: memory-bound)",
         s.vr * vmin, s.vr, s.lr * s.vr * vmin, s.t, s.t * s.vr * half / 2));
   }
-  // The same over 16-bit tensors with much math per element (RG-LRU, logcumsumexp), which is
-  // bound by its instructions: accesses of VR = 2 rows, the 32 lanes along the rows (a 128-byte
-  // line per position and warp), and as many elements per thread (a power of two, 16 to 32) as
-  // about 192 register words hold (loads unpacked, states and prefixes: the math's temporaries
-  // take the rest). Measured with the approximate math of 16-bit data (eleventh session, kdsl tune
-  // of 18 layouts at (1, 32768, 2048) bf16): rg_lru (6 words per element) 16 steps 311 us against
-  // 355 with the element accesses of 8 steps before, 339-350 with 8 steps of 2 rows; rg_lru_bwd
-  // (10 words) 8 steps and lp = 1 643 us against 807, 16 steps 903. f32 is not measured this way
-  // and keeps element accesses.
+  // The same over 16-bit tensors with much elementwise math (RG-LRU), which is bound by its
+  // instructions: accesses of VR = 2 rows, the 32 lanes along the rows (a 128-byte line per
+  // position and warp), and as many elements per thread (a power of two, 16 to 32) as about 192
+  // register words hold (loads unpacked, states and prefixes: the math's temporaries take the
+  // rest). Measured on the H200 with the approximate math of 16-bit data (eleventh session,
+  // bench/RESULTS.md), at (1, 32768, 2048) bf16:
+  // - kdsl tune of 18 layouts: rg_lru (6 words per element) 16 steps 311 us against 355 with the
+  //   element accesses of 8 steps before it, 339-350 with 8 steps of 2 rows; rg_lru_bwd (10 words)
+  //   8 steps and lp = 1 643 us against 807, 16 steps 903;
+  // - logcumsumexp, whose math is in the combine: 8-16% slower this way (278 -> 302 us forward),
+  //   so it keeps element accesses;
+  // - f32 RG-LRU: every 2-row layout slower than the element accesses (tune: best rg_lru_bwd
+  //   t=8,lp=2,vr=1 1082 us, default 1134, 2-row layouts 1112-3145).
   const bool heavy16 = s.columns && float32_or_less && vmax == 2 && len > 256 &&
-                       element_math(k) >= 2 && !set_layout;
+                       element_math(k) >= 2 && !logaddexp_combine(k) && !set_layout;
   if (heavy16) {
     s.vr = 2;
     s.lr = 32;
