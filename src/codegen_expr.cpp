@@ -168,7 +168,10 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
         r = f("expm1");
         break;
       case F::sqrt:
-        r = approx ? fmt::format("kdsl_sqrt_approx({})", a) : f("sqrt");
+        // Not for f16 arithmetic: its square roots can lie within 2^-25 (relative) of an f16
+        // rounding midpoint, closer than sqrt.approx's error, so only the correctly rounded f32
+        // root rounds to the correctly rounded f16 one (division and bf16 keep a wider margin).
+        r = approx && t != DType::f16 ? fmt::format("kdsl_sqrt_approx({})", a) : f("sqrt");
         break;
       case F::rsqrt:
         r = f("rsqrt");
@@ -313,16 +316,23 @@ std::string zero(DType t) {
   return literal(t, 0);
 }
 
-bool approx_math(const ir::Kernel& k) {
-  if (const char* env = std::getenv("KDSL_MATH"); env != nullptr && *env != '\0') {
-    const std::string mode = env;
-    if (mode == "accurate") return false;
-    if (mode == "approx") return true;
-    if (mode != "auto") {
-      throw ArgumentError(fmt::format(
-          "KDSL_MATH='{}': expected 'auto' (the default), 'accurate' or 'approx'", mode));
-    }
-  }
+namespace {
+
+enum class MathMode { by_data, accurate, approx };
+
+MathMode math_mode() {
+  const char* env = std::getenv("KDSL_MATH");
+  if (env == nullptr || *env == '\0') return MathMode::by_data;
+  const std::string mode = env;
+  if (mode == "auto") return MathMode::by_data;
+  if (mode == "accurate") return MathMode::accurate;
+  if (mode == "approx") return MathMode::approx;
+  throw ArgumentError(
+      fmt::format("KDSL_MATH='{}': expected 'auto' (the default), 'accurate' or 'approx'", mode));
+}
+
+// The kernel has a float generic, and every one is bound to f16 or bf16.
+bool sixteen_bit_generics(const ir::Kernel& k) {
   bool any = false;
   for (const auto& [name, dtype] : k.generics) {
     if (dtype == DType::f16 || dtype == DType::bf16) {
@@ -332,6 +342,30 @@ bool approx_math(const ir::Kernel& k) {
     }
   }
   return any;
+}
+
+}  // namespace
+
+bool approx_math(const ir::Kernel& k) {
+  const MathMode m = math_mode();
+  return m == MathMode::by_data ? sixteen_bit_generics(k) : m == MathMode::approx;
+}
+
+std::string math_note(const ir::Kernel& k) {
+  const char* what =
+      "ex2.approx, rcp.approx, div.full and sqrt.approx for exp, exp2, sigmoid, silu, softplus, / "
+      "and sqrt";
+  switch (math_mode()) {
+    case MathMode::accurate:
+      return "f32 math: full precision (KDSL_MATH=accurate)";
+    case MathMode::approx:
+      return fmt::format("f32 math: approximate (KDSL_MATH=approx): {}", what);
+    case MathMode::by_data:
+      break;
+  }
+  return sixteen_bit_generics(k)
+             ? fmt::format("f32 math: approximate (every float generic is f16 or bf16): {}", what)
+             : "f32 math: full precision (no float generic, or one bound to f32 or f64)";
 }
 
 std::string op_expr(const ir::Kernel& k, const ir::Node& n, const std::vector<std::string>& args,

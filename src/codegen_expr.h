@@ -30,11 +30,16 @@ std::string literal(DType t, double v, double im = 0);
 std::string zero(DType t);
 /// Whether the generated code computes f32 exp, exp2, sigmoid, silu, softplus's exp, division and
 /// sqrt with the PTX approximations of the prelude (kdsl_exp_approx and the others; errors of a
-/// few f32 ulp) instead of CUDA's full-precision functions: when the kernel has a floating-point
-/// generic and every one is bound to f16 or bf16, so the data's own rounding error (2^-8 or 2^-11
-/// relative) is thousands of times larger. KDSL_MATH=accurate or =approx overrides the rule for
-/// every kernel; throws kdsl::ArgumentError for another value. f64 math is never approximated.
+/// few f32 ulp, and up to about 2^-17 relative for exp near |x| = 88) instead of CUDA's
+/// full-precision functions: when the kernel has a floating-point generic and every one (c64
+/// included) is bound to f16 or bf16, so the data's own rounding error (2^-8 or 2^-11 relative) is
+/// far larger. Integer generics do not count. KDSL_MATH=accurate or =approx overrides the rule
+/// for every kernel; throws kdsl::ArgumentError for another value. f64 math and the square root
+/// of f16 arithmetic are never approximated.
 bool approx_math(const ir::Kernel& k);
+/// One line saying which f32 math approx_math chose and why (the generated source's header and
+/// `kdsl emit --explain`). Throws kdsl::ArgumentError as approx_math does.
+std::string math_note(const ir::Kernel& k);
 /// The expression computing node `n` from the spelled operands `args` (constants, casts, unary,
 /// binary, compare, select). Results of f16/bf16 arithmetic are rounded to their dtype.
 std::string op_expr(const ir::Kernel& k, const ir::Node& n, const std::vector<std::string>& args,

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen_expr.h"
 #include "dsl/diagnostics.h"
 #include "kdsl/error.h"
 
@@ -59,7 +60,7 @@ bool logaddexp_combine(const ir::Kernel& k) {
 
 // Transcendental evaluations per element of the scanned axis (exp, log, sqrt, sigmoid, ... and a
 // logaddexp scan's combine): the kernels with several (RG-LRU) are bound by their instructions,
-// not by memory, and keep the layout that allows the most resident threads.
+// not by memory: they keep element accesses, or take the 16-bit heavy-math layout below.
 int element_math(const ir::Kernel& k) {
   using F = ir::UnaryFn;
   int n_math = 0;
@@ -361,14 +362,17 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // rest). Measured on the H200 with the approximate math of 16-bit data (eleventh session,
   // bench/RESULTS.md), at (1, 32768, 2048) bf16:
   // - kdsl tune of 18 layouts: rg_lru (6 words per element) 16 steps 311 us against 355 with the
-  //   element accesses of 8 steps before it, 339-350 with 8 steps of 2 rows; rg_lru_bwd (10 words)
-  //   8 steps and lp = 1 643 us against 807, 16 steps 903;
-  // - logcumsumexp, whose math is in the combine: 8-16% slower this way (278 -> 302 us forward),
-  //   so it keeps element accesses;
+  //   element accesses of 8 steps before it (but 312 with element accesses of 16 steps: the
+  //   forward gains from the steps), 339-350 with 8 steps of 2 rows; rg_lru_bwd (10 words) 8
+  //   steps and lp = 1 643 us against 807 (element accesses: 807-1186), 16 steps 903;
+  // - logcumsumexp, whose math is in the combine: 8-19% slower this way (278 -> 302 us forward,
+  //   930 -> 1111 us for logcumsumexp_reverse_mid_bwd), so it keeps element accesses;
   // - f32 RG-LRU: every 2-row layout slower than the element accesses (tune: best rg_lru_bwd
   //   t=8,lp=2,vr=1 1082 us, default 1134, 2-row layouts 1112-3145).
+  // Measured with the approximate math only, and only where 16 elements fit the budget.
   const bool heavy16 = s.columns && float32_or_less && vmax == 2 && len > 256 &&
-                       element_math(k) >= 2 && !logaddexp_combine(k) && !set_layout;
+                       element_math(k) >= 2 && !logaddexp_combine(k) && 16 * words <= 192 &&
+                       cuda::approx_math(k) && !set_layout;
   if (heavy16) {
     s.vr = 2;
     s.lr = 32;

@@ -15,8 +15,10 @@
 //     over long sequences use accesses of VR = 2 rows (8 bytes of f32, 4 of 16-bit) with LR = 16
 //     lanes along the rows -> a 128-byte (f32) or 64-byte line per position and warp, LP = 2
 //     lanes and WP = 8 warps along the positions, 8 to 32 steps from a register budget;
-//     kernels with several transcendentals per element (RG-LRU), 8-byte
-//     elements and short sequences use element accesses of 32 bytes of rows (LR = 32 / size).
+//     16-bit kernels with several transcendentals per element (RG-LRU, with the approximate f32
+//     math of 16-bit data) use VR = 2 with LR = 32 lanes along the rows, LP = 1, 8 or 16 steps;
+//     the same in f32, logcumsumexp, 8-byte elements and short sequences use element accesses
+//     of 32 bytes of rows (LR = 32 / size).
 //   - scan.rows (the vector axis is the last, contiguous axis, e.g. x[m, :]): VP consecutive
 //     positions make one 16-byte access, VR = 1 and LP = 32 lanes along the positions.
 // Short sequences fold positions into rows (fewer lanes/warps along the positions), so a tile is

@@ -9,6 +9,7 @@
 
 #include "cache_test_util.h"
 #include "kdsl/error.h"
+#include "src/codegen_expr.h"
 #include "src/compiler.h"
 #include "src/nvrtc.h"
 
@@ -39,6 +40,7 @@ GeneratedKernel gen(const FrontEnd& fe, const std::string& kernel, DType t, int6
 
 // To refresh after an intended codegen change: KDSL_UPDATE_GOLDEN=1 build/tests/codegen_test
 TEST(Codegen, RmsNormBf16MatchesGoldenSource) {
+  testing::ScopedEnv math("KDSL_MATH", nullptr);
   auto fe = load("stdlib/rms_norm.kdsl");
   GeneratedKernel g = gen(*fe, "rms_norm", DType::bf16, 8192);
   std::string path = source_dir() + "/tests/golden/kdsl_rms_norm_bf16_n8192.cu";
@@ -76,6 +78,7 @@ TEST(Codegen, SixteenBitStoresRoundOnce) {
 // every float generic is 16-bit, CUDA's full-precision functions otherwise (f32 data, f64 always);
 // KDSL_MATH overrides the rule, and another value of it is an error naming the variable.
 TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
+  testing::ScopedEnv math("KDSL_MATH", nullptr);
   auto fe = load("stdlib/rg_lru.kdsl");
   auto body = [&](DType t) {
     std::string src = gen(*fe, "rg_lru_bwd", t, 4096).source;
@@ -105,6 +108,18 @@ TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
     EXPECT_EQ(f64.find("_approx("), std::string::npos) << "f64 math is never approximated";
     EXPECT_NE(f64.find("exp("), std::string::npos);
   }
+  // The square root of f16 arithmetic stays correctly rounded (f16 roots can lie closer to a
+  // rounding midpoint than sqrt.approx's error).
+  {
+    auto t = run_front_end(std::make_shared<const SourceFile>(
+        "t.kdsl",
+        "@kernel\ndef r[T: f16](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):\n"
+        "    for m in parallel(M):\n        y[m, :] = sqrt(x[m, :]) + T(sqrt(f32(x[m, :])))\n"));
+    std::string b = gen(*t, "r", DType::f16, 256).source;
+    b = b.substr(b.find("// ---- end of prelude ----"));
+    EXPECT_NE(b.find("kdsl_round_f16(sqrtf("), std::string::npos) << b;
+    EXPECT_NE(b.find("kdsl_sqrt_approx("), std::string::npos) << b;  // the f32 root
+  }
   {
     testing::ScopedEnv env("KDSL_MATH", "fast");
     try {
@@ -113,6 +128,38 @@ TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
     } catch (const ArgumentError& e) {
       EXPECT_NE(std::string(e.what()).find("KDSL_MATH='fast'"), std::string::npos) << e.what();
     }
+  }
+}
+
+// The rule looks at every float generic: two of them must both be 16-bit, integer generics do not
+// count, and a kernel without a generic computes at full precision whatever its tensors hold.
+TEST(Codegen, ApproximateMathLooksAtEveryFloatGeneric) {
+  testing::ScopedEnv math("KDSL_MATH", nullptr);
+  auto fe = load("tests/data/math_rule.kdsl");
+  struct Case {
+    const char* kernel;
+    std::vector<DType> binding;
+    bool approx;
+  };
+  const Case cases[] = {
+      {"two_floats", {DType::bf16, DType::f16}, true},
+      {"two_floats", {DType::bf16, DType::f32}, false},
+      {"two_floats", {DType::f32, DType::f16}, false},
+      {"float_and_int", {DType::bf16, DType::i32}, true},
+      {"float_and_int", {DType::f32, DType::i64}, false},
+      {"no_generic", {}, false},
+  };
+  for (const Case& c : cases) {
+    Specialization spec{c.binding, 256, ~0u, ~0u};
+    ir::Kernel k = lower_specialized(*fe, c.kernel, spec);
+    GeneratedKernel g = generate(k, spec, DeviceTarget{});
+    const std::string body = g.source.substr(g.source.find("// ---- end of prelude ----"));
+    SCOPED_TRACE(g.plan.symbol);
+    EXPECT_EQ(cuda::approx_math(k), c.approx);
+    EXPECT_EQ(body.find("= kdsl_exp_approx(") != std::string::npos, c.approx);
+    const std::string note = c.approx ? "f32 math: approximate" : "f32 math: full precision";
+    EXPECT_NE(g.source.find("// " + note), std::string::npos) << "the header says which";
+    EXPECT_EQ(g.plan.reasons.back().rfind(note, 0), 0u) << "and kdsl emit --explain";
   }
 }
 

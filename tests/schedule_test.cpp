@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "cache_test_util.h"
 #include "kdsl/error.h"
 #include "src/compiler.h"
 #include "src/launch_plan.h"
@@ -530,6 +531,7 @@ class ScanScheduleEnv {
 // element accesses of 32-byte rows.
 TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   ScanScheduleEnv none("");
+  testing::ScopedEnv math("KDSL_MATH", nullptr);
   struct Case {
     const char* file;
     const char* kernel;
@@ -582,6 +584,13 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   {
     ScanScheduleEnv env("vr=8,wp=1");
     EXPECT_THROW(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768), ArgumentError);
+  }
+  // The 16-bit heavy-math layout was measured with the approximate math only.
+  {
+    testing::ScopedEnv env("KDSL_MATH", "accurate");
+    ScanSchedule s = choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768);
+    EXPECT_EQ(s.vr, 1);
+    EXPECT_EQ(s.lr, 16);
   }
   // The last axis keeps its own layout: lanes along the positions, one row per access.
   ScanSchedule rows = choose_scan("scan.kdsl", "cumsum", DType::f32, 32768);

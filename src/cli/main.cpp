@@ -91,7 +91,8 @@ int main(int argc, char** argv) {
       "`kdsl COMMAND --help` shows each command's options and an example; docs/cli.md is the "
       "reference.\n"
       "Exit codes: 0 ok, 1 user error, 2 usage error, 3 verification failed, 4 no GPU.\n"
-      "Environment: KDSL_CACHE_DIR, KDSL_CACHE, KDSL_CACHE_MAX_SIZE, KDSL_LOG_LEVEL, KDSL_DEBUG.\n"
+      "Environment: KDSL_CACHE_DIR, KDSL_CACHE, KDSL_CACHE_MAX_SIZE, KDSL_LOG_LEVEL, KDSL_DEBUG, "
+      "KDSL_MATH, KDSL_SCAN_SCHEDULE.\n"
       "Example: kdsl run stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape M=1024,N=8192 "
       "--verify --bench");
   std::vector<Command> commands = {kdsl::cli::register_check(app), kdsl::cli::register_list(app),

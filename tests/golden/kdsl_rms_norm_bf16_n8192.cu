@@ -2,6 +2,7 @@
 // Schedule rows.cta:
 //   N = 8192: VEC = 8 (16-byte accesses), 1024 vectors per row -> rows.cta (512 threads per row, 1 row per CTA, 2 chunks per thread), one CTA per row group (no state across rows)
 //   register-resident: about 16 registers per thread hold the cached vectors, 16-bit values packed in pairs (budget 40); each element is read once
+// f32 math: approximate (every float generic is f16 or bf16): ex2.approx, rcp.approx, div.full and sqrt.approx for exp, exp2, sigmoid, silu, softplus, / and sqrt
 // ---- kdsl prelude: storage conversions, complex numbers, reductions ----
 typedef unsigned short kdsl_u16;
 
