@@ -1099,6 +1099,7 @@ GeneratedKernel RowEmitter::run() {
   for (const std::string& r : s_.reasons) t_.line("//   {}", r);
   t_.line("// {}", cuda::math_note(k_));
   t_.raw(cuda_prelude());
+  if (cuda::approx_math(k_)) t_.raw(cuda_approx_math_prelude());
   t_.line("");
   emit_params_struct();
   if (s_.stage >= 2) t_.raw(cuda_async_copy_prelude());

@@ -528,6 +528,7 @@ GeneratedKernel Emitter::run() {
   for (const std::string& r : s_.reasons) t_.line("//   {}", r);
   t_.line("// {}", cuda::math_note(k_));
   t_.raw(cuda_prelude());
+  if (cuda::approx_math(k_)) t_.raw(cuda_approx_math_prelude());
   t_.raw(cuda_async_copy_prelude());
   t_.raw(cuda_scan_prelude());
   t_.line("");

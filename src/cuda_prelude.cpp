@@ -62,33 +62,6 @@ __device__ __forceinline__ bool operator!=(kdsl_c64 a, kdsl_c64 b) { return !(a 
 __device__ __forceinline__ float kdsl_cabs(kdsl_c64 a) { return hypotf(a.re, a.im); }
 __device__ __forceinline__ kdsl_c64 kdsl_conj(kdsl_c64 a) { return {a.re, -a.im}; }
 
-// Approximate f32 math, used where every floating-point generic of the kernel is bound to a 16-bit
-// dtype (kdsl::cuda::approx_math; dsl/SPEC.md section 14.2): the PTX approximations ex2.approx,
-// rcp.approx, sqrt.approx and div.full (full range, at most 2 ulp). Their relative errors are a few
-// f32 ulp (exp of x: the rounding of x * log2(e), at most 2^-17 when |x| is near 88), far below
-// the rounding error of the data (2^-8 relative for bf16, 2^-11 for f16). Subnormals are kept (no .ftz).
-__device__ __forceinline__ float kdsl_ex2_approx(float x) {
-  float r;
-  asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-__device__ __forceinline__ float kdsl_exp_approx(float x) { return kdsl_ex2_approx(x * 1.44269504088896341f); }
-__device__ __forceinline__ float kdsl_rcp_approx(float x) {
-  float r;
-  asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-__device__ __forceinline__ float kdsl_div_approx(float a, float b) {
-  float r;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-__device__ __forceinline__ float kdsl_sqrt_approx(float x) {
-  float r;
-  asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
 // Elementwise helpers with Python/IEEE semantics: min/max propagate NaN; floordiv/mod floor.
 __device__ __forceinline__ float kdsl_max(float a, float b) { return (a > b || a != a) ? a : b; }
 __device__ __forceinline__ float kdsl_min(float a, float b) { return (a < b || a != a) ? a : b; }
@@ -330,6 +303,39 @@ template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduc
   return v;
 }
 // ---- end of prelude ----
+)KDSL";
+}
+
+const char* cuda_approx_math_prelude() {
+  return R"KDSL(// ---- kdsl approximate f32 math ----
+// Emitted where every floating-point generic of the kernel is bound to a 16-bit dtype
+// (kdsl::cuda::approx_math; dsl/SPEC.md section 14.2), or with KDSL_MATH=approx: the PTX
+// approximations ex2.approx, rcp.approx, sqrt.approx and div.full (full range, at most 2 ulp).
+// Their relative errors are a few f32 ulp (exp of x: the rounding of x * log2(e), at most 2^-17
+// when |x| is near 88), far below the rounding error of the data (2^-8 relative for bf16, 2^-11
+// for f16). Subnormals are kept (no .ftz).
+__device__ __forceinline__ float kdsl_ex2_approx(float x) {
+  float r;
+  asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ float kdsl_exp_approx(float x) { return kdsl_ex2_approx(x * 1.44269504088896341f); }
+__device__ __forceinline__ float kdsl_rcp_approx(float x) {
+  float r;
+  asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ float kdsl_div_approx(float a, float b) {
+  float r;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float kdsl_sqrt_approx(float x) {
+  float r;
+  asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+// ---- end of approximate math ----
 )KDSL";
 }
 

@@ -8,6 +8,11 @@ namespace kdsl {
 /// and deterministic reduction operators (sum, max, min, Welford/Chan variance, argmax/argmin).
 const char* cuda_prelude();
 
+/// CUDA C++ source of the approximate f32 math (kdsl_exp_approx, kdsl_ex2_approx, kdsl_rcp_approx,
+/// kdsl_div_approx, kdsl_sqrt_approx: PTX approximations without .ftz). Emitted after
+/// cuda_prelude() by the kernels whose f32 math is approximate (cuda::approx_math).
+const char* cuda_approx_math_prelude();
+
 /// CUDA C++ source of the asynchronous global-to-shared copies (cp.async, sm_80+): kdsl_cp_async
 /// of 4, 8 or 16 bytes (zero-filled when not ok), kdsl_cp_commit, kdsl_cp_wait_group<N> and
 /// kdsl_cp_wait (all of this thread's copies). Emitted after cuda_prelude() by the kernels that

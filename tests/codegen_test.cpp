@@ -32,6 +32,13 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// The generated source after the preludes: the kernel's own code.
+std::string kernel_body(const std::string& src) {
+  size_t at = src.find("// ---- end of approximate math ----");
+  if (at == std::string::npos) at = src.find("// ---- end of prelude ----");
+  return src.substr(at);
+}
+
 GeneratedKernel gen(const FrontEnd& fe, const std::string& kernel, DType t, int64_t n) {
   Specialization spec{{t}, n, ~0u, ~0u};
   ir::Kernel k = lower_specialized(fe, kernel, spec);
@@ -80,10 +87,7 @@ TEST(Codegen, SixteenBitStoresRoundOnce) {
 TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
   testing::ScopedEnv math("KDSL_MATH", nullptr);
   auto fe = load("stdlib/rg_lru.kdsl");
-  auto body = [&](DType t) {
-    std::string src = gen(*fe, "rg_lru_bwd", t, 4096).source;
-    return src.substr(src.find("// ---- end of prelude ----"));
-  };
+  auto body = [&](DType t) { return kernel_body(gen(*fe, "rg_lru_bwd", t, 4096).source); };
   const char* approx[] = {"kdsl_rcp_approx(1.f + kdsl_exp_approx(", "kdsl_sqrt_approx(",
                           "kdsl_div_approx(", "= kdsl_exp_approx("};
   const char* full[] = {"(1.f / (1.f + expf(", "sqrtf(", "= expf("};
@@ -94,6 +98,11 @@ TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
   }
   const std::string b32 = body(DType::f32);
   EXPECT_EQ(b32.find("_approx("), std::string::npos);
+  // The helpers themselves come only with the kernels that use them.
+  EXPECT_EQ(gen(*fe, "rg_lru_bwd", DType::f32, 4096).source.find("kdsl_exp_approx"),
+            std::string::npos);
+  EXPECT_NE(gen(*fe, "rg_lru_bwd", DType::bf16, 4096).source.find("kdsl approximate f32 math"),
+            std::string::npos);
   for (const char* s : full) EXPECT_NE(b32.find(s), std::string::npos) << s;
   {
     testing::ScopedEnv env("KDSL_MATH", "accurate");
@@ -103,8 +112,7 @@ TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
     testing::ScopedEnv env("KDSL_MATH", "approx");
     EXPECT_NE(body(DType::f32).find("= kdsl_exp_approx("), std::string::npos);
     auto scan = load("stdlib/scan.kdsl");
-    std::string f64 = gen(*scan, "logcumsumexp", DType::f64, 4096).source;
-    f64 = f64.substr(f64.find("// ---- end of prelude ----"));
+    const std::string f64 = kernel_body(gen(*scan, "logcumsumexp", DType::f64, 4096).source);
     EXPECT_EQ(f64.find("_approx("), std::string::npos) << "f64 math is never approximated";
     EXPECT_NE(f64.find("exp("), std::string::npos);
   }
@@ -115,8 +123,7 @@ TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
         "t.kdsl",
         "@kernel\ndef r[T: f16](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):\n"
         "    for m in parallel(M):\n        y[m, :] = sqrt(x[m, :]) + T(sqrt(f32(x[m, :])))\n"));
-    std::string b = gen(*t, "r", DType::f16, 256).source;
-    b = b.substr(b.find("// ---- end of prelude ----"));
+    const std::string b = kernel_body(gen(*t, "r", DType::f16, 256).source);
     EXPECT_NE(b.find("kdsl_round_f16(sqrtf("), std::string::npos) << b;
     EXPECT_NE(b.find("kdsl_sqrt_approx("), std::string::npos) << b;  // the f32 root
   }
@@ -153,7 +160,7 @@ TEST(Codegen, ApproximateMathLooksAtEveryFloatGeneric) {
     Specialization spec{c.binding, 256, ~0u, ~0u};
     ir::Kernel k = lower_specialized(*fe, c.kernel, spec);
     GeneratedKernel g = generate(k, spec, DeviceTarget{});
-    const std::string body = g.source.substr(g.source.find("// ---- end of prelude ----"));
+    const std::string body = kernel_body(g.source);
     SCOPED_TRACE(g.plan.symbol);
     EXPECT_EQ(cuda::approx_math(k), c.approx);
     EXPECT_EQ(body.find("= kdsl_exp_approx(") != std::string::npos, c.approx);
