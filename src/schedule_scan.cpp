@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -131,14 +132,23 @@ ScanHints read_hints() {
     if (end == std::string::npos) end = h.text.size();
     std::string item = h.text.substr(at, end - at);
     at = end + 1;
-    size_t eq = item.find('=');
+    // Strict: a key, '=', and an integer with nothing after it, each key once ("t=4;vr=2" or
+    // "vr=2.9" would otherwise set something else than what was written).
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
     int v = 0;
-    try {
-      v = std::stoi(item.substr(eq == std::string::npos ? item.size() : eq + 1));
-    } catch (const std::exception&) {
+    const char* first = item.data() + (eq == std::string::npos ? item.size() : eq + 1);
+    const char* last = item.data() + item.size();
+    const auto [ptr, ec] = std::from_chars(first, last, v);
+    if (eq == std::string::npos || key.empty() || first == last || ec != std::errc() ||
+        ptr != last) {
       throw ArgumentError(fmt::format("KDSL_SCAN_SCHEDULE: '{}' is not key=integer", item));
     }
-    h.items.emplace_back(item.substr(0, eq), v);
+    if (std::any_of(h.items.begin(), h.items.end(),
+                    [&](const auto& kv) { return kv.first == key; })) {
+      throw ArgumentError(fmt::format("KDSL_SCAN_SCHEDULE: '{}' is given twice", key));
+    }
+    h.items.emplace_back(key, v);
   }
   return h;
 }

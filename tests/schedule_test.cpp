@@ -585,6 +585,21 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
     ScanScheduleEnv env("vr=8,wp=1");
     EXPECT_THROW(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768), ArgumentError);
   }
+  // The variable is read strictly: what is not key=integer, or a key given twice, is an error
+  // naming it, not a value read up to its first stray character.
+  for (const char* bad : {"t=4;vr=2", "vr=2.9", "t=16,t=8", "t", "=4", "t=", "t=4,,vr=2"}) {
+    ScanScheduleEnv env(bad);
+    try {
+      choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("KDSL_SCAN_SCHEDULE"), std::string::npos) << e.what();
+    }
+  }
+  {
+    ScanScheduleEnv env("t=16,vr=2,");  // a trailing comma ends the list
+    EXPECT_EQ(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768).t, 16);
+  }
   // The 16-bit heavy-math layout was measured with the approximate math only.
   {
     testing::ScopedEnv env("KDSL_MATH", "accurate");
