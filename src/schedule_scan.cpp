@@ -444,6 +444,16 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     }
     s.vr = vec;
   }
+  // An override's tile is bounded by its registers: past about 1024 words of elements per thread
+  // (four times the 255 registers a thread can have) the kernel spills most of them and NVRTC
+  // takes minutes (t=64,vr=16 on a c64 recurrence: 8192 words). The defaults hold at most 208.
+  if (const int64_t held = int64_t{s.t} * s.vp * s.vr * words; set_layout && held > 1024) {
+    (given.sets_layout() ? given : hints)
+        .fail(fmt::format("the tile holds about {} register words of elements per thread ({} "
+                          "steps x {} rows x {} positions x {} words per element); at most 1024 "
+                          "(lower t or vr)",
+                          held, s.t, s.vr, s.vp, words));
+  }
   s.chunks = (len + s.cl() - 1) / s.cl();
   if (s.chunks > 1 && s.td() > s.threads()) {
     // The look-back takes one thread per row of a tile; only overrides can break that.

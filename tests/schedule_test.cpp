@@ -596,6 +596,17 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
       EXPECT_NE(std::string(e.what()).find("KDSL_SCAN_SCHEDULE"), std::string::npos) << e.what();
     }
   }
+  // A layout override holding more than 1024 register words per thread is refused (it would
+  // compile for minutes into a kernel that spills): 64 steps x 16 rows of c64 recurrences.
+  {
+    ScanScheduleEnv env("t=64,vr=16,lp=32,wp=1");
+    try {
+      choose_scan("linear_recurrence.kdsl", "linear_recurrence", DType::c64, 32768);
+      ADD_FAILURE() << "a tile of 8192 register words was accepted";
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find("at most 1024"), std::string::npos) << e.what();
+    }
+  }
   {
     ScanScheduleEnv env("t=16,vr=2,");  // a trailing comma ends the list
     EXPECT_EQ(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768).t, 16);
