@@ -165,7 +165,7 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
         r = f("log1p");
         break;
       case F::expm1:
-        r = f("expm1");
+        r = approx ? fmt::format("kdsl_expm1_approx({})", a) : f("expm1");
         break;
       case F::sqrt:
         // Not for f16 arithmetic: its square roots can lie within 2^-25 (relative) of an f16
@@ -353,8 +353,8 @@ bool approx_math(const ir::Kernel& k) {
 
 std::string math_note(const ir::Kernel& k) {
   const char* what =
-      "ex2.approx, rcp.approx, div.full and sqrt.approx for exp, exp2, sigmoid, silu, softplus, / "
-      "and sqrt";
+      "ex2.approx, rcp.approx, div.full and sqrt.approx for exp, exp2, sigmoid, silu, softplus, "
+      "expm1, / and sqrt";
   switch (math_mode()) {
     case MathMode::accurate:
       return "f32 math: full precision (KDSL_MATH=accurate)";

@@ -335,6 +335,20 @@ __device__ __forceinline__ float kdsl_sqrt_approx(float x) {
   asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
+// expm1(x) = e^x - 1: for |x| < 1/2 the Taylor polynomial of degree 8, x (1 + x q(x)) (truncation
+// below 1.1e-8 relative, and -0 stays -0); else e^x - 1 from ex2.approx, whose relative error the
+// subtraction multiplies by at most e^0.5 / (e^0.5 - 1) = 2.54. NaN and infinities as in expm1f.
+// About 15 instructions where CUDA's expm1f takes about 28 (sm_90 SASS of rg_lru_bwd).
+__device__ __forceinline__ float kdsl_expm1_approx(float x) {
+  float q = fmaf(x, 2.48015873e-5f, 1.98412698e-4f);  // 1/8!, 1/7!
+  q = fmaf(q, x, 1.38888889e-3f);                      // 1/6!
+  q = fmaf(q, x, 8.33333333e-3f);                      // 1/5!
+  q = fmaf(q, x, 4.16666667e-2f);                      // 1/4!
+  q = fmaf(q, x, 1.66666667e-1f);                      // 1/3!
+  q = fmaf(q, x, 0.5f);                                // 1/2!
+  const float e = kdsl_exp_approx(x) - 1.f;
+  return fabsf(x) < 0.5f ? x * fmaf(x, q, 1.f) : e;
+}
 // ---- end of approximate math ----
 )KDSL";
 }

@@ -360,9 +360,15 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     int e = 8;
     while (e * 2 <= 64 && e * 2 * half <= 2 * 208) e *= 2;
     s.t = std::clamp(e / s.vr, 8, 32);
+    // The budget plans two CTAs of 256 threads per SM (128 registers a thread); the launch
+    // bounds hold ptxas to that. Without them the bf16 backward recurrence took 144 registers
+    // once its combine became branch-free (one CTA per SM: 212 -> 292 us on the H200, twelfth
+    // session), and 128 with them, unspilled.
+    s.min_ctas = 2;
     s.reasons.push_back(fmt::format(
         "{}-byte accesses of {} rows, {}-byte lines per position and warp, {} steps: about {} "
-        "register words of elements per thread (few transcendentals per element: memory-bound)",
+        "register words of elements per thread (few transcendentals per element: memory-bound), "
+        "at least 2 CTAs per SM",
         s.vr * vmin, s.vr, s.lr * s.vr * vmin, s.t, s.t * s.vr * half / 2));
   }
   // The same over 16-bit tensors with much elementwise math (RG-LRU), which is bound by its

@@ -89,8 +89,8 @@ TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
   auto fe = load("stdlib/rg_lru.kdsl");
   auto body = [&](DType t) { return kernel_body(gen(*fe, "rg_lru_bwd", t, 4096).source); };
   const char* approx[] = {"kdsl_rcp_approx(1.f + kdsl_exp_approx(", "kdsl_sqrt_approx(",
-                          "kdsl_div_approx(", "= kdsl_exp_approx("};
-  const char* full[] = {"(1.f / (1.f + expf(", "sqrtf(", "= expf("};
+                          "kdsl_div_approx(", "= kdsl_exp_approx(", "kdsl_expm1_approx("};
+  const char* full[] = {"(1.f / (1.f + expf(", "sqrtf(", "= expf(", "expm1f("};
   for (DType t : {DType::bf16, DType::f16}) {
     const std::string b = body(t);
     for (const char* s : approx) EXPECT_NE(b.find(s), std::string::npos) << dtype_name(t) << s;

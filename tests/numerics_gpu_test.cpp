@@ -209,11 +209,12 @@ TEST(NumericsGpu, SoftmaxOfAMostlyMaskedRow) {
 }
 
 // The f32 math of a kernel follows the precision of its data (dsl/SPEC.md section 14.2): with
-// 16-bit data, exp, exp2, sigmoid, silu, sqrt and division use the PTX approximations; with f32
-// data, CUDA's full-precision functions. Each output is stored in f32, so its error shows. The
-// bounds with 16-bit data: 2^-16 for exp, sigmoid and silu (twice the 2^-17 that the rounding of
-// x * log2(e) can reach near |x| = 88), 2^-20 (8 f32 ulps) for exp2, sqrt and division; with f32
-// data, 4 ulps and correct rounding. IEEE special values classify as in float64.
+// 16-bit data, exp, exp2, sigmoid, silu, expm1, sqrt and division use the PTX approximations; with
+// f32 data, CUDA's full-precision functions. Each output is stored in f32, so its error shows. The
+// bounds with 16-bit data: 2^-16 for exp, sigmoid, silu and expm1 over (-80, 80) (twice the 2^-17
+// that the rounding of x * log2(e) can reach near |x| = 88), 2^-20 (8 f32 ulps) for exp2, sqrt,
+// division and expm1 over (-1.25, 1.25) (its polynomial below |x| = 1/2, ex2.approx above); with
+// f32 data, 4 ulps and correct rounding. IEEE special values classify as in float64.
 TEST(NumericsGpu, MathFunctionsMeetTheirErrorBounds) {
   KDSL_REQUIRE_GPU();
   testing::ScopedEnv math("KDSL_MATH", nullptr);  // the rule, not an override
@@ -244,6 +245,9 @@ TEST(NumericsGpu, MathFunctionsMeetTheirErrorBounds) {
       {"sl", [](double a, double) { return a / (1.0 + std::exp(-a)); }, 0x1p-16, 0x1p-21},
       {"sq", [](double, double b) { return std::sqrt(b); }, 0x1p-20, 0x1p-23},
       {"q", [](double a, double b) { return a / b; }, 0x1p-20, 0x1p-23},
+      {"em", [](double a, double) { return std::expm1(a); }, 0x1p-16, 0x1p-21},
+      // x / 64 is exact in f32, so the reference sees the kernel's argument.
+      {"ems", [](double a, double) { return std::expm1(a / 64); }, 0x1p-20, 0x1p-21},
   };
   for (DType t : kDtypes) {
     const HostTensor xt = make_tensor(t, {m, n}, x), yt = make_tensor(t, {m, n}, y);
