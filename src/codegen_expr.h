@@ -29,8 +29,8 @@ std::string literal(DType t, double v, double im = 0);
 /// The zero of dtype `t` as a register value.
 std::string zero(DType t);
 /// Whether the generated code computes f32 exp, exp2, sigmoid, silu, softplus's exp, expm1,
-/// division and sqrt with the PTX approximations of the prelude (kdsl_exp_approx and the others; errors of a
-/// few f32 ulp, and up to about 2^-17 relative for exp near |x| = 88) instead of CUDA's
+/// division and sqrt with the PTX approximations of the prelude (kdsl_exp_approx and the others;
+/// errors of a few f32 ulp, and up to about 2^-17 relative for exp near |x| = 88) instead of CUDA's
 /// full-precision functions: when the kernel has a floating-point generic and every one (c64
 /// included) is bound to f16 or bf16, so the data's own rounding error (2^-8 or 2^-11 relative) is
 /// far larger. Integer generics do not count. KDSL_MATH=accurate or =approx overrides the rule
