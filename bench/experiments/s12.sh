@@ -10,6 +10,8 @@
 #   s12.sh ab        181631e's kdsl (.device/bin/kdsl_old) against this one, same run,
 #                    alternating A, B, A, B: scan kernels with a custom combine (branch-free
 #                    combine) and RG-LRU (approximate expm1 for 16-bit data)
+#   s12.sh ab2       the same for the launch bounds of the memory-bound 2-row layout (2e9cd75):
+#                    the backward recurrences and cumprods whose registers it caps
 #   s12.sh checks    numerics_gpu_test; stdlib_scan_gpu_test on every Small case, ScanGpu.* and
 #                    the issue shapes of RG-LRU and the linear recurrences
 set -uo pipefail
@@ -79,6 +81,15 @@ E
       bash scripts/device/ab.sh .device/bin/kdsl_old $k stdlib/$1.kdsl $2 $3 $scan 2
     done
     ;;
+  ab2)
+    for c in "linear_recurrence linear_recurrence_bwd bf16" "linear_recurrence linear_recurrence_h0_bwd bf16" \
+             "scan cumprod_exclusive_mid_bwd bf16" "scan cumprod_mid_bwd bf16" \
+             "linear_recurrence linear_recurrence_bwd f32" "linear_recurrence linear_recurrence bf16" \
+             "linear_recurrence linear_recurrence_h0 bf16" "rg_lru rg_lru_bwd bf16"; do
+      set -- $c
+      bash scripts/device/ab.sh .device/bin/kdsl_old $k stdlib/$1.kdsl $2 $3 $scan 2
+    done
+    ;;
   checks)
     echo "== numerics_gpu_test"
     timeout 200 .device/bin/numerics_gpu_test 2>&1 | grep -E "largest|FAIL|PASSED|OK \]" | head -60
@@ -86,5 +97,5 @@ E
     timeout 300 .device/bin/stdlib_scan_gpu_test --gtest_brief=1 \
       --gtest_filter='*Small/*:ScanGpu.*:*IssueShapes/rg_lru*:*IssueShapes/linear_recurrence*' 2>&1 | tail -15
     ;;
-  *) echo "usage: $0 profile|pipeline|ab|checks"; exit 2 ;;
+  *) echo "usage: $0 profile|pipeline|ab|ab2|checks"; exit 2 ;;
 esac
