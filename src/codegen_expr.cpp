@@ -192,11 +192,11 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
         r = f("erf");
         break;
       case F::sigmoid:
-        r = approx ? fmt::format("kdsl_rcp_approx(1.f + kdsl_exp_approx(-{}))", a)
+        r = approx ? fmt::format("kdsl_rcp_approx(1.f + kdsl_exp_approx_ftz(-{}))", a)
                    : fmt::format("({} / ({} + {}(-{})))", one, one, d ? "exp" : "expf", a);
         break;
       case F::silu:
-        r = approx ? fmt::format("({} * kdsl_rcp_approx(1.f + kdsl_exp_approx(-{})))", a, a)
+        r = approx ? fmt::format("({} * kdsl_rcp_approx(1.f + kdsl_exp_approx_ftz(-{})))", a, a)
                    : fmt::format("({} / ({} + {}(-{})))", a, one, d ? "exp" : "expf", a);
         break;
       case F::gelu:

@@ -309,6 +309,9 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               "r = kdsl_emu_mapa(p, rank);");
   // Approximate math (kdsl::cuda::approx_math): the host's full-precision functions.
   replace_all(src, R"(asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = exp2f(x);");
+  replace_all(src,
+              R"(asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.44269504088896341f));)",
+              "r = expf(x);");
   replace_all(src, R"(asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = 1.f / x;");
   replace_all(src, R"(asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));)", "r = a / b;");
   replace_all(src, R"(asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = sqrtf(x);");

@@ -391,5 +391,60 @@ TEST(InterpFiniteDifferences, LogSoftmaxBwd) {
   softmax_family_fd("log_softmax_bwd", log_softmax_row);
 }
 
+// RG-LRU (stdlib/rg_lru.kdsl): the backward kernel's four gradients against central differences
+// of the forward recurrence written out here in float64 (Griffin, section 2.4: a_t = exp(-8 r_t
+// softplus(-Lambda)), h_t = a_t h_{t-1} + sqrt(1 - a_t^2) i_t x_t), L = sum(dh * h). The gates
+// are of order 1, so a_t stays below 1 - 1e-4 and the bounded derivative of the square root
+// (clamped at 1 - a^2 = 2.5e-7) is the true one.
+TEST(InterpFiniteDifferences, RgLruBwd) {
+  const int64_t b = 2, l = 9, d = 5;
+  const size_t n = static_cast<size_t>(b * l * d);
+  const Vec x = f32_values(n, 81), gx = f32_values(n, 82), ga = f32_values(n, 83);
+  const Vec lam = f32_values(static_cast<size_t>(d), 84, 1.0, 0.5), dh = f32_values(n, 85);
+  auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  auto forward = [&](const Vec& xs, const Vec& gxs, const Vec& gas, const Vec& lams) {
+    Vec h(n);
+    for (int64_t bi = 0; bi < b; ++bi) {
+      for (int64_t di = 0; di < d; ++di) {
+        double state = 0;
+        const double sp = std::log1p(std::exp(-lams[di]));  // softplus(-Lambda)
+        for (int64_t t = 0; t < l; ++t) {
+          const size_t i = static_cast<size_t>((bi * l + t) * d + di);
+          const double log_a = -8.0 * sigmoid(gas[i]) * sp, a = std::exp(log_a);
+          state = a * state + std::sqrt(-std::expm1(2 * log_a)) * sigmoid(gxs[i]) * xs[i];
+          h[i] = state;
+        }
+      }
+    }
+    return h;
+  };
+  auto loss = [&](const Vec& xs, const Vec& gxs, const Vec& gas, const Vec& lams) {
+    return dot(dh, forward(xs, gxs, gas, lams));
+  };
+  Vec h = forward(x, gx, ga, lam);
+  for (double& v : h) v = rounded(DType::f32, v);
+  const std::vector<int64_t> shape = {b, l, d};
+  Problem p = problem(stdlib("stdlib/rg_lru.kdsl"), "rg_lru_bwd", {DType::f32},
+                      {{"B", b}, {"L", l}, {"D", d}},
+                      {{"x", make_tensor(DType::f32, shape, x)},
+                       {"gate_x", make_tensor(DType::f32, shape, gx)},
+                       {"gate_a", make_tensor(DType::f32, shape, ga)},
+                       {"lam", make_tensor(DType::f32, {d}, lam)},
+                       {"h", make_tensor(DType::f32, shape, h)},
+                       {"dh", make_tensor(DType::f32, shape, dh)}});
+  std::vector<HostTensor> got = run_reference(p);
+  expect_gradient(tensor(p, got, "dx"),
+                  finite_difference([&](const Vec& v) { return loss(v, gx, ga, lam); }, x), "dx");
+  expect_gradient(tensor(p, got, "dgate_x"),
+                  finite_difference([&](const Vec& v) { return loss(x, v, ga, lam); }, gx),
+                  "dgate_x");
+  expect_gradient(tensor(p, got, "dgate_a"),
+                  finite_difference([&](const Vec& v) { return loss(x, gx, v, lam); }, ga),
+                  "dgate_a");
+  expect_gradient(tensor(p, got, "dlam"),
+                  finite_difference([&](const Vec& v) { return loss(x, gx, ga, v); }, lam),
+                  "dlam");
+}
+
 }  // namespace
 }  // namespace kdsl
