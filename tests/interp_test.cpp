@@ -442,8 +442,7 @@ TEST(InterpFiniteDifferences, RgLruBwd) {
                   finite_difference([&](const Vec& v) { return loss(x, gx, v, lam); }, ga),
                   "dgate_a");
   expect_gradient(tensor(p, got, "dlam"),
-                  finite_difference([&](const Vec& v) { return loss(x, gx, ga, v); }, lam),
-                  "dlam");
+                  finite_difference([&](const Vec& v) { return loss(x, gx, ga, v); }, lam), "dlam");
 }
 
 }  // namespace
