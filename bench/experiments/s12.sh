@@ -12,6 +12,9 @@
 #                    combine) and RG-LRU (approximate expm1 for 16-bit data)
 #   s12.sh ab2       the same for the launch bounds of the memory-bound 2-row layout (2e9cd75):
 #                    the backward recurrences and cumprods whose registers it caps
+#   s12.sh ab3       243fab3's kdsl (.device/bin/kdsl_old) against this one (519a709: one square
+#                    root in rg_lru_bwd, ex2.approx.ftz in sigmoid and expm1) on RG-LRU; then
+#                    numerics_gpu_test, the RG-LRU cases of stdlib_scan_gpu_test, compute-sanitizer
 #   s12.sh checks    numerics_gpu_test; stdlib_scan_gpu_test on every Small case, ScanGpu.* and
 #                    the issue shapes of RG-LRU and the linear recurrences
 set -uo pipefail
@@ -90,6 +93,24 @@ E
       bash scripts/device/ab.sh .device/bin/kdsl_old $k stdlib/$1.kdsl $2 $3 $scan 2
     done
     ;;
+  ab3)
+    for c in "rg_lru_bwd bf16" "rg_lru bf16" "rg_lru_bwd f32" "rg_lru_bwd f16"; do
+      set -- $c
+      bash scripts/device/ab.sh .device/bin/kdsl_old $k stdlib/rg_lru.kdsl $1 $2 $scan 2
+    done
+    echo "== numerics_gpu_test"
+    timeout 60 .device/bin/numerics_gpu_test 2>&1 | grep -E "largest|FAIL|PASSED" | head -40
+    echo "== stdlib_scan_gpu_test (RG-LRU)"
+    timeout 200 .device/bin/stdlib_scan_gpu_test --gtest_brief=1 \
+      --gtest_filter='*Small/rg_lru*:*IssueShapes/rg_lru*' 2>&1 | tail -6
+    for tool in memcheck racecheck; do
+      echo "== $tool rg_lru_bwd bf16 (2, 4097, 258)"
+      timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 $k run stdlib/rg_lru.kdsl \
+        -k rg_lru_bwd --dtype bf16 --shape B=2,L=4097,D=258 --verify 2>&1 |
+        grep -E "SUMMARY|verify|rror" | head -6
+      echo "exit ${PIPESTATUS[0]}"
+    done
+    ;;
   checks)
     echo "== numerics_gpu_test"
     timeout 200 .device/bin/numerics_gpu_test 2>&1 | grep -E "largest|FAIL|PASSED|OK \]" | head -60
@@ -97,5 +118,5 @@ E
     timeout 300 .device/bin/stdlib_scan_gpu_test --gtest_brief=1 \
       --gtest_filter='*Small/*:ScanGpu.*:*IssueShapes/rg_lru*:*IssueShapes/linear_recurrence*' 2>&1 | tail -15
     ;;
-  *) echo "usage: $0 profile|pipeline|ab|ab2|checks"; exit 2 ;;
+  *) echo "usage: $0 profile|pipeline|ab|ab2|ab3|checks"; exit 2 ;;
 esac
