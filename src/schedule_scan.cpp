@@ -403,6 +403,17 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   apply_hints(s, hints);
   apply_hints(s, given);  // the caller's hint over the variable's
+  // A layout override that lands on the memory-bound 2-row layout (`kdsl tune`'s candidates, a
+  // tuned record, `--schedule t=16,lp=2,vr=2`) gets the same launch bounds as the default, so
+  // the default's layout given as a hint compiles to the default's code; a `ctas` key wins.
+  auto sets_ctas = [](const ScanHints& h) {
+    return std::any_of(h.items.begin(), h.items.end(),
+                       [](const auto& kv) { return kv.first == "ctas"; });
+  };
+  if (set_layout && !sets_ctas(hints) && !sets_ctas(given) && s.columns && float32_or_less &&
+      len > 256 && element_math(k) < 2 && s.vr == 2 && s.lp == 2 && s.wr == 1 && s.wp == 8) {
+    s.min_ctas = 2;
+  }
   if (s.t == 0) {
     // Register words of elements per thread: about 80 along middle axes (measured on the H200 at
     // (1, 32768, 2048): fewer steps mean more chunks, each a step of the look-back chain; more

@@ -14,7 +14,9 @@
 //     rows are contiguous in memory, VR rows make one access and VP = 1. Memory-bound kernels
 //     over long sequences use accesses of VR = 2 rows (8 bytes of f32, 4 of 16-bit) with LR = 16
 //     lanes along the rows -> a 128-byte (f32) or 64-byte line per position and warp, LP = 2
-//     lanes and WP = 8 warps along the positions, 8 to 32 steps from a register budget;
+//     lanes and WP = 8 warps along the positions, 8 to 32 steps from a register budget that
+//     plans two CTAs of 256 threads per SM (launch bounds of 2 CTAs, also when an override
+//     gives this layout);
 //     16-bit kernels with several transcendentals per element (RG-LRU, with the approximate f32
 //     math of 16-bit data) use VR = 2 with LR = 32 lanes along the rows, LP = 1, 8 or 16 steps;
 //     the same in f32, logcumsumexp, 8-byte elements and short sequences use element accesses
