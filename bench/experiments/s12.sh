@@ -25,6 +25,12 @@ out="${OUT:-/tmp}"
 k=.device/bin/kdsl
 cat .device/COMMIT
 scan=B=1,L=32768,D=2048
+ab_cases() {  # "file kernel dtype"...: .device/bin/kdsl_old against $k, two rounds each
+  for c in "$@"; do
+    set -- $c
+    bash scripts/device/ab.sh .device/bin/kdsl_old $k stdlib/$1.kdsl $2 $3 $scan 2
+  done
+}
 case "${1:-}" in
   profile)
     for c in "rg_lru rg_lru_bwd" "rg_lru rg_lru" "linear_recurrence linear_recurrence" \
@@ -77,27 +83,19 @@ E
     echo "done in $(( $(date +%s) - s )) s"
     ;;
   ab)
-    for c in "rg_lru rg_lru_bwd bf16" "rg_lru rg_lru bf16" "rg_lru rg_lru_bwd f32" \
-             "linear_recurrence linear_recurrence bf16" "linear_recurrence linear_recurrence_bwd bf16" \
-             "linear_recurrence linear_recurrence f32" "scan cumsum_mid bf16"; do
-      set -- $c
-      bash scripts/device/ab.sh .device/bin/kdsl_old $k stdlib/$1.kdsl $2 $3 $scan 2
-    done
+    ab_cases "rg_lru rg_lru_bwd bf16" "rg_lru rg_lru bf16" "rg_lru rg_lru_bwd f32" \
+      "linear_recurrence linear_recurrence bf16" "linear_recurrence linear_recurrence_bwd bf16" \
+      "linear_recurrence linear_recurrence f32" "scan cumsum_mid bf16"
     ;;
   ab2)
-    for c in "linear_recurrence linear_recurrence_bwd bf16" "linear_recurrence linear_recurrence_h0_bwd bf16" \
-             "scan cumprod_exclusive_mid_bwd bf16" "scan cumprod_mid_bwd bf16" \
-             "linear_recurrence linear_recurrence_bwd f32" "linear_recurrence linear_recurrence bf16" \
-             "linear_recurrence linear_recurrence_h0 bf16" "rg_lru rg_lru_bwd bf16"; do
-      set -- $c
-      bash scripts/device/ab.sh .device/bin/kdsl_old $k stdlib/$1.kdsl $2 $3 $scan 2
-    done
+    ab_cases "linear_recurrence linear_recurrence_bwd bf16" \
+      "linear_recurrence linear_recurrence_h0_bwd bf16" "scan cumprod_exclusive_mid_bwd bf16" \
+      "scan cumprod_mid_bwd bf16" "linear_recurrence linear_recurrence_bwd f32" \
+      "linear_recurrence linear_recurrence bf16" "linear_recurrence linear_recurrence_h0 bf16" \
+      "rg_lru rg_lru_bwd bf16"
     ;;
   ab3)
-    for c in "rg_lru_bwd bf16" "rg_lru bf16" "rg_lru_bwd f32" "rg_lru_bwd f16"; do
-      set -- $c
-      bash scripts/device/ab.sh .device/bin/kdsl_old $k stdlib/rg_lru.kdsl $1 $2 $scan 2
-    done
+    ab_cases "rg_lru rg_lru_bwd bf16" "rg_lru rg_lru bf16" "rg_lru rg_lru_bwd f32" "rg_lru rg_lru_bwd f16"
     echo "== numerics_gpu_test"
     timeout 60 .device/bin/numerics_gpu_test 2>&1 | grep -E "largest|FAIL|PASSED" | head -40
     echo "== stdlib_scan_gpu_test (RG-LRU)"
