@@ -354,7 +354,7 @@ bool approx_math(const ir::Kernel& k) {
 std::string math_note(const ir::Kernel& k) {
   const char* what =
       "ex2.approx, rcp.approx, div.full and sqrt.approx for exp, exp2, sigmoid, silu, softplus, "
-      "expm1, / and sqrt";
+      "expm1 (a polynomial near 0), / and sqrt";
   switch (math_mode()) {
     case MathMode::accurate:
       return "f32 math: full precision (KDSL_MATH=accurate)";

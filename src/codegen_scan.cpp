@@ -94,8 +94,9 @@ void Emitter::emit_params_struct() {
 // scan's region (or the built-in operator of a reduction). Custom combine functions have no known
 // identity: their states carry a flag h (0: empty) and the combine skips empty operands. It does
 // so with selects after combining unconditionally (the combine has no side effects, and an empty
-// state's components are zeros), not with early returns: where a flag is known at compile time
-// the selects fold away, and where it is not (the prefix a thread applies to each of its
+// state's components are zeros, on which it has no undefined behaviour unless it divides
+// integers: those keep the early returns), not with early returns: where a flag is known at compile
+// time the selects fold away, and where it is not (the prefix a thread applies to each of its
 // elements, the warps' totals) they cost one select per component instead of a branch around
 // every combine (rg_lru_bwd bf16: about 19 SASS instructions per combine with the branches).
 // That is for states of 4-byte components; states with 8-byte ones (c64, f64, i64) keep the early
@@ -124,8 +125,16 @@ void Emitter::emit_states() {
     t_.line("}}");
     t_.line("__device__ __forceinline__ {0} {0}_op(const {0}& l, const {0}& r) {{", ty);
     t_.in();
-    const bool selects = st.custom() && std::all_of(st.dtypes.begin(), st.dtypes.end(),
-                                                    [](DType t) { return dtype_size(t) <= 4; });
+    auto int_division = [](const ir::Node& n) {
+      const auto fn = static_cast<ir::BinaryFn>(n.fn);
+      return n.op == Op::binary && is_int(n.type.dtype) &&
+             (fn == ir::BinaryFn::floordiv || fn == ir::BinaryFn::mod);
+    };
+    const bool selects =
+        st.custom() && st.region &&
+        std::all_of(st.dtypes.begin(), st.dtypes.end(),
+                    [](DType t) { return dtype_size(t) <= 4; }) &&
+        std::none_of(st.region->nodes.begin(), st.region->nodes.end(), int_division);
     if (st.custom() && !selects) {
       t_.line("if (!r.h) return l;");
       t_.line("if (!l.h) return r;");

@@ -360,8 +360,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     int e = 8;
     while (e * 2 <= 64 && e * 2 * half <= 2 * 208) e *= 2;
     s.t = std::clamp(e / s.vr, 8, 32);
-    // The budget plans two CTAs of 256 threads per SM (128 registers a thread); the launch
-    // bounds hold ptxas to that. Without them the bf16 backward recurrence took 144 registers
+    // The budget (words of elements; the loads and the prefixes are not all live at once) was
+    // measured with two CTAs of 256 threads per SM (128 registers a thread); the launch bounds
+    // hold ptxas to that. Without them the bf16 backward recurrence took 144 registers
     // once its combine became branch-free (one CTA per SM: 212 -> 292 us on the H200, twelfth
     // session), and 128 with them, unspilled.
     s.min_ctas = 2;
@@ -403,17 +404,6 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   apply_hints(s, hints);
   apply_hints(s, given);  // the caller's hint over the variable's
-  // A layout override that lands on the memory-bound 2-row layout (`kdsl tune`'s candidates, a
-  // tuned record, `--schedule t=16,lp=2,vr=2`) gets the same launch bounds as the default, so
-  // the default's layout given as a hint compiles to the default's code; a `ctas` key wins.
-  auto sets_ctas = [](const ScanHints& h) {
-    return std::any_of(h.items.begin(), h.items.end(),
-                       [](const auto& kv) { return kv.first == "ctas"; });
-  };
-  if (set_layout && !sets_ctas(hints) && !sets_ctas(given) && s.columns && float32_or_less &&
-      len > 256 && element_math(k) < 2 && s.vr == 2 && s.lp == 2 && s.wr == 1 && s.wp == 8) {
-    s.min_ctas = 2;
-  }
   if (s.t == 0) {
     // Register words of elements per thread: about 80 along middle axes (measured on the H200 at
     // (1, 32768, 2048): fewer steps mean more chunks, each a step of the look-back chain; more
@@ -427,6 +417,21 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         break;
       }
     }
+  }
+  // A layout override that lands on the memory-bound 2-row layout within its register budget
+  // (`kdsl tune`'s candidates, a tuned record, `--schedule t=16,lp=2,vr=2`) gets the default's
+  // launch bounds, so the default's layout given as a hint compiles to the default's code; more
+  // steps than the budget holds (tune's doubled t) are left to ptxas; a `ctas` key wins.
+  auto sets_ctas = [](const ScanHints& h) {
+    return std::any_of(h.items.begin(), h.items.end(),
+                       [](const auto& kv) { return kv.first == "ctas"; });
+  };
+  if (set_layout && !sets_ctas(hints) && !sets_ctas(given) && s.columns && float32_or_less &&
+      len > 256 && element_math(k) < 2 && s.vr == 2 && s.lp == 2 && s.wr == 1 && s.wp == 8 &&
+      s.t * s.vr * element_half_words(k, true) <= 2 * 208) {
+    s.min_ctas = 2;
+    s.reasons.push_back(
+        "the memory-bound 2-row layout within its register budget: at least 2 CTAs per SM");
   }
   if (set_layout) {
     const ScanHints& by = given.sets_layout() ? given : hints;
