@@ -242,6 +242,14 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   ScanSchedule s;
   const int64_t len = k.vector_symbol >= 0 ? k.symbols[k.vector_symbol].value.value_or(1) : 1;
+  // Positions, chunk counts and tile numbers are 64-bit; 2^62 keeps their sums from overflowing
+  // (a sequence that long could not be allocated anyway).
+  if (len >= (int64_t{1} << 62)) {
+    throw ArgumentError(fmt::format(
+        "{}: a sequence of {} positions is beyond the scan schedule (its length must be below "
+        "2^62)",
+        k.name, len));
+  }
   // Direction: every scan of the kernel runs the same way (one pass over the sequence).
   const ir::Node* first_scan = nullptr;
   for (const ir::Node& n : k.nodes) {
@@ -368,8 +376,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     s.min_ctas = 2;
     s.reasons.push_back(fmt::format(
         "{}-byte accesses of {} rows, {}-byte lines per position and warp, {} steps: about {} "
-        "register words of elements per thread (few transcendentals per element: memory-bound), "
-        "at least 2 CTAs per SM",
+        "register words of elements per thread (few transcendentals per element: memory-bound)",
         s.vr * vmin, s.vr, s.lr * s.vr * vmin, s.t, s.t * s.vr * half / 2));
   }
   // The same over 16-bit tensors with much elementwise math (RG-LRU), which is bound by its
@@ -430,8 +437,6 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
       len > 256 && element_math(k) < 2 && s.vr == 2 && s.lp == 2 && s.wr == 1 && s.wp == 8 &&
       s.t * s.vr * element_half_words(k, true) <= 2 * 208) {
     s.min_ctas = 2;
-    s.reasons.push_back(
-        "the memory-bound 2-row layout within its register budget: at least 2 CTAs per SM");
   }
   if (set_layout) {
     const ScanHints& by = given.sets_layout() ? given : hints;
@@ -489,6 +494,14 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     throw InternalError(msg);
   }
   s.ctas_per_sm = std::max(1, 2048 / s.threads());
+  if (s.min_ctas > 0) {
+    const bool keyed = std::any_of(hints.items.begin(), hints.items.end(),
+                                   [](const auto& kv) { return kv.first == "ctas"; });
+    s.reasons.push_back(fmt::format(
+        "launch bounds: at least {} CTAs of {} threads per SM ({})", s.min_ctas, s.threads(),
+        keyed ? "KDSL_SCAN_SCHEDULE ctas"
+              : "the memory-bound 2-row layout: its register budget was measured with two"));
+  }
   s.reasons.push_back(fmt::format(
       "{}: L = {}, {} scan: tiles of {} rows x {} positions ({} chunks); {} threads = {} x {} "
       "warps (rows x positions), lanes {} x {}, {} rows x {} positions per access, {} steps; {} "

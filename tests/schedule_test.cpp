@@ -4,6 +4,7 @@
 #include "src/schedule.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -598,6 +599,17 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   const std::pair<const char*, int> overrides[] = {
       {"t=16,lp=2,vr=2", 2}, {"t=8,lp=2,vr=2", 2}, {"t=16,lp=2,vr=2,ctas=3", 3},
       {"t=16,lp=4,vr=4", 0}, {"ctas=0", 0},        {"t=32,lp=2,vr=2", 0}};  // past the budget
+  {
+    ScanScheduleEnv env("ctas=3");  // the explain follows the bounds the code gets
+    ScanSchedule s =
+        choose_scan("linear_recurrence.kdsl", "linear_recurrence_bwd", DType::bf16, 32768);
+    EXPECT_EQ(s.min_ctas, 3);
+    EXPECT_NE(fmt::format("{}", fmt::join(s.reasons, "\n")).find("at least 3 CTAs"),
+              std::string::npos);
+  }
+  // Sequences of 2^62 positions or more are refused (64-bit chunk counts would overflow).
+  EXPECT_THROW(choose_scan("scan.kdsl", "cumsum_mid", DType::bf16, int64_t{1} << 62),
+               ArgumentError);
   for (const auto& [layout, ctas] : overrides) {
     SCOPED_TRACE(layout);
     ScanScheduleEnv env(layout);
