@@ -359,14 +359,23 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // hint that sets the layout (t, lp, wp, vr).
   const ScanHints hints = read_hints(), given = hints_of(hint);
   const bool set_layout = hints.sets_layout() || given.sets_layout();
-  const bool wide = s.columns && float32_or_less && len > 256 && element_math(k) < 2 && !set_layout;
+  // Little math per element over a long middle-axis sequence: the memory-bound 2-row layout
+  // (below, or an override that lands on it) with its budget of register words of elements.
+  const bool light = s.columns && float32_or_less && len > 256 && element_math(k) < 2;
+  constexpr int kLightBudget = 208;
+  auto sets_ctas = [](const ScanHints& h) {
+    return std::any_of(h.items.begin(), h.items.end(),
+                       [](const auto& kv) { return kv.first == "ctas"; });
+  };
+  const bool ctas_keyed = sets_ctas(hints) || sets_ctas(given);
+  const bool wide = light && !set_layout;
   if (wide) {
     s.vr = 2;
     s.lr = 16;
     s.lp = 2;
     const int half = element_half_words(k, true);
     int e = 8;
-    while (e * 2 <= 64 && e * 2 * half <= 2 * 208) e *= 2;
+    while (e * 2 <= 64 && e * 2 * half <= 2 * kLightBudget) e *= 2;
     s.t = std::clamp(e / s.vr, 8, 32);
     // The budget (words of elements; the loads and the prefixes are not all live at once) was
     // measured with two CTAs of 256 threads per SM (128 registers a thread); the launch bounds
@@ -429,13 +438,8 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // (`kdsl tune`'s candidates, a tuned record, `--schedule t=16,lp=2,vr=2`) gets the default's
   // launch bounds, so the default's layout given as a hint compiles to the default's code; more
   // steps than the budget holds (tune's doubled t) are left to ptxas; a `ctas` key wins.
-  auto sets_ctas = [](const ScanHints& h) {
-    return std::any_of(h.items.begin(), h.items.end(),
-                       [](const auto& kv) { return kv.first == "ctas"; });
-  };
-  if (set_layout && !sets_ctas(hints) && !sets_ctas(given) && s.columns && float32_or_less &&
-      len > 256 && element_math(k) < 2 && s.vr == 2 && s.lp == 2 && s.wr == 1 && s.wp == 8 &&
-      s.t * s.vr * element_half_words(k, true) <= 2 * 208) {
+  if (set_layout && !ctas_keyed && light && s.vr == 2 && s.lp == 2 && s.wr == 1 && s.wp == 8 &&
+      s.t * s.vr * element_half_words(k, true) <= 2 * kLightBudget) {
     s.min_ctas = 2;
   }
   if (set_layout) {
@@ -495,12 +499,10 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   s.ctas_per_sm = std::max(1, 2048 / s.threads());
   if (s.min_ctas > 0) {
-    const bool keyed = std::any_of(hints.items.begin(), hints.items.end(),
-                                   [](const auto& kv) { return kv.first == "ctas"; });
     s.reasons.push_back(fmt::format(
         "launch bounds: at least {} CTAs of {} threads per SM ({})", s.min_ctas, s.threads(),
-        keyed ? "KDSL_SCAN_SCHEDULE ctas"
-              : "the memory-bound 2-row layout: its register budget was measured with two"));
+        ctas_keyed ? "KDSL_SCAN_SCHEDULE ctas"
+                   : "the memory-bound 2-row layout: its register budget was measured with two"));
   }
   s.reasons.push_back(fmt::format(
       "{}: L = {}, {} scan: tiles of {} rows x {} positions ({} chunks); {} threads = {} x {} "
