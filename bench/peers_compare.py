@@ -9,13 +9,15 @@ run, times the same operations at the same shapes through PyTorch eager and torc
                   the peers' times, and kdsl's speedup over the best peer
   OUT/norm_gbps.png  GB/s against N (M x N = 64M elements) for kdsl and the peers
 
-Usage: python3 bench/peers_compare.py [--peers PEERS_JSON] OUT_DIR KDSL_JSON[@COMMIT] ...
+Usage: python3 bench/peers_compare.py [--peers PEERS_JSON [--same-run]] OUT_DIR KDSL_JSON[@COMMIT] ...
 (@COMMIT: the commit the file was measured at, copied into its records)
 
-With --peers, the peers' times come from a file that ../shared/peers/peers.py wrote on the same
-kind of GPU (same method) instead of being measured now; PyTorch is then not needed, and the
-speedups compare kdsl's run with that recorded one (each ratio to copy is still same-run); the
-recorded Triton linear-recurrence forward (lru_fwd_triton) is the peer of linear_recurrence.
+With --peers, the peers' times come from a file that ../shared/peers/peers.py wrote (same method)
+instead of being measured here; PyTorch is then not needed, and the Triton linear-recurrence
+forward it times (lru_fwd_triton) is the peer of linear_recurrence. --same-run says that file was
+written in the same command as kdsl's JSON, on the same GPU (scripts/device/final_bench.sh with
+KDSL_PEERS=run), so every kdsl / peer ratio is same-run; without it the file is a recorded run
+from another machine or day, and only the ratios to copy are same-run.
 """
 import json
 import os
@@ -82,9 +84,11 @@ def recorded_peers(path):
 def main():
     global torch, F, triton
     args = sys.argv[1:]
-    peers_file = None
+    peers_file, same_run = None, False
     if args and args[0] == "--peers":
         peers_file, args = args[1], args[2:]
+        if args and args[0] == "--same-run":
+            same_run, args = True, args[1:]
     out_dir = args[0]
     records = []
     for arg in args[1:]:  # PATH or PATH@COMMIT (the commit is copied into each record)
@@ -97,7 +101,9 @@ def main():
         records += rows
     os.makedirs(out_dir, exist_ok=True)
     if peers_file:
-        measure_and_write(records, out_dir, *recorded_peers(peers_file))
+        data, norm, cumsum, copy_gbps = recorded_peers(peers_file)
+        data["same_run"] = same_run
+        measure_and_write(records, out_dir, data, norm, cumsum, copy_gbps)
         return
     import torch as torch_
     import torch.nn.functional as F_
@@ -109,8 +115,13 @@ def main():
 def measure_and_write(records, out_dir, recorded, norm_cache, cumsum_cache, copy_gbps):
     """Fills in the peers' times (recorded ones first, else timed now) and writes the outputs."""
     if copy_gbps is not None:
-        print(f"recorded peers: {recorded['device']}, torch {recorded['torch']}; their copy {copy_gbps:.0f} GB/s",
+        how = "timed in this run" if recorded.get("same_run") else "recorded on another run"
+        print(f"peers {how} (peers.py): {recorded['device']}, torch {recorded['torch']}; their copy {copy_gbps:.0f} GB/s",
               flush=True)
+        for r in recorded["rows"]:  # the JIT and launch anchors (issue 6), as peers.py measured them
+            if r.get("op") == "jit" and "launch_us" in r:
+                print(f"peer jit {r['system']:<7} {r['cache']:<9} first call {r['first_call_ms']:8.1f} ms, "
+                      f"launch {r['launch_us']:6.2f} us", flush=True)
         return finish(records, out_dir, recorded, norm_cache, cumsum_cache, copy_gbps)
     n = 1 << 30
     a = torch.empty(n, dtype=torch.uint8, device="cuda")
@@ -166,10 +177,14 @@ def finish(records, out_dir, recorded, norm_cache, cumsum_cache, copy_gbps):
               f"  eager {peers.get('eager') or float('nan'):9.2f}  compile {peers.get('compile') or float('nan'):9.2f}"
               f"  kdsl/best speedup {rec['speedup_vs_best_peer'] or float('nan'):.2f}x", flush=True)
     if recorded is not None:
+        how = ("timed in the same run by ../shared/peers/peers.py" if recorded.get("same_run")
+               else "recorded by ../shared/peers/peers.py on another run")
         result = {"device": recorded["device"], "torch": recorded["torch"], "triton": recorded["triton"],
-                  "peers": "recorded by ../shared/peers/peers.py", "torch_copy_GBps": copy_gbps, "records": out}
+                  "peers": how, "peers_same_run": bool(recorded.get("same_run")), "torch_copy_GBps": copy_gbps,
+                  "records": out}
     else:
         result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+                  "peers": "timed in the same run by bench/peers_compare.py", "peers_same_run": True,
                   "torch_copy_GBps": copy_gbps, "records": out}
     with open(os.path.join(out_dir, "h200.json"), "w") as f:
         json.dump(result, f, indent=1)

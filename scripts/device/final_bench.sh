@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The benchmark run on the GPU machine (after stage.sh): launch overhead, kdsl's normalization and
-# scan benchmarks, and the comparison with PyTorch: with the peers' times recorded by
-# ../shared/peers/peers.py (stage.sh copies them to .device/peers.json) when present, else timed
-# in this run (several minutes of torch.compile). KDSL_TUNE=1 first tunes the normalization
-# kernels furthest from the copy bandwidth. Results under $OUT (launch.txt, kdsl_norm.json,
-# kdsl_scan.json, h200.json, norm_gbps.png, tune.txt, bench.txt).
+# scan benchmarks, and the comparison with PyTorch eager and torch.compile. The peers' times:
+#   KDSL_PEERS=run       ../shared/peers/peers.py (stage.sh copies it to .device/peers.py) runs in
+#                        this command after kdsl's benchmarks, on the same GPU: same-run ratios
+#                        (about five minutes; its output is kept as $OUT/peers_run/peers.json)
+#   KDSL_PEERS=recorded  the times peers.py recorded on another run (.device/peers.json); the
+#                        default when that file is present
+#   KDSL_PEERS=time      bench/peers_compare.py times eager and torch.compile itself (also the
+#                        default without .device/peers.json); no Triton recurrence peer
+# KDSL_TUNE=1 first tunes the normalization kernels furthest from the copy bandwidth. Results
+# under $OUT (launch.txt, kdsl_norm.json, kdsl_scan.json, h200.json, norm_gbps.png, tune.txt,
+# bench.txt, peers.txt).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -38,5 +44,18 @@ if [ -x .device/bin/kdsl_bench_scan ]; then
   [ -s "$out/kdsl_scan.json" ] && inputs+=("$out/kdsl_scan.json")
 fi
 peers=()
-[ -s .device/peers.json ] && peers=(--peers .device/peers.json)
+mode="${KDSL_PEERS:-recorded}"
+if [ "$mode" = run ] && [ -s .device/peers.py ]; then
+  mkdir -p "$out/peers_run"
+  start=$(date +%s)
+  timeout "${KDSL_PEERS_TIMEOUT:-330}" python3 .device/peers.py "$out/peers_run" > "$out/peers_run/log.txt" 2>&1
+  echo "peers.py: exit $?, $(( $(date +%s) - start )) s"
+  if [ -s "$out/peers_run/peers.json" ]; then
+    peers=(--peers "$out/peers_run/peers.json" --same-run)
+  else
+    tail -5 "$out/peers_run/log.txt"
+    echo "peers.py wrote no results: the recorded peers are used instead"
+  fi
+fi
+[ ${#peers[@]} -eq 0 ] && [ "$mode" != time ] && [ -s .device/peers.json ] && peers=(--peers .device/peers.json)
 timeout 240 python3 bench/peers_compare.py "${peers[@]}" "$out" "${inputs[@]}" 2>&1 | tee "$out/peers.txt" | tail -60

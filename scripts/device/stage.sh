@@ -35,6 +35,8 @@ chmod 700 .device/cache
 # The peers' recorded times (bench/peers_compare.py --peers), newest file.
 peers="$(ls ../shared/peers/peers-*.json 2>/dev/null | sort | tail -1)"
 if [ -n "$peers" ]; then cp "$peers" .device/peers.json; fi
+# The script that measured them, to time the peers in the same run (final_bench.sh, KDSL_PEERS=run).
+if [ -s ../shared/peers/peers.py ]; then cp ../shared/peers/peers.py .device/peers.py; fi
 commit="$(git rev-parse --short HEAD)"
 git diff --quiet HEAD || commit="$commit (with uncommitted changes)"
 echo "$commit" >.device/COMMIT
