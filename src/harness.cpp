@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "interp.h"
+#include "schedule_scan.h"
 
 namespace kdsl {
 
@@ -106,6 +109,14 @@ std::vector<HostTensor> run_reference(const Problem& p) {
   std::vector<HostTensor> out = p.tensors;
   interpret(p.ir, out, p.scalars, p.symbols);
   return out;
+}
+
+Tolerance output_tolerance(const Problem& p, size_t t, const HostTensor& expected) {
+  const DType dt = p.ir.tensors[t].dtype;
+  const bool summed = std::any_of(p.ir.stores.begin(), p.ir.stores.end(), [&](const ir::Store& st) {
+    return st.kind == ir::StoreKind::reduce && st.tensor == static_cast<int32_t>(t);
+  });
+  return summed || needs_scan_schedule(p.ir) ? scan_tolerance(dt, expected) : tolerance_for(dt);
 }
 
 uint64_t minimal_bytes(const Problem& p) {

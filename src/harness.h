@@ -11,6 +11,7 @@
 #include "gpu_bench.h"
 #include "host_tensor.h"
 #include "runtime_impl.h"
+#include "verify.h"
 
 namespace kdsl {
 
@@ -48,6 +49,14 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps);
 
 /// The reference interpreter's result: every tensor after running on a copy of the inputs.
 std::vector<HostTensor> run_reference(const Problem& p);
+
+/// The tolerance `kdsl run --verify` and `kdsl tune` compare output `t` with (`expected`: the
+/// reference's): scan_tolerance (src/verify.h) where the value is a sum of many terms whose
+/// partial sums set the f32 error, that is in a scan kernel and for a column reduction
+/// (`dw[:] += ...`, summed over every row: RMSNorm backward f32 at 4096 x 32768 gave dw errors
+/// of 3e-5 on values of 0.02 that are sums of 4096 terms of about 0.6, a relative 1e-8 of their
+/// magnitude); tolerance_for(dtype) otherwise.
+Tolerance output_tolerance(const Problem& p, size_t t, const HostTensor& expected);
 
 /// Bytes a kernel must move at least: each input read once, each output written once (InOut:
 /// both).

@@ -518,6 +518,27 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
           "of the columns",
           overflow ? "its column accumulators exceed the shared memory"
                    : "its elements exceed the registers"));
+      const int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
+      if (s.element_bytes == 2 && n / s.vec <= 8 * 512 && !hint.smem_columns && !hint.cache_rows) {
+        // 16-bit rows of up to 4096 vectors (N = 32768; thirteenth session, bf16 4096 x 32768,
+        // X4): each CTA's share of the row is one chunk per thread, so its column accumulators
+        // stay in registers (LayerNorm backward 411 us against 430); kernels with one row
+        // reduction (RMSNorm-like) are faster still on 8 CTAs of 512 threads (RMSNorm backward
+        // 357 against 369, add_rms_norm_bwd 396 against 465; LayerNorm backward 452 there).
+        // f32 rows keep the shared memory (RMSNorm backward f32 on 8 CTAs: 493 against 473);
+        // longer rows were not measured.
+        h.smem_columns = false;
+        if (s.reductions == 1) {
+          cluster = 8;
+          h.group = 8 * 512;
+        }
+        why.back() = fmt::format(
+            "the row does not fit one CTA ({}): a cluster of {} CTAs per row, each with 1/{} of "
+            "the columns, the column accumulators in registers (measured)",
+            overflow ? "its column accumulators exceed the shared memory"
+                     : "its elements exceed the registers",
+            cluster, cluster);
+      }
     } else if (clusters && !s.column_reduction && s.persistent && s.phases == 1) {
       // Single-phase kernels on long rows (softmax backward at N = 32768): four CTAs of 256
       // threads per row instead of one of 1024 (212 us against 258).

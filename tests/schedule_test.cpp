@@ -117,16 +117,39 @@ TEST(RowSchedule, LongRowsRunOnAPersistentGrid) {
 
 TEST(RowSchedule, ClustersWhereOneCtaPerRowWasMeasuredSlower) {
   // Backward rows that do not fit one CTA: accumulators beyond shared memory (LayerNorm) or
-  // elements beyond registers (RMSNorm).
-  for (auto [file, kernel] : {std::pair{"layer_norm.kdsl", "layer_norm_bwd"},
-                              std::pair{"rms_norm.kdsl", "rms_norm_bwd"}}) {
-    Chosen c = choose(file, kernel, DType::bf16, 32768);
-    EXPECT_EQ(c.s.name, "rows.cluster") << kernel;
-    EXPECT_EQ(c.s.cluster, 4) << kernel;
-    EXPECT_TRUE(c.s.smem_columns) << kernel;
-    EXPECT_TRUE(c.s.cache_rows) << kernel;
-    EXPECT_EQ(c.s.threads, c.s.group / 4) << kernel;
+  // elements beyond registers (RMSNorm). 16-bit rows of N = 32768 keep the column accumulators
+  // in registers; one row reduction (RMSNorm, add-RMSNorm): 8 CTAs of 512 threads.
+  struct Want {
+    const char* file;
+    const char* kernel;
+    DType t;
+    int64_t n;
+    int cluster;
+    bool smem_columns;
+  };
+  for (const Want& w : {Want{"layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768, 4, false},
+                        Want{"layer_norm.kdsl", "layer_norm_bwd", DType::f16, 32768, 4, false},
+                        Want{"rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, 8, false},
+                        Want{"rms_norm.kdsl", "add_rms_norm_bwd", DType::bf16, 32768, 8, false},
+                        Want{"layer_norm.kdsl", "layer_norm_bwd", DType::f32, 32768, 4, true},
+                        Want{"rms_norm.kdsl", "rms_norm_bwd", DType::f32, 32768, 4, true},
+                        Want{"rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 65536, 4, true}}) {
+    const std::string label = fmt::format("{} {} N={}", w.kernel, dtype_name(w.t), w.n);
+    Chosen c = choose(w.file, w.kernel, w.t, w.n);
+    EXPECT_EQ(c.s.name, "rows.cluster") << label;
+    EXPECT_EQ(c.s.cluster, w.cluster) << label;
+    EXPECT_EQ(c.s.smem_columns, w.smem_columns) << label;
+    EXPECT_TRUE(c.s.cache_rows) << label;
+    EXPECT_EQ(c.s.threads, c.s.group / w.cluster) << label;
+    if (w.cluster == 8) {
+      EXPECT_EQ(c.s.threads, 512) << label;
+      EXPECT_EQ(c.s.chunks, 1) << label;
+    }
   }
+  // A user's smem_columns=1 keeps the cluster of four with the accumulators in shared memory.
+  Chosen h = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, "smem_columns=1");
+  EXPECT_EQ(h.s.cluster, 4);
+  EXPECT_TRUE(h.s.smem_columns);
   // A long single-phase row: four CTAs of 256 threads.
   Chosen b = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768);
   EXPECT_EQ(b.s.cluster, 4);
@@ -422,8 +445,11 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
 // the 512-thread rule whose prefetch streamed rows cannot take.
 TEST(RowSchedule, ClusterRuleNamesWhatDoesNotFitAndLeavesRequestedStreamingAlone) {
   Chosen r = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768);
-  EXPECT_EQ(r.s.cluster, 4);
-  EXPECT_TRUE(has_reason(r.s, "the row does not fit one CTA (its elements exceed the registers)"))
+  EXPECT_EQ(r.s.cluster, 8);
+  EXPECT_TRUE(has_reason(r.s,
+                         "the row does not fit one CTA (its elements exceed the registers): a "
+                         "cluster of 8 CTAs per row, each with 1/8 of the columns, the column "
+                         "accumulators in registers (measured)"))
       << reasons(r.s);
   Chosen l = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768);
   EXPECT_EQ(l.s.cluster, 4);

@@ -7,7 +7,6 @@
 #include "cli.h"
 #include "src/driver.h"
 #include "src/harness.h"
-#include "src/schedule_scan.h"
 #include "src/tuning.h"
 #include "src/verify.h"
 
@@ -20,16 +19,14 @@ struct TuneOptions {
   bool json = false, dry_run = false;
 };
 
-// True when every output of `got` matches `want` within the dtype's tolerance (a scan kernel's:
-// scan_tolerance, since layouts group a running sum's additions differently).
+// True when every output of `got` matches `want` within output_tolerance (scans and column
+// sums: scan_tolerance, since schedules group a running sum's additions differently).
 bool same_results(const Problem& p, const std::vector<HostTensor>& got,
                   const std::vector<HostTensor>& want, std::string* why) {
-  const bool scans = needs_scan_schedule(p.ir);
   for (size_t t = 0; t < got.size(); ++t) {
     const ir::TensorParam& tp = p.ir.tensors[t];
     if (tp.role == ir::Role::in) continue;
-    Comparison c = compare(got[t], want[t],
-                           scans ? scan_tolerance(tp.dtype, want[t]) : tolerance_for(tp.dtype));
+    Comparison c = compare(got[t], want[t], output_tolerance(p, t, want[t]));
     if (!c.ok) {
       *why = fmt::format("output {}: {}", tp.name, describe_worst(got[t], c));
       return false;
