@@ -14,6 +14,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 namespace kdsl {
 namespace fs = std::filesystem;
@@ -151,14 +153,33 @@ fs::path default_cache_dir() {
   return home.empty() ? fs::path() : fs::path(home) / ".cache" / "kdsl";
 }
 
+// KDSL_CACHE: off, 0, false or no turn the cache off; on, 1, true, yes or nothing leave it on (any
+// case, spaces around ignored). Another value is warned about once per process and leaves it on.
+bool cache_enabled(const std::string& text) {
+  const size_t b = text.find_first_not_of(" \t");
+  std::string mode =
+      b == std::string::npos ? "" : text.substr(b, text.find_last_not_of(" \t") - b + 1);
+  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (mode == "off" || mode == "0" || mode == "false" || mode == "no") return false;
+  if (mode.empty() || mode == "on" || mode == "1" || mode == "true" || mode == "yes") return true;
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(text).second) {
+    log().warn(
+        "kdsl cache: ignoring KDSL_CACHE='{}': expected off (or 0, false, no) or on (or 1, true, "
+        "yes); the disk cache is on",
+        text);
+  }
+  return true;
+}
+
 }  // namespace
 
 CacheConfig CacheConfig::from_env() {
   CacheConfig c;
   c.dir = default_cache_dir();
-  std::string mode = env("KDSL_CACHE");
-  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  c.enabled = !(mode == "off" || mode == "0" || mode == "false" || mode == "no");
+  c.enabled = cache_enabled(env("KDSL_CACHE"));
   if (std::string size = env("KDSL_CACHE_MAX_SIZE"); !size.empty()) {
     if (auto bytes = parse_byte_size(size)) {
       c.max_bytes = *bytes;

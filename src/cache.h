@@ -54,7 +54,8 @@ struct CacheConfig {
 
   /// From the environment: KDSL_CACHE_DIR, else $XDG_CACHE_HOME/kdsl, else $HOME/.cache/kdsl;
   /// KDSL_CACHE=off (or 0, false, no) disables; KDSL_CACHE_MAX_SIZE; KDSL_CACHE_FAULT. A malformed
-  /// size is warned about and the default kept.
+  /// size, or a KDSL_CACHE other than those and on, 1, true, yes, is warned about and the default
+  /// kept.
   static CacheConfig from_env();
 };
 

@@ -134,6 +134,28 @@ TEST_F(CacheTest, ConfigFromEnvironment) {
   EXPECT_NE(warnings()[0].find("KDSL_CACHE_MAX_SIZE='lots'"), std::string::npos);
 }
 
+// KDSL_CACHE: off, 0, false, no turn the cache off; on, 1, true, yes (and unset) leave it on, in
+// any case and with spaces around; anything else warns once, naming those, and leaves it on.
+TEST_F(CacheTest, KdslCacheSpellings) {
+  for (const char* off : {"off", "OFF", "0", "false", "No", " off "}) {
+    ScopedEnv env("KDSL_CACHE", off);
+    EXPECT_FALSE(CacheConfig::from_env().enabled) << off;
+  }
+  for (const char* on : {"on", "ON", "1", "true", "yes", " Yes "}) {
+    ScopedEnv env("KDSL_CACHE", on);
+    EXPECT_TRUE(CacheConfig::from_env().enabled) << on;
+  }
+  EXPECT_TRUE(warnings().empty());
+  ScopedEnv env("KDSL_CACHE", "disabled");
+  EXPECT_TRUE(CacheConfig::from_env().enabled);
+  EXPECT_TRUE(CacheConfig::from_env().enabled);
+  ASSERT_EQ(warnings().size(), 1u);
+  EXPECT_NE(warnings()[0].find("ignoring KDSL_CACHE='disabled': expected off (or 0, false, no) or "
+                               "on (or 1, true, yes); the disk cache is on"),
+            std::string::npos)
+      << warnings()[0];
+}
+
 // ----------------------------------------------------------------------------------------------
 // Hits and misses
 

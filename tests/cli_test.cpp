@@ -336,6 +336,20 @@ TEST_F(CliTest, CompileWithTheCacheOffSaysNothingWasStored) {
   EXPECT_EQ(kdsl({"cache", "list"}).out, "no entries in " + cache_dir() + "\n");
 }
 
+// KDSL_CACHE: the documented spellings, and one warning naming them for anything else (the
+// cache then stays on, its default).
+TEST_F(CliTest, UnknownKdslCacheValueWarnsOnceAndKeepsTheCacheOn) {
+  CliResult r = kdsl({"cache", "stats"}, {{"KDSL_CACHE", "maybe"}});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("cache                 on\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err,
+            "kdsl: warning: kdsl cache: ignoring KDSL_CACHE='maybe': expected off (or 0, false, "
+            "no) or on (or 1, true, yes); the disk cache is on\n");
+  CliResult on = kdsl({"cache", "stats"}, {{"KDSL_CACHE", " Yes "}});
+  EXPECT_EQ(on.err, "");
+  EXPECT_NE(on.out.find("cache                 on\n"), std::string::npos) << on.out;
+}
+
 TEST_F(CliTest, VerboseLogsCompileAndCacheDecisionsWithTimes) {
   std::vector<std::string> args = {"compile", kColSum, "--dtype", "f32",
                                    "--shape", "N=8",   "--arch",  "sm_90"};
