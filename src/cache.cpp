@@ -368,8 +368,8 @@ std::optional<CompiledEntry> DiskCache::lookup(const fs::path& path, const Cache
   return std::nullopt;
 }
 
-bool DiskCache::store(const fs::path& path, const std::string& canonical, const std::string& meta,
-                      const std::string& cubin) {
+std::string DiskCache::store(const fs::path& path, const std::string& canonical,
+                             const std::string& meta, const std::string& cubin) {
   std::string err;
   if (::mkdir(path.parent_path().c_str(), 0700) != 0 && errno != EEXIST) {
     err = fmt::format("cannot create {}: {}", path.parent_path().string(), std::strerror(errno));
@@ -377,7 +377,7 @@ bool DiskCache::store(const fs::path& path, const std::string& canonical, const 
     err = write_file_atomic(path, encode_entry({canonical, meta, cubin}), config_.faults);
   }
   if (!err.empty()) warn_io(err);
-  return err.empty();
+  return err;
 }
 
 CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::string& meta,
@@ -406,6 +406,7 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
   };
   if (!config_.enabled || !usable()) {
     compile_now();
+    result.not_stored = config_.enabled ? unusable_ : "the disk cache is off (KDSL_CACHE)";
     finish(config_.enabled ? "in-memory compile of" : "cache off, compiled");
     return result;
   }
@@ -428,7 +429,8 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
     return result;
   }
   compile_now();  // on an exception, `lock` is released and nothing is stored
-  const bool stored = store(path, canonical, meta, result.cubin);
+  result.not_stored = store(path, canonical, meta, result.cubin);
+  const bool stored = result.not_stored.empty();
   lock.reset();
   if (stored && config_.max_bytes > 0) evict(path);
   finish(stored ? "miss, compiled and stored" : "miss, compiled (not stored)");

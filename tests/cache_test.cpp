@@ -164,6 +164,7 @@ TEST_F(CacheTest, MissThenHit) {
   FakeCompiler c{test_key()};
   CompiledEntry first = cache.get_or_compile(c.key, R"({"block":256})", c.fn());
   EXPECT_FALSE(first.hit);
+  EXPECT_EQ(first.not_stored, "");
   EXPECT_EQ(c.calls, 1);
   EXPECT_EQ(first.cubin, fake_cubin(c.key));
   EXPECT_EQ(first.key_hex, cache_key_hex(c.key));
@@ -473,7 +474,10 @@ TEST_F(CacheTest, FullDiskOnWriteLeavesNothingBehind) {
   FakeCompiler a{test_key("kdsl_a")};
   FakeCompiler b{test_key("kdsl_b")};
   EXPECT_EQ(cache.get_or_compile(a.key, "{}", a.fn()).cubin, fake_cubin(a.key));
-  EXPECT_EQ(cache.get_or_compile(b.key, "{}", b.fn()).cubin, fake_cubin(b.key));
+  CompiledEntry eb = cache.get_or_compile(b.key, "{}", b.fn());
+  EXPECT_EQ(eb.cubin, fake_cubin(b.key));
+  // Each entry says it was not stored, and why (kdsl compile reports it).
+  EXPECT_NE(eb.not_stored.find("No space left on device"), std::string::npos) << eb.not_stored;
   EXPECT_FALSE(cache.get_or_compile(a.key, "{}", a.fn()).hit);
   EXPECT_EQ(a.calls + b.calls, 3);
   auto w = warnings();
@@ -528,7 +532,10 @@ TEST_F(CacheTest, GroupWritableDirectoryIsNotTrusted) {
   DiskCache cache(cfg);
   FakeCompiler c{test_key()};
   EXPECT_EQ(cache.get_or_compile(c.key, "{}", c.fn()).cubin, fake_cubin(c.key));
-  EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  CompiledEntry again = cache.get_or_compile(c.key, "{}", c.fn());
+  EXPECT_FALSE(again.hit);
+  EXPECT_NE(again.not_stored.find("writable by group or others"), std::string::npos)
+      << again.not_stored;
   EXPECT_EQ(c.calls, 2);
   EXPECT_TRUE(all_files(cfg.dir).empty()) << "nothing may be read from or written to it";
   auto w = warnings();
@@ -567,7 +574,9 @@ TEST_F(CacheTest, CacheOffNeverTouchesTheDisk) {
   DiskCache cache(CacheConfig::from_env());
   FakeCompiler c{test_key()};
   EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
-  EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  CompiledEntry again = cache.get_or_compile(c.key, "{}", c.fn());
+  EXPECT_FALSE(again.hit);
+  EXPECT_EQ(again.not_stored, "the disk cache is off (KDSL_CACHE)");
   EXPECT_EQ(c.calls, 2);
   EXPECT_FALSE(fs::exists(config().dir));
   EXPECT_TRUE(cache.list().empty());

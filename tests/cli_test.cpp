@@ -336,6 +336,48 @@ TEST_F(CliTest, CompileWithTheCacheOffSaysNothingWasStored) {
   EXPECT_EQ(kdsl({"cache", "list"}).out, "no entries in " + cache_dir() + "\n");
 }
 
+// Filling the cache is what compile is for: a kernel compiled but not stored (a failing write, a
+// directory the cache may not use) is an error, exit code 1, after every line and the summary.
+TEST_F(CliTest, CompileThatStoresNothingSaysSoAndExitsOne) {
+  const std::vector<std::string> args = {"compile", kColSum, "--dtype", "f32",
+                                         "--shape", "N=16",  "--arch",  "sm_90"};
+  CliResult full = kdsl(args, {{"KDSL_CACHE_FAULT", "write"}});  // as a full disk does
+  EXPECT_EQ(full.code, 1) << show(full);
+  EXPECT_NE(full.out.find("kdsl_col_sum_f32_n16 (sm_90): compiled in "), std::string::npos);
+  EXPECT_NE(full.out.find(" ms (not stored)\n1 specialization: 1 compiled, "), std::string::npos)
+      << full.out;
+  EXPECT_NE(full.err.find("kdsl: error: nothing compiled was stored in the disk cache (" +
+                          cache_dir() + "): cannot write "),
+            std::string::npos)
+      << full.err;
+  CliResult json = kdsl(
+      {"compile", kColSum, "--dtype", "f32", "--shape", "N=16,32", "--arch", "sm_90", "--json"},
+      {{"KDSL_CACHE_FAULT", "write"}});
+  EXPECT_EQ(json.code, 1) << show(json);
+  nlohmann::json report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["not_stored"], 2);
+  EXPECT_EQ(report["results"][0]["stored"], false);
+  // A directory others may write is not used at all.
+  fs::create_directories(path("shared"));
+  fs::permissions(path("shared"), fs::perms::all);
+  CliResult shared = kdsl(args, {{"KDSL_CACHE_DIR", path("shared")}});
+  EXPECT_EQ(shared.code, 1) << show(shared);
+  EXPECT_NE(
+      shared.err.find("kdsl: error: nothing compiled was stored in the disk cache (" +
+                      path("shared") + "): " + path("shared") + " is writable by group or others"),
+      std::string::npos)
+      << shared.err;
+  // Stored, then a hit: nothing lost, exit code 0.
+  CliResult stored = kdsl(args);
+  EXPECT_EQ(stored.code, 0) << show(stored);
+  CliResult hit = kdsl(args, {{"KDSL_CACHE_FAULT", "write"}});
+  EXPECT_EQ(hit.code, 0) << show(hit);
+  EXPECT_EQ(nlohmann::json::parse(kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16",
+                                        "--arch", "sm_90", "--json"})
+                                      .out)["results"][0]["stored"],
+            true);
+}
+
 // KDSL_CACHE: the documented spellings, and one warning naming them for anything else (the
 // cache then stays on, its default).
 TEST_F(CliTest, UnknownKdslCacheValueWarnsOnceAndKeepsTheCacheOn) {
