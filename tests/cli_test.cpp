@@ -378,6 +378,27 @@ TEST_F(CliTest, CompileThatStoresNothingSaysSoAndExitsOne) {
             true);
 }
 
+// --shape ignores spaces around entries, names and sizes, as --schedule does around its items.
+TEST_F(CliTest, ShapeIgnoresSpacesAroundEntriesNamesAndSizes) {
+  CliResult r =
+      kdsl({"compile", kColSum, "--dtype", "f32", "--shape", " N = 16 , 32 ", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("2 specializations: 2 compiled"), std::string::npos) << r.out;
+  CliResult emit = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape",
+                         "M=1024, N=8192", "--arch", "sm_90", "--explain"});
+  EXPECT_EQ(emit.code, 0) << show(emit);
+  EXPECT_TRUE(emit.out.starts_with("kdsl_rms_norm_f32_n8192 for sm_90: ")) << emit.out;
+  // Spaces inside a size, and empty entries, are still errors.
+  CliResult inside = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=8 192"});
+  EXPECT_EQ(inside.code, 2) << show(inside);
+  EXPECT_EQ(inside.err,
+            "kdsl emit: usage error: bad --shape entry 'N=8 192': a size is a non-negative "
+            "integer; e.g. --shape M=1024,N=4096,8192\n");
+  CliResult empty = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=8, "});
+  EXPECT_EQ(empty.code, 2) << show(empty);
+  EXPECT_NE(empty.err.find("empty entry"), std::string::npos) << empty.err;
+}
+
 // KDSL_CACHE: the documented spellings, and one warning naming them for anything else (the
 // cache then stays on, its default).
 TEST_F(CliTest, UnknownKdslCacheValueWarnsOnceAndKeepsTheCacheOn) {
