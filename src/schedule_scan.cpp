@@ -233,6 +233,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   ScanSchedule s;
   const int64_t len = k.vector_symbol >= 0 ? k.symbols[k.vector_symbol].value.value_or(1) : 1;
+  // The explain names the sequence's length by the kernel's own symbol (N of cumsum's (M, N), L
+  // of a recurrence's (B, L, D)).
+  const std::string len_name = k.vector_symbol >= 0 ? k.symbols[k.vector_symbol].name : "L";
   // Positions, chunk counts and tile numbers are 64-bit; 2^62 keeps their sums from overflowing
   // (a sequence that long could not be allocated anyway).
   if (len >= (int64_t{1} << 62)) {
@@ -454,15 +457,15 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   if (set_layout && (s.t != t_set || s.lp != lp_set || s.wp != wp_set)) {
     s.reasons.push_back(
-        fmt::format("{} folded to the sequence (L = {}): t={},lp={},wp={} became t={},lp={},wp={}",
-                    s.layout_source, len, t_set, lp_set, wp_set, s.t, s.lp, s.wp));
+        fmt::format("{} folded to the sequence ({} = {}): t={},lp={},wp={} became t={},lp={},wp={}",
+                    s.layout_source, len_name, len, t_set, lp_set, wp_set, s.t, s.lp, s.wp));
   }
   // A single position: nothing to scan across threads; 16-byte accesses of VR rows (when the
   // launch allows them).
   if (s.columns && len == 1) {
     if (set_layout && s.vr != vec) {
-      s.reasons.push_back(fmt::format("{}: vr={} replaced by {} at L = 1 (one position)",
-                                      s.layout_source, s.vr, vec));
+      s.reasons.push_back(fmt::format("{}: vr={} replaced by {} at {} = 1 (one position)",
+                                      s.layout_source, s.vr, vec, len_name));
     }
     s.vr = vec;
   }
@@ -496,18 +499,20 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
                    : "the memory-bound 2-row layout: its register budget was measured with two"));
   }
   s.reasons.push_back(fmt::format(
-      "{}: L = {}, {} scan: tiles of {} rows x {} positions ({} chunks); {} threads = {} x {} "
+      "{}: {} = {}, {} scan: tiles of {} rows x {} positions ({} chunks); {} threads = {} x {} "
       "warps (rows x positions), lanes {} x {}, {} rows x {} positions per access, {} steps; {} "
       "register words per element",
-      s.name, len, s.reverse ? "reverse" : "forward", s.td(), s.cl(), s.chunks, s.threads(), s.wr,
-      s.wp, s.lr, s.lp, s.vr, s.vp, s.t, words));
+      s.name, len_name, len, s.reverse ? "reverse" : "forward", s.td(), s.cl(), s.chunks,
+      s.threads(), s.wr, s.wp, s.lr, s.lp, s.vr, s.vp, s.t, words));
   s.reasons.push_back(s.chunks > 1 ? "chunks chained by a decoupled look-back (atomic tickets in "
                                      "processing order, flags zeroed per launch)"
                                    : "one chunk per row: no look-back");
   if (!s.columns) {
     s.reasons.push_back(s.vector_fast ? fmt::format("{}-element accesses along the positions", s.vp)
-                                      : "element accesses (a tensor is unaligned or strided, or L "
-                                        "is not a multiple of the vector width)");
+                                      : fmt::format("element accesses (a tensor is unaligned or "
+                                                    "strided, or {} is not a multiple of the "
+                                                    "vector width)",
+                                                    len_name));
   } else {
     s.reasons.push_back(
         fmt::format("{}-row accesses when every tensor's rows are contiguous and "

@@ -708,5 +708,16 @@ TEST(ScanSchedule, VariableReadsAsTheScheduleHint) {
   }
 }
 
+// The explain names the sequence's length by the kernel's own symbol: N along the last axis of
+// cumsum's (M, N), L along the middle axis of (B, L, D).
+TEST(ScanSchedule, ExplainNamesTheLengthByTheKernelsSymbol) {
+  auto joined = [](const ScanSchedule& s) { return fmt::format("{}", fmt::join(s.reasons, "\n")); };
+  const std::string rows = joined(choose_scan("scan.kdsl", "cumsum", DType::f32, 32768));
+  EXPECT_NE(rows.find("scan.rows: N = 32768, forward scan"), std::string::npos) << rows;
+  EXPECT_EQ(rows.find("L = "), std::string::npos) << rows;
+  const std::string mid = joined(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768));
+  EXPECT_NE(mid.find("scan.columns: L = 32768, forward scan"), std::string::npos) << mid;
+}
+
 }  // namespace
 }  // namespace kdsl
