@@ -597,7 +597,9 @@ Value Lowerer::unary_math(ir::UnaryFn fn, const Value& a0, const ast::Expr& at) 
   if (!expect_node(a, at, what.c_str())) return Value::error();
   if (a.kind == Kind::weak) {
     if (is_bool_result(fn)) return constant(ref_unary(fn, a.num), DType::b8);
-    return Value::weak(ref_unary(fn, a.num), false);
+    // -1 is an integer as 1 is (an integer tensor's operand, a shift() offset).
+    const bool int_result = a.is_int && (fn == ir::UnaryFn::neg || fn == ir::UnaryFn::abs);
+    return Value::weak(ref_unary(fn, a.num), int_result);
   }
   DType t = a.type.dtype;
   // conj of a real number is the number (so one generic kernel serves real and complex dtypes).

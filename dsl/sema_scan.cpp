@@ -490,6 +490,9 @@ Value Lowerer::first_last(const std::string& name, const ast::Expr& e, std::vect
   return Value::of(builder_->add(std::move(n)), type);
 }
 
+// The largest offset of shift(), either way (dsl/SPEC.md section 10.4); its IR holds 32 bits.
+constexpr int32_t kMaxShift = 1000000000;
+
 Value Lowerer::shift_call(const ast::Expr& e, std::vector<Value>& args) {
   if (!e.keywords.empty()) {
     diags().error(e.keywords[0].loc,
@@ -518,13 +521,33 @@ Value Lowerer::shift_call(const ast::Expr& e, std::vector<Value>& args) {
   }
   const ast::Expr& kat = *e.args[2];
   const Value& kv = args[1];
-  if (kv.kind != Kind::weak || std::trunc(kv.num) != kv.num || std::fabs(kv.num) > 1e9) {
+  if (kv.kind != Kind::weak) {
     auto& d = diags().error(kat.loc,
                             fmt::format("shift() needs a constant integer offset (a number or a "
                                         "module constant), not {}",
                                         describe(kv)),
                             kat.span());
     d.hint = "the offset is fixed when the kernel is compiled: 1 reads v[t - 1], -1 reads v[t + 1]";
+    return Value::error();
+  }
+  // An integer literal (or integer constant): 1.0 would read as a position only by rounding.
+  if (!kv.is_int) {
+    const bool whole = std::trunc(kv.num) == kv.num && std::fabs(kv.num) < 1e15;
+    auto& d = diags().error(
+        kat.loc,
+        fmt::format("the offset of shift() must be an integer literal, not {}",
+                    whole ? fmt::format("{:.1f}", kv.num) : fmt::format("{}", kv.num)),
+        kat.span());
+    d.hint = "the offset counts positions: 1 reads v[t - 1], -1 reads v[t + 1]";
+    return Value::error();
+  }
+  if (std::fabs(kv.num) > kMaxShift) {
+    auto& d =
+        diags().error(kat.loc,
+                      fmt::format("the offset of shift() is {:.0f}; it must be from -{} to {}",
+                                  kv.num, kMaxShift, kMaxShift),
+                      kat.span());
+    d.hint = "an offset at least the sequence's length gives only the fill value";
     return Value::error();
   }
   const ast::Expr& fat = *e.args[3];

@@ -14,6 +14,8 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 namespace kdsl {
 namespace fs = std::filesystem;
@@ -151,14 +153,33 @@ fs::path default_cache_dir() {
   return home.empty() ? fs::path() : fs::path(home) / ".cache" / "kdsl";
 }
 
+// KDSL_CACHE: off, 0, false or no turn the cache off; on, 1, true, yes or nothing leave it on (any
+// case, spaces around ignored). Another value is warned about once per process and leaves it on.
+bool cache_enabled(const std::string& text) {
+  const size_t b = text.find_first_not_of(" \t");
+  std::string mode =
+      b == std::string::npos ? "" : text.substr(b, text.find_last_not_of(" \t") - b + 1);
+  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (mode == "off" || mode == "0" || mode == "false" || mode == "no") return false;
+  if (mode.empty() || mode == "on" || mode == "1" || mode == "true" || mode == "yes") return true;
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(text).second) {
+    log().warn(
+        "kdsl cache: ignoring KDSL_CACHE='{}': expected off (or 0, false, no) or on (or 1, true, "
+        "yes); the disk cache is on",
+        text);
+  }
+  return true;
+}
+
 }  // namespace
 
 CacheConfig CacheConfig::from_env() {
   CacheConfig c;
   c.dir = default_cache_dir();
-  std::string mode = env("KDSL_CACHE");
-  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  c.enabled = !(mode == "off" || mode == "0" || mode == "false" || mode == "no");
+  c.enabled = cache_enabled(env("KDSL_CACHE"));
   if (std::string size = env("KDSL_CACHE_MAX_SIZE"); !size.empty()) {
     if (auto bytes = parse_byte_size(size)) {
       c.max_bytes = *bytes;
@@ -347,8 +368,8 @@ std::optional<CompiledEntry> DiskCache::lookup(const fs::path& path, const Cache
   return std::nullopt;
 }
 
-bool DiskCache::store(const fs::path& path, const std::string& canonical, const std::string& meta,
-                      const std::string& cubin) {
+std::string DiskCache::store(const fs::path& path, const std::string& canonical,
+                             const std::string& meta, const std::string& cubin) {
   std::string err;
   if (::mkdir(path.parent_path().c_str(), 0700) != 0 && errno != EEXIST) {
     err = fmt::format("cannot create {}: {}", path.parent_path().string(), std::strerror(errno));
@@ -356,7 +377,7 @@ bool DiskCache::store(const fs::path& path, const std::string& canonical, const 
     err = write_file_atomic(path, encode_entry({canonical, meta, cubin}), config_.faults);
   }
   if (!err.empty()) warn_io(err);
-  return err.empty();
+  return err;
 }
 
 CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::string& meta,
@@ -385,6 +406,7 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
   };
   if (!config_.enabled || !usable()) {
     compile_now();
+    result.not_stored = config_.enabled ? unusable_ : "the disk cache is off (KDSL_CACHE)";
     finish(config_.enabled ? "in-memory compile of" : "cache off, compiled");
     return result;
   }
@@ -407,7 +429,8 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
     return result;
   }
   compile_now();  // on an exception, `lock` is released and nothing is stored
-  const bool stored = store(path, canonical, meta, result.cubin);
+  result.not_stored = store(path, canonical, meta, result.cubin);
+  const bool stored = result.not_stored.empty();
   lock.reset();
   if (stored && config_.max_bytes > 0) evict(path);
   finish(stored ? "miss, compiled and stored" : "miss, compiled (not stored)");

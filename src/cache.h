@@ -54,17 +54,19 @@ struct CacheConfig {
 
   /// From the environment: KDSL_CACHE_DIR, else $XDG_CACHE_HOME/kdsl, else $HOME/.cache/kdsl;
   /// KDSL_CACHE=off (or 0, false, no) disables; KDSL_CACHE_MAX_SIZE; KDSL_CACHE_FAULT. A malformed
-  /// size is warned about and the default kept.
+  /// size, or a KDSL_CACHE other than those and on, 1, true, yes, is warned about and the default
+  /// kept.
   static CacheConfig from_env();
 };
 
 /// The result of compile_cached.
 struct CompiledEntry {
   std::string cubin;
-  std::string meta;       ///< The metadata stored with the entry (the caller's, on a miss).
-  bool hit = false;       ///< Whether the cubin came from disk (compile() was not called).
-  double compile_ms = 0;  ///< Time in compile(), milliseconds (0 on a hit).
-  double load_ms = 0;     ///< Time in the cache itself (lookup, lock wait, store), milliseconds.
+  std::string meta;        ///< The metadata stored with the entry (the caller's, on a miss).
+  bool hit = false;        ///< Whether the cubin came from disk (compile() was not called).
+  std::string not_stored;  ///< Why a compiled cubin is not on disk ("" when stored, or a hit).
+  double compile_ms = 0;   ///< Time in compile(), milliseconds (0 on a hit).
+  double load_ms = 0;      ///< Time in the cache itself (lookup, lock wait, store), milliseconds.
   std::string key_hex;
 };
 
@@ -128,8 +130,9 @@ class DiskCache {
   bool usable();
   std::optional<CompiledEntry> lookup(const std::filesystem::path& path, const CacheKeyInputs& key,
                                       const std::string& canonical, bool locked);
-  bool store(const std::filesystem::path& path, const std::string& canonical,
-             const std::string& meta, const std::string& cubin);
+  /// "" when stored, else what failed.
+  std::string store(const std::filesystem::path& path, const std::string& canonical,
+                    const std::string& meta, const std::string& cubin);
   CacheRemoval evict(const std::filesystem::path& keep) const;
   void warn_io(const std::string& what);
 

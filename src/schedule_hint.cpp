@@ -1,13 +1,18 @@
 // The schedule hint's text form (`--schedule group=512,prefetch=1`): parsing, with the checks
-// that need no kernel, and printing. The checks that need the kernel, the specialization and the
-// target are in choose_row_schedule (schedule.cpp).
+// that need no kernel, and printing; the reader of "KEY=INTEGER,..." texts, which
+// KDSL_SCAN_SCHEDULE shares (schedule_hint.h). The checks that need the kernel, the specialization
+// and the target are in choose_row_schedule (schedule.cpp).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include "schedule.h"
+#include "schedule_hint.h"
 
 namespace kdsl {
 
@@ -26,27 +31,39 @@ bool ScheduleHint::empty() const {
 
 namespace {
 
-// Each key's values, as the messages name them.
-constexpr std::pair<const char*, const char*> kHintRanges[] = {
-    {"vec", "1, 2, 4 or 8"},
-    {"group", "a power of two up to 1024 (up to 1024 x cluster with a cluster)"},
-    {"min_ctas", "1 to 32"},
-    {"cluster", "1, 2, 4 or 8"},
-    {"stage", "0 or 2 to 8"},
-    {"cache_rows", "0 or 1"},
-    {"cache_invariant", "0 or 1"},
-    {"prefetch", "0 or 1"},
-    {"pack", "0 or 1"},
-    {"stream", "0 or 1"},
-    {"persistent", "0 or 1"},
-    {"smem_columns", "0 or 1"},
-    {"t", "a power of two from 1 to 64"},
-    {"lp", "a power of two from 1 to 32"},
-    {"wp", "a power of two from 1 to 32"},
-    {"vr", "a power of two from 1 to 16"}};
-
 bool power_of_two(int v, int hi) {
   return v >= 1 && v <= hi && (v & (v - 1)) == 0;
+}
+
+bool zero_or_one(int v) {
+  return v == 0 || v == 1;
+}
+
+bool one_to_eight(int v) {
+  return v == 1 || v == 2 || v == 4 || v == 8;
+}
+
+// The hint's keys, with their values as the messages name them.
+const std::vector<ScheduleKey>& hint_keys() {
+  static const std::vector<ScheduleKey> keys = {
+      {"vec", "1, 2, 4 or 8", one_to_eight},
+      {"group", "a power of two up to 1024 (up to 1024 x cluster with a cluster)",
+       [](int v) { return power_of_two(v, 8192); }},
+      {"min_ctas", "1 to 32", [](int v) { return v >= 1 && v <= 32; }},
+      {"cluster", "1, 2, 4 or 8", one_to_eight},
+      {"stage", "0 or 2 to 8", [](int v) { return v == 0 || (v >= 2 && v <= 8); }},
+      {"cache_rows", "0 or 1", zero_or_one},
+      {"cache_invariant", "0 or 1", zero_or_one},
+      {"prefetch", "0 or 1", zero_or_one},
+      {"pack", "0 or 1", zero_or_one},
+      {"stream", "0 or 1", zero_or_one},
+      {"persistent", "0 or 1", zero_or_one},
+      {"smem_columns", "0 or 1", zero_or_one},
+      {"t", "a power of two from 1 to 64", [](int v) { return power_of_two(v, 64); }},
+      {"lp", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
+      {"wp", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
+      {"vr", "a power of two from 1 to 16", [](int v) { return power_of_two(v, 16); }}};
+  return keys;
 }
 
 // `s` without the spaces and tabs around it.
@@ -56,46 +73,39 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t") - b + 1);
 }
 
-// Sets `key` to `v` in `h`; false when the key is unknown or `v` is outside its range.
-bool set_hint(ScheduleHint& h, const std::string& key, int v) {
-  if (key == "min_ctas" && v >= 1 && v <= 32) {
-    h.min_ctas = v;
-  } else if (key == "cluster" && (v == 1 || v == 2 || v == 4 || v == 8)) {
-    h.cluster = v;
-  } else if (key == "stage" && (v == 0 || (v >= 2 && v <= 8))) {
-    h.stage = v;
-  } else if (key == "t" && power_of_two(v, 64)) {
-    h.t = v;
-  } else if ((key == "lp" || key == "wp") && power_of_two(v, 32)) {
-    (key == "lp" ? h.lp : h.wp) = v;
-  } else if (key == "vr" && power_of_two(v, 16)) {
-    h.vr = v;
-  } else if (key == "vec" && (v == 1 || v == 2 || v == 4 || v == 8)) {
-    h.vec = v;
-  } else if (key == "group" && v >= 1 && v <= 8192 && (v & (v - 1)) == 0) {
-    h.group = v;
-  } else if ((key == "cache_rows" || key == "cache_invariant" || key == "prefetch" ||
-              key == "pack" || key == "stream" || key == "persistent" || key == "smem_columns") &&
-             (v == 0 || v == 1)) {
-    std::optional<bool>& f = key == "cache_rows"        ? h.cache_rows
-                             : key == "cache_invariant" ? h.cache_invariant
-                             : key == "prefetch"        ? h.prefetch
-                             : key == "pack"            ? h.pack
-                             : key == "stream"          ? h.stream
-                             : key == "persistent"      ? h.persistent
-                                                        : h.smem_columns;
-    f = v == 1;
-  } else {
-    return false;
+// Sets `key` (checked by parse_schedule_items) to `v` in `h`.
+void set_hint(ScheduleHint& h, const std::string& key, int v) {
+  std::optional<int>* number = key == "vec"        ? &h.vec
+                               : key == "group"    ? &h.group
+                               : key == "min_ctas" ? &h.min_ctas
+                               : key == "cluster"  ? &h.cluster
+                               : key == "stage"    ? &h.stage
+                               : key == "t"        ? &h.t
+                               : key == "lp"       ? &h.lp
+                               : key == "wp"       ? &h.wp
+                               : key == "vr"       ? &h.vr
+                                                   : nullptr;
+  if (number) {
+    *number = v;
+    return;
   }
-  return true;
+  std::optional<bool>& f = key == "cache_rows"        ? h.cache_rows
+                           : key == "cache_invariant" ? h.cache_invariant
+                           : key == "prefetch"        ? h.prefetch
+                           : key == "pack"            ? h.pack
+                           : key == "stream"          ? h.stream
+                           : key == "persistent"      ? h.persistent
+                                                      : h.smem_columns;
+  f = v == 1;
 }
 
 }  // namespace
 
-ScheduleHint ScheduleHint::parse(const std::string& text) {
-  ScheduleHint h;
-  if (trim(text).empty()) return h;
+ScheduleItems parse_schedule_items(const std::string& text, const std::string& what,
+                                   const std::vector<ScheduleKey>& keys,
+                                   const std::string& key_list) {
+  ScheduleItems items;
+  if (trim(text).empty()) return items;
   std::set<std::string> seen;
   size_t pos = 0;
   for (int index = 1; pos <= text.size(); ++index) {
@@ -105,45 +115,48 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
     pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
     if (item.empty()) {
       throw ScheduleHintError(fmt::format(
-          "schedule hint '{}': item {} is empty{}; give KEY=INTEGER items separated by commas",
-          text, index, comma == std::string::npos ? " (a comma at the end)" : ""));
+          "{} '{}': item {} is empty{}; give KEY=INTEGER items separated by commas", what, text,
+          index, comma == std::string::npos ? " (a comma at the end)" : ""));
     }
     size_t eq = item.find('=');
     std::string key = trim(item.substr(0, eq));
     std::string value = eq == std::string::npos ? "" : trim(item.substr(eq + 1));
     if (!seen.insert(key).second) {
-      throw ScheduleHintError(fmt::format("schedule hint '{}': {} is given twice", text, key));
+      throw ScheduleHintError(fmt::format("{} '{}': {} is given twice", what, text, key));
     }
     const size_t sign = !value.empty() && (value[0] == '-' || value[0] == '+') ? 1 : 0;
     if (value.size() == sign || value.find_first_not_of("0123456789", sign) != std::string::npos) {
-      throw ScheduleHintError(fmt::format("schedule hint '{}': expected KEY=INTEGER", item));
+      throw ScheduleHintError(fmt::format("{} '{}': expected KEY=INTEGER", what, item));
     }
-    // A whole number beyond an int is outside every key's range: v = -1 is too.
-    int v = -1;
-    bool huge = false;
+    const auto known =
+        std::find_if(keys.begin(), keys.end(), [&](const ScheduleKey& k) { return key == k.name; });
+    if (known == keys.end()) {
+      throw ScheduleHintError(fmt::format("{} '{}': keys are {}", what, item, key_list));
+    }
+    int v = 0;
     try {
       v = std::stoi(value);
-    } catch (const std::out_of_range&) {
-      huge = true;
+    } catch (const std::out_of_range&) {  // a whole number beyond an int: outside every range
+      throw ScheduleHintError(fmt::format("{} '{}': {} is out of range ({} is {})", what, item,
+                                          value, key, known->range));
     }
-    if (set_hint(h, key, v)) continue;
-    // A known key with a value out of its range names that range; otherwise every key.
-    for (const auto& [k, range] : kHintRanges) {
-      if (key != k) continue;
-      if (huge) {
-        throw ScheduleHintError(fmt::format("schedule hint '{}': {} is out of range ({} is {})",
-                                            item, value, key, range));
-      }
-      throw ScheduleHintError(fmt::format("schedule hint '{}': {} is {}", item, key, range));
+    if (!known->allows(v)) {
+      throw ScheduleHintError(fmt::format("{} '{}': {} is {}", what, item, key, known->range));
     }
-    throw ScheduleHintError(
-        fmt::format("schedule hint '{}': keys are vec (1, 2, 4, 8), group (a power "
-                    "of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, "
-                    "pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 to 32), "
-                    "cluster (1, 2, 4, 8), stage (0, 2 to 8); for scan kernels t (1 to 64), "
-                    "lp, wp (1 to 32), vr (1 to 16), powers of two",
-                    item));
+    items.emplace_back(key, v);
   }
+  return items;
+}
+
+ScheduleHint ScheduleHint::parse(const std::string& text) {
+  ScheduleHint h;
+  const ScheduleItems items = parse_schedule_items(
+      text, "schedule hint", hint_keys(),
+      "vec (1, 2, 4, 8), group (a power of two up to 1024 x cluster), cache_rows, "
+      "cache_invariant, prefetch, pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 "
+      "to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8); for scan kernels t (1 to 64), lp, wp (1 "
+      "to 32), vr (1 to 16), powers of two");
+  for (const auto& [key, v] : items) set_hint(h, key, v);
   if (h.stage && *h.stage >= 2 && h.prefetch && *h.prefetch) {
     throw ScheduleHintError(fmt::format(
         "schedule hint '{}': stage and prefetch=1 both fetch the next row ahead; give one", text));

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -11,9 +10,14 @@
 #include "codegen_expr.h"
 #include "dsl/diagnostics.h"
 #include "kdsl/error.h"
+#include "schedule_hint.h"
 
 namespace kdsl {
 namespace {
+
+bool power_of_two(int v, int hi) {
+  return v >= 1 && v <= hi && (v & (v - 1)) == 0;
+}
 
 bool has_kind(const ir::View& v, ir::AxisIndex::Kind kind) {
   return std::any_of(v.begin(), v.end(), [&](const ir::AxisIndex& a) { return a.kind == kind; });
@@ -121,34 +125,34 @@ struct ScanHints {
   }
 };
 
+// KDSL_SCAN_SCHEDULE's keys: the hint's scan keys and the look-back's knobs.
+const std::vector<ScheduleKey>& scan_keys() {
+  static const std::vector<ScheduleKey> keys = {
+      {"t", "a power of two from 1 to 64", [](int v) { return power_of_two(v, 64); }},
+      {"lp", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
+      {"wp", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
+      {"vr", "a power of two from 1 to 16", [](int v) { return power_of_two(v, 16); }},
+      {"window", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
+      {"pipeline", "0, 1 or 2", [](int v) { return v >= 0 && v <= 2; }},
+      {"ctas", "0 to 32", [](int v) { return v >= 0 && v <= 32; }},
+      {"packed", "0 or 1", [](int v) { return v == 0 || v == 1; }}};
+  return keys;
+}
+
+// Read as `--schedule` is (parse_schedule_items), but its errors are ArgumentErrors: not a hint,
+// so a tuned record is not ignored for them, and the CLI does not name --schedule.
 ScanHints read_hints() {
   ScanHints h;
   const char* env = std::getenv("KDSL_SCAN_SCHEDULE");
   if (!env || !*env) return h;
   h.text = env;
-  size_t at = 0;
-  while (at < h.text.size()) {
-    size_t end = h.text.find(',', at);
-    if (end == std::string::npos) end = h.text.size();
-    std::string item = h.text.substr(at, end - at);
-    at = end + 1;
-    // Strict: a key, '=', and an integer with nothing after it, each key once ("t=4;vr=2" or
-    // "vr=2.9" would otherwise set something else than what was written).
-    const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq);
-    int v = 0;
-    const char* first = item.data() + (eq == std::string::npos ? item.size() : eq + 1);
-    const char* last = item.data() + item.size();
-    const auto [ptr, ec] = std::from_chars(first, last, v);
-    if (eq == std::string::npos || key.empty() || first == last || ec != std::errc() ||
-        ptr != last) {
-      throw ArgumentError(fmt::format("KDSL_SCAN_SCHEDULE: '{}' is not key=integer", item));
-    }
-    if (std::any_of(h.items.begin(), h.items.end(),
-                    [&](const auto& kv) { return kv.first == key; })) {
-      throw ArgumentError(fmt::format("KDSL_SCAN_SCHEDULE: '{}' is given twice", key));
-    }
-    h.items.emplace_back(key, v);
+  try {
+    h.items = parse_schedule_items(
+        h.text, "KDSL_SCAN_SCHEDULE", scan_keys(),
+        "t (1 to 64), lp, wp, window (1 to 32), vr (1 to 16), powers of two; pipeline (0, 1, 2), "
+        "ctas (0 to 32), packed (0 or 1)");
+  } catch (const ScheduleHintError& e) {
+    throw ArgumentError(e.what());
   }
   return h;
 }
@@ -165,46 +169,33 @@ ScanHints hints_of(const ScheduleHint& hint) {
   return h;
 }
 
+// The ranges were checked when the text was read (parse_schedule_items, ScheduleHint::parse).
 void apply_hints(ScanSchedule& s, const ScanHints& h) {
   if (h.items.empty()) return;
-  for (const auto& item : h.items) {
-    const std::string& key = item.first;  // named, not bound: lambdas capture them
-    const int v = item.second;
-    auto pow2 = [&](int lo, int hi) {
-      if (v < lo || v > hi || (v & (v - 1)) != 0) {
-        h.fail(fmt::format("{} must be a power of two from {} to {}", key, lo, hi));
-      }
-    };
+  for (const auto& [key, v] : h.items) {
     if (key == "t") {
-      pow2(1, 64);
       s.t = v;
     } else if (key == "lp") {
-      pow2(1, 32);
       s.lp = v;
       s.lr = 32 / v;
     } else if (key == "wp") {
-      pow2(1, 32);
       s.wp = v;
     } else if (key == "vr") {
-      pow2(1, 16);
       if (!s.columns && v != 1) {
         h.fail("vr (rows per access) applies to scan.columns (a scan along a middle axis) only");
       }
       s.vr = v;
     } else if (key == "window") {
-      pow2(1, 32);
       s.window = v;
     } else if (key == "packed") {
       s.packed = v != 0;
     } else if (key == "ctas") {
-      if (v < 0 || v > 32) h.fail("ctas must be 0 to 32");
       s.min_ctas = v;
     } else if (key == "pipeline") {
-      if (v < 0 || v > 2) h.fail("pipeline must be 0, 1 or 2");
       s.pipeline = v != 0;
       s.async_copy = v == 2;
     } else {
-      h.fail(fmt::format("unknown key '{}' (t, lp, wp, vr, pipeline, window, ctas, packed)", key));
+      throw InternalError(fmt::format("scan schedule: unknown key '{}'", key));
     }
   }
   s.reasons.push_back(h.from_hint ? h.source() : fmt::format("KDSL_SCAN_SCHEDULE={}", h.text));
@@ -242,6 +233,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   ScanSchedule s;
   const int64_t len = k.vector_symbol >= 0 ? k.symbols[k.vector_symbol].value.value_or(1) : 1;
+  // The explain names the sequence's length by the kernel's own symbol (N of cumsum's (M, N), L
+  // of a recurrence's (B, L, D)).
+  const std::string len_name = k.vector_symbol >= 0 ? k.symbols[k.vector_symbol].name : "L";
   // Positions, chunk counts and tile numbers are 64-bit; 2^62 keeps their sums from overflowing
   // (a sequence that long could not be allocated anyway).
   if (len >= (int64_t{1} << 62)) {
@@ -463,15 +457,15 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   if (set_layout && (s.t != t_set || s.lp != lp_set || s.wp != wp_set)) {
     s.reasons.push_back(
-        fmt::format("{} folded to the sequence (L = {}): t={},lp={},wp={} became t={},lp={},wp={}",
-                    s.layout_source, len, t_set, lp_set, wp_set, s.t, s.lp, s.wp));
+        fmt::format("{} folded to the sequence ({} = {}): t={},lp={},wp={} became t={},lp={},wp={}",
+                    s.layout_source, len_name, len, t_set, lp_set, wp_set, s.t, s.lp, s.wp));
   }
   // A single position: nothing to scan across threads; 16-byte accesses of VR rows (when the
   // launch allows them).
   if (s.columns && len == 1) {
     if (set_layout && s.vr != vec) {
-      s.reasons.push_back(fmt::format("{}: vr={} replaced by {} at L = 1 (one position)",
-                                      s.layout_source, s.vr, vec));
+      s.reasons.push_back(fmt::format("{}: vr={} replaced by {} at {} = 1 (one position)",
+                                      s.layout_source, s.vr, vec, len_name));
     }
     s.vr = vec;
   }
@@ -505,18 +499,20 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
                    : "the memory-bound 2-row layout: its register budget was measured with two"));
   }
   s.reasons.push_back(fmt::format(
-      "{}: L = {}, {} scan: tiles of {} rows x {} positions ({} chunks); {} threads = {} x {} "
+      "{}: {} = {}, {} scan: tiles of {} rows x {} positions ({} chunks); {} threads = {} x {} "
       "warps (rows x positions), lanes {} x {}, {} rows x {} positions per access, {} steps; {} "
       "register words per element",
-      s.name, len, s.reverse ? "reverse" : "forward", s.td(), s.cl(), s.chunks, s.threads(), s.wr,
-      s.wp, s.lr, s.lp, s.vr, s.vp, s.t, words));
+      s.name, len_name, len, s.reverse ? "reverse" : "forward", s.td(), s.cl(), s.chunks,
+      s.threads(), s.wr, s.wp, s.lr, s.lp, s.vr, s.vp, s.t, words));
   s.reasons.push_back(s.chunks > 1 ? "chunks chained by a decoupled look-back (atomic tickets in "
                                      "processing order, flags zeroed per launch)"
                                    : "one chunk per row: no look-back");
   if (!s.columns) {
     s.reasons.push_back(s.vector_fast ? fmt::format("{}-element accesses along the positions", s.vp)
-                                      : "element accesses (a tensor is unaligned or strided, or L "
-                                        "is not a multiple of the vector width)");
+                                      : fmt::format("element accesses (a tensor is unaligned or "
+                                                    "strided, or {} is not a multiple of the "
+                                                    "vector width)",
+                                                    len_name));
   } else {
     s.reasons.push_back(
         fmt::format("{}-row accesses when every tensor's rows are contiguous and "

@@ -134,6 +134,28 @@ TEST_F(CacheTest, ConfigFromEnvironment) {
   EXPECT_NE(warnings()[0].find("KDSL_CACHE_MAX_SIZE='lots'"), std::string::npos);
 }
 
+// KDSL_CACHE: off, 0, false, no turn the cache off; on, 1, true, yes (and unset) leave it on, in
+// any case and with spaces around; anything else warns once, naming those, and leaves it on.
+TEST_F(CacheTest, KdslCacheSpellings) {
+  for (const char* off : {"off", "OFF", "0", "false", "No", " off "}) {
+    ScopedEnv env("KDSL_CACHE", off);
+    EXPECT_FALSE(CacheConfig::from_env().enabled) << off;
+  }
+  for (const char* on : {"on", "ON", "1", "true", "yes", " Yes "}) {
+    ScopedEnv env("KDSL_CACHE", on);
+    EXPECT_TRUE(CacheConfig::from_env().enabled) << on;
+  }
+  EXPECT_TRUE(warnings().empty());
+  ScopedEnv env("KDSL_CACHE", "disabled");
+  EXPECT_TRUE(CacheConfig::from_env().enabled);
+  EXPECT_TRUE(CacheConfig::from_env().enabled);
+  ASSERT_EQ(warnings().size(), 1u);
+  EXPECT_NE(warnings()[0].find("ignoring KDSL_CACHE='disabled': expected off (or 0, false, no) or "
+                               "on (or 1, true, yes); the disk cache is on"),
+            std::string::npos)
+      << warnings()[0];
+}
+
 // ----------------------------------------------------------------------------------------------
 // Hits and misses
 
@@ -142,6 +164,7 @@ TEST_F(CacheTest, MissThenHit) {
   FakeCompiler c{test_key()};
   CompiledEntry first = cache.get_or_compile(c.key, R"({"block":256})", c.fn());
   EXPECT_FALSE(first.hit);
+  EXPECT_EQ(first.not_stored, "");
   EXPECT_EQ(c.calls, 1);
   EXPECT_EQ(first.cubin, fake_cubin(c.key));
   EXPECT_EQ(first.key_hex, cache_key_hex(c.key));
@@ -451,7 +474,10 @@ TEST_F(CacheTest, FullDiskOnWriteLeavesNothingBehind) {
   FakeCompiler a{test_key("kdsl_a")};
   FakeCompiler b{test_key("kdsl_b")};
   EXPECT_EQ(cache.get_or_compile(a.key, "{}", a.fn()).cubin, fake_cubin(a.key));
-  EXPECT_EQ(cache.get_or_compile(b.key, "{}", b.fn()).cubin, fake_cubin(b.key));
+  CompiledEntry eb = cache.get_or_compile(b.key, "{}", b.fn());
+  EXPECT_EQ(eb.cubin, fake_cubin(b.key));
+  // Each entry says it was not stored, and why (kdsl compile reports it).
+  EXPECT_NE(eb.not_stored.find("No space left on device"), std::string::npos) << eb.not_stored;
   EXPECT_FALSE(cache.get_or_compile(a.key, "{}", a.fn()).hit);
   EXPECT_EQ(a.calls + b.calls, 3);
   auto w = warnings();
@@ -506,7 +532,10 @@ TEST_F(CacheTest, GroupWritableDirectoryIsNotTrusted) {
   DiskCache cache(cfg);
   FakeCompiler c{test_key()};
   EXPECT_EQ(cache.get_or_compile(c.key, "{}", c.fn()).cubin, fake_cubin(c.key));
-  EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  CompiledEntry again = cache.get_or_compile(c.key, "{}", c.fn());
+  EXPECT_FALSE(again.hit);
+  EXPECT_NE(again.not_stored.find("writable by group or others"), std::string::npos)
+      << again.not_stored;
   EXPECT_EQ(c.calls, 2);
   EXPECT_TRUE(all_files(cfg.dir).empty()) << "nothing may be read from or written to it";
   auto w = warnings();
@@ -545,7 +574,9 @@ TEST_F(CacheTest, CacheOffNeverTouchesTheDisk) {
   DiskCache cache(CacheConfig::from_env());
   FakeCompiler c{test_key()};
   EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
-  EXPECT_FALSE(cache.get_or_compile(c.key, "{}", c.fn()).hit);
+  CompiledEntry again = cache.get_or_compile(c.key, "{}", c.fn());
+  EXPECT_FALSE(again.hit);
+  EXPECT_EQ(again.not_stored, "the disk cache is off (KDSL_CACHE)");
   EXPECT_EQ(c.calls, 2);
   EXPECT_FALSE(fs::exists(config().dir));
   EXPECT_TRUE(cache.list().empty());

@@ -336,6 +336,83 @@ TEST_F(CliTest, CompileWithTheCacheOffSaysNothingWasStored) {
   EXPECT_EQ(kdsl({"cache", "list"}).out, "no entries in " + cache_dir() + "\n");
 }
 
+// Filling the cache is what compile is for: a kernel compiled but not stored (a failing write, a
+// directory the cache may not use) is an error, exit code 1, after every line and the summary.
+TEST_F(CliTest, CompileThatStoresNothingSaysSoAndExitsOne) {
+  const std::vector<std::string> args = {"compile", kColSum, "--dtype", "f32",
+                                         "--shape", "N=16",  "--arch",  "sm_90"};
+  CliResult full = kdsl(args, {{"KDSL_CACHE_FAULT", "write"}});  // as a full disk does
+  EXPECT_EQ(full.code, 1) << show(full);
+  EXPECT_NE(full.out.find("kdsl_col_sum_f32_n16 (sm_90): compiled in "), std::string::npos);
+  EXPECT_NE(full.out.find(" ms (not stored)\n1 specialization: 1 compiled, "), std::string::npos)
+      << full.out;
+  EXPECT_NE(full.err.find("kdsl: error: nothing compiled was stored in the disk cache (" +
+                          cache_dir() + "): cannot write "),
+            std::string::npos)
+      << full.err;
+  CliResult json = kdsl(
+      {"compile", kColSum, "--dtype", "f32", "--shape", "N=16,32", "--arch", "sm_90", "--json"},
+      {{"KDSL_CACHE_FAULT", "write"}});
+  EXPECT_EQ(json.code, 1) << show(json);
+  nlohmann::json report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report["not_stored"], 2);
+  EXPECT_EQ(report["results"][0]["stored"], false);
+  // A directory others may write is not used at all.
+  fs::create_directories(path("shared"));
+  fs::permissions(path("shared"), fs::perms::all);
+  CliResult shared = kdsl(args, {{"KDSL_CACHE_DIR", path("shared")}});
+  EXPECT_EQ(shared.code, 1) << show(shared);
+  EXPECT_NE(
+      shared.err.find("kdsl: error: nothing compiled was stored in the disk cache (" +
+                      path("shared") + "): " + path("shared") + " is writable by group or others"),
+      std::string::npos)
+      << shared.err;
+  // Stored, then a hit: nothing lost, exit code 0.
+  CliResult stored = kdsl(args);
+  EXPECT_EQ(stored.code, 0) << show(stored);
+  CliResult hit = kdsl(args, {{"KDSL_CACHE_FAULT", "write"}});
+  EXPECT_EQ(hit.code, 0) << show(hit);
+  EXPECT_EQ(nlohmann::json::parse(kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16",
+                                        "--arch", "sm_90", "--json"})
+                                      .out)["results"][0]["stored"],
+            true);
+}
+
+// --shape ignores spaces around entries, names and sizes, as --schedule does around its items.
+TEST_F(CliTest, ShapeIgnoresSpacesAroundEntriesNamesAndSizes) {
+  CliResult r =
+      kdsl({"compile", kColSum, "--dtype", "f32", "--shape", " N = 16 , 32 ", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("2 specializations: 2 compiled"), std::string::npos) << r.out;
+  CliResult emit = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape",
+                         "M=1024, N=8192", "--arch", "sm_90", "--explain"});
+  EXPECT_EQ(emit.code, 0) << show(emit);
+  EXPECT_TRUE(emit.out.starts_with("kdsl_rms_norm_f32_n8192 for sm_90: ")) << emit.out;
+  // Spaces inside a size, and empty entries, are still errors.
+  CliResult inside = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=8 192"});
+  EXPECT_EQ(inside.code, 2) << show(inside);
+  EXPECT_EQ(inside.err,
+            "kdsl emit: usage error: bad --shape entry 'N=8 192': a size is a non-negative "
+            "integer; e.g. --shape M=1024,N=4096,8192\n");
+  CliResult empty = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=8, "});
+  EXPECT_EQ(empty.code, 2) << show(empty);
+  EXPECT_NE(empty.err.find("empty entry"), std::string::npos) << empty.err;
+}
+
+// KDSL_CACHE: the documented spellings, and one warning naming them for anything else (the
+// cache then stays on, its default).
+TEST_F(CliTest, UnknownKdslCacheValueWarnsOnceAndKeepsTheCacheOn) {
+  CliResult r = kdsl({"cache", "stats"}, {{"KDSL_CACHE", "maybe"}});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("cache                 on\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err,
+            "kdsl: warning: kdsl cache: ignoring KDSL_CACHE='maybe': expected off (or 0, false, "
+            "no) or on (or 1, true, yes); the disk cache is on\n");
+  CliResult on = kdsl({"cache", "stats"}, {{"KDSL_CACHE", " Yes "}});
+  EXPECT_EQ(on.err, "");
+  EXPECT_NE(on.out.find("cache                 on\n"), std::string::npos) << on.out;
+}
+
 TEST_F(CliTest, VerboseLogsCompileAndCacheDecisionsWithTimes) {
   std::vector<std::string> args = {"compile", kColSum, "--dtype", "f32",
                                    "--shape", "N=8",   "--arch",  "sm_90"};

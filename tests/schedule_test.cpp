@@ -644,8 +644,11 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
         ctas);
   }
   // The variable is read strictly: what is not key=integer, or a key given twice, is an error
-  // naming it, not a value read up to its first stray character.
-  for (const char* bad : {"t=4;vr=2", "vr=2.9", "t=16,t=8", "t", "=4", "t=", "t=4,,vr=2"}) {
+  // naming it, not a value read up to its first stray character; so is a value out of its key's
+  // range (packed and the look-back's knobs too) and an empty item, a trailing comma included.
+  for (const char* bad :
+       {"t=4;vr=2", "vr=2.9", "t=16,t=8", "t", "=4", "t=", "t=4,,vr=2", "packed=2", "packed=-5",
+        "pipeline=3", "window=3", "ctas=33", "t=16,vr=2,"}) {
     ScanScheduleEnv env(bad);
     try {
       choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768);
@@ -666,7 +669,7 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
     }
   }
   {
-    ScanScheduleEnv env("t=16,vr=2,");  // a trailing comma ends the list
+    ScanScheduleEnv env(" t = 16 , vr=2 ");  // spaces around items, keys and values
     EXPECT_EQ(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768).t, 16);
   }
   // The 16-bit heavy-math layout was measured with the approximate math only.
@@ -681,6 +684,65 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   EXPECT_EQ(rows.name, "scan.rows");
   EXPECT_EQ(rows.vr, 1);
   EXPECT_EQ(rows.lp, 32);
+}
+
+// KDSL_SCAN_SCHEDULE is read by the --schedule hint's reader: the same text is accepted or refused
+// for the same reason, in the same words, with the variable's name for the hint's.
+TEST(ScanSchedule, VariableReadsAsTheScheduleHint) {
+  auto hint_message = [](const std::string& text) {
+    try {
+      ScheduleHint::parse(text);
+    } catch (const ScheduleHintError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  auto variable_message = [](const std::string& text) {
+    ScanScheduleEnv env(text.c_str());
+    try {
+      choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768);
+    } catch (const ScheduleHintError& e) {
+      return "a ScheduleHintError (the CLI would name --schedule): " + std::string(e.what());
+    } catch (const ArgumentError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  for (const char* text :
+       {"t=16,,vr=2", "t=16,vr=2,", ",t=16", "t=16,t=8", "t=x", "t", "t=3", "lp=64", "vr=32",
+        "t=99999999999999999999", " t = 16 , vr = 2 ", "t=+16", "t=16;vr=2"}) {
+    SCOPED_TRACE(text);
+    std::string expected = hint_message(text);
+    if (expected.starts_with("schedule hint ")) {
+      expected = "KDSL_SCAN_SCHEDULE " + expected.substr(std::string("schedule hint ").size());
+    }
+    EXPECT_EQ(variable_message(text), expected);
+  }
+  // Its own keys name their ranges the same way.
+  EXPECT_EQ(variable_message("t=16,packed=2"), "KDSL_SCAN_SCHEDULE 'packed=2': packed is 0 or 1");
+  EXPECT_EQ(variable_message("packed=-5"), "KDSL_SCAN_SCHEDULE 'packed=-5': packed is 0 or 1");
+  EXPECT_EQ(variable_message("pipeline=3"),
+            "KDSL_SCAN_SCHEDULE 'pipeline=3': pipeline is 0, 1 or 2");
+  EXPECT_EQ(variable_message("group=256"),
+            "KDSL_SCAN_SCHEDULE 'group=256': keys are t (1 to 64), lp, wp, window (1 to 32), vr "
+            "(1 to 16), powers of two; pipeline (0, 1, 2), ctas (0 to 32), packed (0 or 1)");
+  {
+    ScanScheduleEnv env(" packed = 0 , pipeline = 2 ");
+    ScanSchedule s = choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768);
+    EXPECT_FALSE(s.packed);
+    EXPECT_TRUE(s.async_copy);
+  }
+}
+
+// The explain names the sequence's length by the kernel's own symbol: N along the last axis of
+// cumsum's (M, N), L along the middle axis of (B, L, D).
+TEST(ScanSchedule, ExplainNamesTheLengthByTheKernelsSymbol) {
+  auto joined = [](const ScanSchedule& s) { return fmt::format("{}", fmt::join(s.reasons, "\n")); };
+  const std::string rows = joined(choose_scan("scan.kdsl", "cumsum", DType::f32, 32768));
+  EXPECT_NE(rows.find("scan.rows: N = 32768, forward scan"), std::string::npos) << rows;
+  EXPECT_EQ(rows.find("L = "), std::string::npos) << rows;
+  const std::string mid = joined(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768));
+  EXPECT_NE(mid.find("scan.columns: L = 32768, forward scan"), std::string::npos) << mid;
 }
 
 }  // namespace

@@ -278,6 +278,11 @@ TEST(SemaLiterals, TypedConstantsAndFloatLiteralsDoNotAdapt) {
   EXPECT_EQ(check(head + "        y[m, :] = x[m, :] * f16(i + 0.5)\n"),
             Strings{"5:33: the number 0.5 is not an integer but is used as i32"});
   EXPECT_EQ(check(head + "        y[m, :] = x[m, :] * f16(i + 2)\n"), Strings{});
+  // A negated integer is an integer (it was taken for a float: "the number -1 is not an
+  // integer"); a negated float is not.
+  EXPECT_EQ(check(head + "        y[m, :] = x[m, :] * f16(i * -1 + abs(-2))\n"), Strings{});
+  EXPECT_EQ(check(head + "        y[m, :] = x[m, :] * f16(i * -1.0)\n"),
+            Strings{"5:33: the number -1 is not an integer but is used as i32"});
   // x ** 2 is x * x (exact); other powers stay pow.
   ir::Kernel k = lower(head + "        y[m, :] = x[m, :] ** 2\n", "k");
   EXPECT_EQ(stored(k, "y").op, ir::Op::binary);

@@ -37,6 +37,7 @@ struct Job {
   double ms = 0;  // NVRTC time (compiled) or cache time (hit)
   std::string error;
   bool hint_error = false;  // a --schedule hint that cannot apply (a usage error)
+  std::string not_stored;   // compiled, but not put in the disk cache: why (CompiledEntry)
 };
 
 // A one-line bar on stderr, redrawn as jobs finish: "[#####.....] 12/40 kdsl_...".
@@ -79,7 +80,8 @@ std::vector<std::string> split_archs(const std::string& text) {
 std::string job_line(const Job& j) {
   switch (j.status) {
     case Job::kCompiled:
-      return fmt::format("{} ({}): compiled in {:.1f} ms", j.symbol, j.target.arch, j.ms);
+      return fmt::format("{} ({}): compiled in {:.1f} ms{}", j.symbol, j.target.arch, j.ms,
+                         j.not_stored.empty() ? "" : " (not stored)");
     case Job::kHit:
       return fmt::format("{} ({}): disk cache hit ({:.2f} ms)", j.symbol, j.target.arch, j.ms);
     default:
@@ -151,6 +153,8 @@ int compile(const CompileOptions& o) {
         result.symbol = ck.gen.plan.symbol;
         result.status = ck.binary.hit ? Job::kHit : Job::kCompiled;
         result.ms = ck.binary.hit ? ck.binary.load_ms : ck.binary.compile_ms;
+        // With the cache off, not storing is what was asked for (the note below says so).
+        if (default_disk_cache().config().enabled) result.not_stored = ck.binary.not_stored;
       } catch (const ScheduleHintError& e) {
         result.status = Job::kFailed;
         result.error = std::string("--schedule: ") + e.what();
@@ -172,7 +176,8 @@ int compile(const CompileOptions& o) {
   for (auto& t : pool) t.join();
   bar.clear();
 
-  size_t compiled = 0, hits = 0, failed = 0, hint_errors = 0;
+  size_t compiled = 0, hits = 0, failed = 0, hint_errors = 0, not_stored = 0;
+  std::string not_stored_why;  // the first one's reason
   double nvrtc_ms = 0;
   nlohmann::json results = nlohmann::json::array();
   for (const Job& j : jobs) {
@@ -180,6 +185,7 @@ int compile(const CompileOptions& o) {
     hits += j.status == Job::kHit;
     failed += j.status == Job::kFailed;
     hint_errors += j.hint_error;
+    if (!j.not_stored.empty() && not_stored++ == 0) not_stored_why = j.not_stored;
     if (j.status == Job::kCompiled) nvrtc_ms += j.ms;
     const char* status = j.status == Job::kCompiled ? "compiled"
                          : j.status == Job::kHit    ? "hit"
@@ -190,16 +196,17 @@ int compile(const CompileOptions& o) {
                         {"arch", j.target.arch},
                         {"symbol", j.symbol},
                         {"status", status},
+                        {"stored", j.status != Job::kFailed && j.not_stored.empty()},
                         {"ms", j.ms}};
     if (j.status == Job::kFailed) r["error"] = j.error;
     results.push_back(std::move(r));
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
-    nlohmann::json report = {{"results", results}, {"compiled", compiled},
-                             {"hits", hits},       {"failed", failed},
-                             {"seconds", seconds}, {"nvrtc_ms", nvrtc_ms},
-                             {"threads", threads}, {"nvrtc", nvrtc_version()}};
+    nlohmann::json report = {
+        {"results", results},   {"compiled", compiled},     {"hits", hits},
+        {"failed", failed},     {"not_stored", not_stored}, {"seconds", seconds},
+        {"nvrtc_ms", nvrtc_ms}, {"threads", threads},       {"nvrtc", nvrtc_version()}};
     std::cout << report.dump(2) << "\n";
   } else {
     std::cout << fmt::format(
@@ -211,8 +218,19 @@ int compile(const CompileOptions& o) {
   if (!default_disk_cache().config().enabled && compiled) {
     print_note("the disk cache is off (KDSL_CACHE): nothing was stored");
   }
+  // Filling the cache is the command's job: a kernel compiled but not stored is an error.
+  if (not_stored) {
+    const std::string dir = default_disk_cache().config().dir.string();
+    std::cerr << (not_stored == compiled
+                      ? fmt::format("kdsl: error: nothing compiled was stored in the disk cache "
+                                    "({}): {}\n",
+                                    dir, not_stored_why)
+                      : fmt::format("kdsl: error: {} of {} compiled specializations were not "
+                                    "stored in the disk cache ({}): {}\n",
+                                    not_stored, compiled, dir, not_stored_why));
+  }
   // A hint that cannot apply to a specialization is the command line's fault: exit code 2.
-  return hint_errors ? kUsage : failed ? kUserError : kOk;
+  return hint_errors ? kUsage : failed || not_stored ? kUserError : kOk;
 }
 
 }  // namespace
@@ -238,7 +256,8 @@ Command register_compile(CLI::App& app) {
       "and ignored) and architecture (--arch) is compiled, for 16-byte aligned contiguous tensors, "
       "into the disk cache (KDSL_CACHE_DIR). One line per specialization, then a summary; "
       "failures print NVRTC's message and make the exit code 1 (2 for a --schedule hint that "
-      "cannot apply).\n"
+      "cannot apply), and so does a kernel compiled but not stored (an unusable cache directory, "
+      "a full disk); with KDSL_CACHE=off kernels are compiled (checked) and nothing is stored.\n"
       "Examples:\n"
       "  kdsl compile stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape N=8192\n"
       "  kdsl compile stdlib/softmax.kdsl --dtype f32,f16,bf16 --shape N=1024,4096,8192 "

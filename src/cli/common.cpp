@@ -90,6 +90,13 @@ std::vector<std::string> split(const std::string& text, char sep) {
   }
 }
 
+// `s` without the spaces and tabs around it.
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
 std::string all_dtype_names() {
   std::string s;
   for (DType t : kAllDTypes) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
@@ -146,13 +153,15 @@ ShapeLists parse_shape_lists(const std::vector<std::string>& options) {
   };
   for (const std::string& text : options) {
     std::string current;  // the symbol bare numbers continue
-    for (const std::string& item : split(text, ',')) {
-      if (item.empty()) throw bad(item, "empty entry");
+    // Spaces around entries, names and sizes are ignored, as in --schedule.
+    for (const std::string& entry : split(text, ',')) {
+      const std::string item = trim(entry);
+      if (item.empty()) throw bad(entry, "empty entry");
       size_t eq = item.find('=');
       std::string value = item;
       if (eq != std::string::npos) {
-        current = item.substr(0, eq);
-        value = item.substr(eq + 1);
+        current = trim(item.substr(0, eq));
+        value = trim(item.substr(eq + 1));
         bool ident = !current.empty() && !std::isdigit(static_cast<unsigned char>(current[0])) &&
                      std::all_of(current.begin(), current.end(), [](char c) {
                        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
