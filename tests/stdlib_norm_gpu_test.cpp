@@ -41,6 +41,32 @@ TEST_P(StdlibNormGpu, MatchesReferenceAtEveryLengthAndDtype) {
   }
 }
 
+// Rows of 32K elements: the backward kernels run on thread-block clusters (16-bit rows of
+// N = 32768 with the column accumulators in registers, RMSNorm-like kernels on 8 CTAs of 512
+// threads; N = 32776 and f32 on 4 CTAs with the accumulators in shared memory), the forward
+// kernels one CTA per row or on a persistent grid; 37 rows, so a persistent grid's last wave is
+// partial.
+TEST_P(StdlibNormGpu, MatchesReferenceOnRowsOf32KElements) {
+  KDSL_REQUIRE_GPU();
+  const KernelCase& kc = GetParam();
+  auto fe = testing::front_end(kc.file);
+  uint64_t seed = 101;
+  for (DType t : {DType::bf16, DType::f32}) {
+    for (int64_t n : {int64_t{32768}, int64_t{32776}}) {
+      ProblemSpec ps;
+      ps.kernel = kc.kernel;
+      ps.binding = {t};
+      ps.shapes = {{"M", 37}, {"N", n}};
+      ps.seed = seed++;
+      ps.inputs = forward_tensors(fe, ps, kc.forward);
+      Problem p = make_problem(fe, ps);
+      testing::expect_gpu_matches_reference(
+          p, fmt::format("{} {} M=37 N={}", kc.kernel, dtype_name(t), n));
+      if (HasFailure()) return;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Stdlib, StdlibNormGpu, ::testing::ValuesIn(kKernels),
                          [](const auto& info) { return std::string(info.param.kernel); });
 
