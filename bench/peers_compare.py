@@ -7,9 +7,10 @@ run, times the same operations at the same shapes through PyTorch eager and torc
 
   OUT/h200.json   one record per kernel, dtype and shape: kdsl's time, GB/s and ratio to copy,
                   the peers' times, and kdsl's speedup over the best peer
-  OUT/norm_gbps.png  GB/s against N (M x N = 64M elements) for kdsl and the peers
+  OUT/norm_gbps.png  GB/s against N (bf16, M x N = 64M or 128M elements) for kdsl and the peers
 
 Usage: python3 bench/peers_compare.py [--peers PEERS_JSON [--same-run]] OUT_DIR KDSL_JSON[@COMMIT] ...
+       python3 bench/peers_compare.py --plot H200_JSON PNG   (the plot of a finished run again)
 (@COMMIT: the commit the file was measured at, copied into its records)
 
 With --peers, the peers' times come from a file that ../shared/peers/peers.py wrote (same method)
@@ -202,7 +203,9 @@ def plot(records, path):
     kernels = ["rms_norm", "rms_norm_bwd", "layer_norm", "layer_norm_bwd", "softmax", "softmax_bwd"]
     fig, axes = plt.subplots(2, 3, figsize=(14, 8))
     for ax, k in zip(axes.flat, kernels):
-        rows = sorted((r for r in records if r.get("kernel") == k and r["dtype"] == "bf16" and r["M"] * r["N"] == 1 << 26),
+        # The large bf16 shapes (64M or 128M elements: 65536 x 1024, 32768 x 4096, 8192 x 8192,
+        # 4096 x 32768); GB/s counts minimal bytes, so the two sizes share an axis.
+        rows = sorted((r for r in records if r.get("kernel") == k and r["dtype"] == "bf16" and r["M"] * r["N"] >= 1 << 26),
                       key=lambda r: r["N"])
         if not rows:
             continue
@@ -212,7 +215,7 @@ def plot(records, path):
             ys = [r["bytes"] / r["peer_us"][mode] / 1e3 if r["peer_us"].get(mode) else float("nan") for r in rows]
             ax.plot(ns, ys, "s--", label=f"torch {mode}")
         ax.set_xscale("log", base=2)
-        ax.set_title(f"{k} bf16, M x N = 64M")
+        ax.set_title(f"{k} bf16, M x N = 64M or 128M")
         ax.set_xlabel("N")
         ax.set_ylabel("GB/s (minimal bytes)")
         ax.grid(True, alpha=0.3)
@@ -223,4 +226,8 @@ def plot(records, path):
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--plot"]:  # --plot H200_JSON PNG: the plot of a finished run again
+        with open(sys.argv[2]) as f:
+            plot(json.load(f)["records"], sys.argv[3])
+    else:
+        main()
