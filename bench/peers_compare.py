@@ -86,10 +86,13 @@ def main():
     global torch, F, triton
     args = sys.argv[1:]
     peers_file, same_run = None, False
-    if args and args[0] == "--peers":
+    if "--same-run" in args:
+        same_run = True
+        args.remove("--same-run")
+    if args and args[0] == "--peers" and len(args) > 1:
         peers_file, args = args[1], args[2:]
-        if args and args[0] == "--same-run":
-            same_run, args = True, args[1:]
+    if not args or args[0].startswith("-") or (same_run and not peers_file):
+        sys.exit(__doc__)
     out_dir = args[0]
     records = []
     for arg in args[1:]:  # PATH or PATH@COMMIT (the commit is copied into each record)
@@ -227,6 +230,8 @@ def plot(records, path):
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--plot"]:  # --plot H200_JSON PNG: the plot of a finished run again
+        if len(sys.argv) != 4:
+            sys.exit(__doc__)
         with open(sys.argv[2]) as f:
             plot(json.load(f)["records"], sys.argv[3])
     else:

@@ -376,6 +376,21 @@ Value Lowerer::materialize(const Value& v, DType t, const ast::Expr* at) {
     }
     return Value::error();
   }
+  // An integer beyond the dtype's range would be clamped in silence (i * 3000000000 with i: i32).
+  const double lo = t == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+  const double hi = t == DType::i32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
+  if (is_int(t) && !(v.num >= lo && v.num < hi)) {
+    if (at) {
+      auto& d = diags().error(
+          at->loc,
+          fmt::format("the number {:.0f} does not fit {} (from {})", v.num, dtype_name(t),
+                      t == DType::i32 ? "-2147483648 to 2147483647"
+                                      : "-9223372036854775808 to 9223372036854775807"),
+          at->span());
+      d.hint = "convert the operand to a wider dtype first, e.g. i64(...) or f64(...)";
+    }
+    return Value::error();
+  }
   return constant(v.num, t);
 }
 

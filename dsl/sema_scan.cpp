@@ -523,11 +523,14 @@ Value Lowerer::shift_call(const ast::Expr& e, std::vector<Value>& args) {
   const Value& kv = args[1];
   if (kv.kind != Kind::weak) {
     auto& d = diags().error(kat.loc,
-                            fmt::format("shift() needs a constant integer offset (a number or a "
-                                        "module constant), not {}",
+                            fmt::format("shift() needs a constant integer offset (a number, an "
+                                        "unannotated module constant or an expression of them), "
+                                        "not {}",
                                         describe(kv)),
                             kat.span());
-    d.hint = "the offset is fixed when the kernel is compiled: 1 reads v[t - 1], -1 reads v[t + 1]";
+    d.hint =
+        "the offset is fixed when the kernel is compiled: 1 reads v[t - 1], -1 reads v[t + 1]; an "
+        "annotated constant (K: i32 = 1) is a typed scalar, write K = 1";
     return Value::error();
   }
   // An integer literal (or integer constant): 1.0 would read as a position only by rounding.
@@ -535,10 +538,12 @@ Value Lowerer::shift_call(const ast::Expr& e, std::vector<Value>& args) {
     const bool whole = std::trunc(kv.num) == kv.num && std::fabs(kv.num) < 1e15;
     auto& d = diags().error(
         kat.loc,
-        fmt::format("the offset of shift() must be an integer literal, not {}",
+        fmt::format("the offset of shift() must be an integer, not {}",
                     whole ? fmt::format("{:.1f}", kv.num) : fmt::format("{}", kv.num)),
         kat.span());
-    d.hint = "the offset counts positions: 1 reads v[t - 1], -1 reads v[t + 1]";
+    d.hint =
+        "the offset counts positions: 1 reads v[t - 1], -1 reads v[t + 1]; '/' gives a float, '//' "
+        "an integer";
     return Value::error();
   }
   if (std::fabs(kv.num) > kMaxShift) {

@@ -497,11 +497,14 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   ScheduleHint h = hint;
   int cluster = hint.cluster.value_or(1);
   std::vector<std::string> why;
+  bool columns_rule = false;  // the register-accumulator cluster rule (below) fired
   if (!hint.cluster && !hint.group && s.group == 1024) {
     // Whether the row's elements are beyond one CTA's registers: streamed rows, unless only the
     // user's cache_rows=0 streams them.
+    // A user's cache_rows (either value) is set aside for this question: register-resident rows
+    // are what the cluster makes possible, and streamed rows the cluster keeps.
     bool elements_beyond = !s.cache_rows;
-    if (elements_beyond && hint.cache_rows == false) {
+    if (hint.cache_rows) {
       ScheduleHint open = hint;
       open.cache_rows.reset();
       elements_beyond = !choose_rows(k, spec, target, open, cluster, nullptr).cache_rows;
@@ -513,31 +516,41 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       // columns, holds the row (LayerNorm backward 430 us against 2369; RMSNorm backward 387
       // against 546).
       cluster = 4;
+      const std::string beyond = overflow ? "its column accumulators exceed the shared memory"
+                                          : "its elements exceed the registers";
       why.push_back(fmt::format(
           "the row does not fit one CTA ({}): a cluster of 4 CTAs per row, each with a quarter "
           "of the columns",
-          overflow ? "its column accumulators exceed the shared memory"
-                   : "its elements exceed the registers"));
+          beyond));
+      // 16-bit rows of 3073 to 4096 vectors (N = 32768; thirteenth session, bf16 4096 x 32768,
+      // X4): one chunk per thread on the cluster, so the column accumulators stay in registers
+      // (LayerNorm backward 411 us against 430); kernels with one row reduction (RMSNorm-like)
+      // are faster still on 8 CTAs of 512 threads (RMSNorm backward 357 against 369,
+      // add_rms_norm_bwd 396 against 465; LayerNorm backward 452 there). f32 rows keep the
+      // shared memory (RMSNorm backward f32 on 8 CTAs: 493 against 473); shorter and longer rows
+      // were not measured. Hints equal to what the rule chooses (smem_columns=0, cache_rows=1)
+      // keep it; prefetch and stage hints were measured slower with it (572 us against 379 with
+      // prefetch=1) and keep the cluster of four.
       const int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
-      if (s.element_bytes == 2 && n / s.vec <= 8 * 512 && !hint.smem_columns && !hint.cache_rows) {
-        // 16-bit rows of up to 4096 vectors (N = 32768; thirteenth session, bf16 4096 x 32768,
-        // X4): each CTA's share of the row is one chunk per thread, so its column accumulators
-        // stay in registers (LayerNorm backward 411 us against 430); kernels with one row
-        // reduction (RMSNorm-like) are faster still on 8 CTAs of 512 threads (RMSNorm backward
-        // 357 against 369, add_rms_norm_bwd 396 against 465; LayerNorm backward 452 there).
-        // f32 rows keep the shared memory (RMSNorm backward f32 on 8 CTAs: 493 against 473);
-        // longer rows were not measured.
+      const int64_t vectors = (n + s.vec - 1) / s.vec;
+      if (s.element_bytes == 2 && vectors > 3 * 1024 && vectors <= 8 * 512 &&
+          !hint.smem_columns.value_or(false) && hint.cache_rows.value_or(true) && !hint.prefetch &&
+          !hint.stage) {
+        columns_rule = true;
         h.smem_columns = false;
         if (s.reductions == 1) {
           cluster = 8;
           h.group = 8 * 512;
         }
         why.back() = fmt::format(
-            "the row does not fit one CTA ({}): a cluster of {} CTAs per row, each with 1/{} of "
-            "the columns, the column accumulators in registers (measured)",
-            overflow ? "its column accumulators exceed the shared memory"
-                     : "its elements exceed the registers",
-            cluster, cluster);
+            "the row does not fit one CTA ({}): a cluster of {}, each with {} of the columns, "
+            "the column accumulators in registers (measured at bf16 N = 32768: {})",
+            beyond, cluster == 8 ? "8 CTAs of 512 threads per row" : "4 CTAs per row",
+            cluster == 8 ? "an eighth" : "a quarter",
+            cluster == 8 ? "RMSNorm backward 357 us against 369 on 4 CTAs of 1024 with the "
+                           "accumulators in shared memory"
+                         : "LayerNorm backward 411 us against 430 with the accumulators in "
+                           "shared memory");
       }
     } else if (clusters && !s.column_reduction && s.persistent && s.phases == 1) {
       // Single-phase kernels on long rows (softmax backward at N = 32768): four CTAs of 256
@@ -598,6 +611,15 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   if (why.empty()) return s;
   RowSchedule first = s;
   s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  if (columns_rule && !s.cache_rows) {
+    // The accumulators took the registers the rows needed (a kernel with many column sums):
+    // the cluster of four with them in shared memory, which keeps the rows register-resident.
+    h = hint;
+    cluster = 4;
+    why.back() = why.back().substr(0, why.back().find(": a cluster of ")) +
+                 ": a cluster of 4 CTAs per row, each with a quarter of the columns";
+    s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  }
   // The user's stage= stands: a re-choice that could not stage (e.g. rows no longer fit the
   // registers) gives way to the schedule chosen with the hint as given.
   if (hint.stage && *hint.stage >= 2 && first.stage >= 2 && s.stage < 2) return first;

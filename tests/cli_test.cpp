@@ -334,6 +334,13 @@ TEST_F(CliTest, CompileWithTheCacheOffSaysNothingWasStored) {
   EXPECT_EQ(r.code, 0) << show(r);
   EXPECT_EQ(r.err, "kdsl: note: the disk cache is off (KDSL_CACHE): nothing was stored\n");
   EXPECT_EQ(kdsl({"cache", "list"}).out, "no entries in " + cache_dir() + "\n");
+  // --json says so per result.
+  CliResult j =
+      kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16", "--arch", "sm_90", "--json"},
+           {{"KDSL_CACHE", "off"}});
+  EXPECT_EQ(j.code, 0) << show(j);
+  EXPECT_NE(j.out.find("\"stored\": false"), std::string::npos) << j.out;
+  EXPECT_EQ(j.out.find("\"stored\": true"), std::string::npos) << j.out;
 }
 
 // Filling the cache is what compile is for: a kernel compiled but not stored (a failing write, a

@@ -133,6 +133,34 @@ TEST(Verify, ColumnSumsUseTheToleranceOfRunningSums) {
   const Tolerance row = output_tolerance(p, static_cast<size_t>(dx), sums);
   EXPECT_DOUBLE_EQ(row.atol, tolerance_for(DType::f32).atol);
   EXPECT_DOUBLE_EQ(row.rtol, tolerance_for(DType::f32).rtol);
+
+  // Still tight enough to catch one row's contribution missing from a column sum: the real
+  // reference dw of 512 rows, against itself without row 7's term dy * x * rstd in one column.
+  ProblemSpec rs = ps;
+  rs.shapes = {{"M", 512}, {"N", 64}};
+  rs.seed = 5;
+  rs.inputs = testing::forward_tensors(fe, rs, "rms_norm");
+  Problem rp = make_problem(fe, rs);
+  const std::vector<HostTensor> ref = run_reference(rp);
+  const HostTensor& want = ref[static_cast<size_t>(dw)];
+  const Tolerance tol = output_tolerance(rp, static_cast<size_t>(dw), want);
+  EXPECT_GT(tol.atol, tolerance_for(DType::f32).atol);
+  EXPECT_TRUE(compare(want, want, tol).ok);
+  auto in = [&](const char* name) -> const HostTensor& {
+    for (size_t t = 0; t < rp.ir.tensors.size(); ++t)
+      if (rp.ir.tensors[t].name == name) return rp.tensors[t];
+    throw std::runtime_error(name);
+  };
+  int missed = 0;
+  for (int64_t j = 0; j < 64; ++j) {
+    HostTensor got = want;
+    const double term = in("dy").get(7 * 64 + j) * in("x").get(7 * 64 + j) * in("rstd").get(7);
+    if (std::fabs(term) < 0.5) continue;  // a row's typical term: |dy x rstd| of about 0.6
+    got.set(j, want.get(j) - term);
+    missed += !compare(got, want, tol).ok;
+    EXPECT_FALSE(compare(got, want, tol).ok) << "column " << j << ", term " << term;
+  }
+  EXPECT_GT(missed, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stdlib, RowsEmu, ::testing::ValuesIn(testing::kKernels),

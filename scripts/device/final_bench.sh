@@ -3,7 +3,7 @@
 # scan benchmarks, and the comparison with PyTorch eager and torch.compile. The peers' times:
 #   KDSL_PEERS=run       ../shared/peers/peers.py (stage.sh copies it to .device/peers.py) runs in
 #                        this command after kdsl's benchmarks, on the same GPU: same-run ratios
-#                        (about five minutes; its output is kept as $OUT/peers_run/peers.json)
+#                        (80-90 s on an H200; its output is kept as $OUT/peers_run/peers.json)
 #   KDSL_PEERS=recorded  the times peers.py recorded on another run (.device/peers.json); the
 #                        default when that file is present
 #   KDSL_PEERS=time      bench/peers_compare.py times eager and torch.compile itself (also the
@@ -45,16 +45,24 @@ if [ -x .device/bin/kdsl_bench_scan ]; then
 fi
 peers=()
 mode="${KDSL_PEERS:-recorded}"
-if [ "$mode" = run ] && [ -s .device/peers.py ]; then
+case "$mode" in
+  run | recorded | time) ;;
+  *) echo "KDSL_PEERS=$mode: expected run, recorded or time; using recorded"; mode=recorded ;;
+esac
+if [ "$mode" = run ] && [ ! -s .device/peers.py ]; then
+  echo "KDSL_PEERS=run: no .device/peers.py (stage.sh copies ../shared/peers/peers.py); using recorded"
+elif [ "$mode" = run ]; then
   mkdir -p "$out/peers_run"
+  rm -f "$out/peers_run/peers.json"  # never a previous run's file
   start=$(date +%s)
   timeout "${KDSL_PEERS_TIMEOUT:-330}" python3 .device/peers.py "$out/peers_run" > "$out/peers_run/log.txt" 2>&1
-  echo "peers.py: exit $?, $(( $(date +%s) - start )) s"
-  if [ -s "$out/peers_run/peers.json" ]; then
+  rc=$?
+  echo "peers.py: exit $rc, $(( $(date +%s) - start )) s"
+  if [ $rc -eq 0 ] && [ -s "$out/peers_run/peers.json" ]; then
     peers=(--peers "$out/peers_run/peers.json" --same-run)
   else
     tail -5 "$out/peers_run/log.txt"
-    echo "peers.py wrote no results: the recorded peers are used instead"
+    echo "peers.py did not finish: the recorded peers are used instead"
   fi
 fi
 [ ${#peers[@]} -eq 0 ] && [ "$mode" != time ] && [ -s .device/peers.json ] && peers=(--peers .device/peers.json)

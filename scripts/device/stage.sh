@@ -33,7 +33,8 @@ if [ -x "$fuzz_build/fuzz/kdsl_frontend_fuzz" ]; then
 fi
 chmod 700 .device/cache
 # The peers' recorded times (bench/peers_compare.py --peers), newest file.
-peers="$(ls ../shared/peers/peers-*.json 2>/dev/null | sort | tail -1)"
+rm -f .device/peers.json .device/peers.py
+peers="$(ls ../shared/peers/peers-*.json 2>/dev/null | sort | tail -1)" || true
 if [ -n "$peers" ]; then cp "$peers" .device/peers.json; fi
 # The script that measured them, to time the peers in the same run (final_bench.sh, KDSL_PEERS=run).
 if [ -s ../shared/peers/peers.py ]; then cp ../shared/peers/peers.py .device/peers.py; fi

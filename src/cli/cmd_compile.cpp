@@ -180,6 +180,7 @@ int compile(const CompileOptions& o) {
   std::string not_stored_why;  // the first one's reason
   double nvrtc_ms = 0;
   nlohmann::json results = nlohmann::json::array();
+  const bool cache_on = default_disk_cache().config().enabled;
   for (const Job& j : jobs) {
     compiled += j.status == Job::kCompiled;
     hits += j.status == Job::kHit;
@@ -196,7 +197,7 @@ int compile(const CompileOptions& o) {
                         {"arch", j.target.arch},
                         {"symbol", j.symbol},
                         {"status", status},
-                        {"stored", j.status != Job::kFailed && j.not_stored.empty()},
+                        {"stored", cache_on && j.status != Job::kFailed && j.not_stored.empty()},
                         {"ms", j.ms}};
     if (j.status == Job::kFailed) r["error"] = j.error;
     results.push_back(std::move(r));
@@ -215,7 +216,7 @@ int compile(const CompileOptions& o) {
         jobs.size(), jobs.size() == 1 ? "" : "s", compiled, hits, hits == 1 ? "" : "s", failed,
         seconds, nvrtc_ms / 1e3, threads, threads == 1 ? "" : "s");
   }
-  if (!default_disk_cache().config().enabled && compiled) {
+  if (!cache_on && compiled) {
     print_note("the disk cache is off (KDSL_CACHE): nothing was stored");
   }
   // Filling the cache is the command's job: a kernel compiled but not stored is an error.
