@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
@@ -323,12 +324,16 @@ enum class MathMode { by_data, accurate, approx };
 MathMode math_mode() {
   const char* env = std::getenv("KDSL_MATH");
   if (env == nullptr || *env == '\0') return MathMode::by_data;
-  const std::string mode = env;
+  // Any case, spaces around ignored (as KDSL_CACHE).
+  std::string mode = env;
+  mode.erase(0, mode.find_first_not_of(" \t"));
+  mode.erase(mode.find_last_not_of(" \t") + 1);
+  for (char& c : mode) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (mode == "auto") return MathMode::by_data;
   if (mode == "accurate") return MathMode::accurate;
   if (mode == "approx") return MathMode::approx;
   throw ArgumentError(
-      fmt::format("KDSL_MATH='{}': expected 'auto' (the default), 'accurate' or 'approx'", mode));
+      fmt::format("KDSL_MATH='{}': expected 'auto' (the default), 'accurate' or 'approx'", env));
 }
 
 // The kernel has a float generic, and every one is bound to f16 or bf16.

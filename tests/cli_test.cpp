@@ -406,6 +406,21 @@ TEST_F(CliTest, ShapeIgnoresSpacesAroundEntriesNamesAndSizes) {
   EXPECT_NE(empty.err.find("empty entry"), std::string::npos) << empty.err;
 }
 
+// The other comma-separated options ignore spaces around their items too: -k, --dtype, --arch;
+// and KDSL_MATH takes any case and spaces around its value, as KDSL_CACHE does.
+TEST_F(CliTest, ListsIgnoreSpacesAroundItems) {
+  CliResult r = kdsl({"compile", kRms, "-k", "rms_norm, rms_norm_bwd", "--dtype", " f32 , bf16",
+                      "--shape", "N=64", "--arch", "sm_90, sm_80"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("8 specializations: 8 compiled"), std::string::npos) << r.out;
+  CliResult math = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=64",
+                         "--arch", "sm_90", "--explain"},
+                        {{"KDSL_MATH", " Accurate "}});
+  EXPECT_EQ(math.code, 0) << show(math);
+  EXPECT_NE(math.out.find("f32 math: full precision (KDSL_MATH=accurate)"), std::string::npos)
+      << math.out;
+}
+
 // KDSL_CACHE: the documented spellings, and one warning naming them for anything else (the
 // cache then stays on, its default).
 TEST_F(CliTest, UnknownKdslCacheValueWarnsOnceAndKeepsTheCacheOn) {

@@ -42,6 +42,10 @@ CLI::Option* add_seed_option(CLI::App& app, uint64_t& into);
 // ---------------------------------------------------------------------------------------------
 // Dtypes and shapes on the command line
 
+/// The items of a comma-separated option value (--dtype, -k, --arch), each without the spaces
+/// and tabs around it ("f16, bf16" is f16 and bf16, as in --shape and --schedule).
+std::vector<std::string> split_list(const std::string& text);
+
 /// Symbol -> its values, from every --shape option joined: "M=1024,N=4096,8192" gives M [1024]
 /// and N [4096, 8192] (a bare number continues the list of the NAME= before it).
 using ShapeLists = std::map<std::string, std::vector<int64_t>>;

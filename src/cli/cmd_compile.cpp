@@ -65,14 +65,9 @@ class ProgressBar {
 
 std::vector<std::string> split_archs(const std::string& text) {
   std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string a = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+  for (const std::string& a : split_list(text)) {
     if (a.empty()) throw UsageError(fmt::format("--arch '{}': empty entry", text));
     if (std::find(out.begin(), out.end(), a) == out.end()) out.push_back(a);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
   }
   return out;
 }

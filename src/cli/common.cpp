@@ -105,7 +105,7 @@ std::string all_dtype_names() {
 
 std::vector<DType> parse_dtype_list_text(const std::string& text, const std::string& option) {
   std::vector<DType> out;
-  for (const std::string& name : split(text, ',')) {
+  for (const std::string& name : split_list(text)) {
     auto t = parse_dtype(name);
     if (!t) {
       throw UsageError(
@@ -144,6 +144,12 @@ bool has_symbol(const KernelSignature& sig, const std::string& name) {
 }
 
 }  // namespace
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out = split(text, ',');
+  for (std::string& item : out) item = trim(item);
+  return out;
+}
 
 ShapeLists parse_shape_lists(const std::vector<std::string>& options) {
   ShapeLists out;
@@ -431,7 +437,7 @@ std::vector<const KernelSignature*> selected_kernels(const FrontEnd& fe, const S
     if (out.empty()) throw ArgumentError(fmt::format("{} has no kernels", o.file));
     return out;
   }
-  for (const std::string& name : split(o.kernels, ',')) {
+  for (const std::string& name : split_list(o.kernels)) {
     const KernelSignature* sig = fe.find(name);
     if (!sig) {
       throw ArgumentError(
