@@ -406,6 +406,26 @@ TEST_F(CliTest, ShapeIgnoresSpacesAroundEntriesNamesAndSizes) {
   EXPECT_NE(empty.err.find("empty entry"), std::string::npos) << empty.err;
 }
 
+// A kernel the front end accepts but the GPU scan schedule cannot compile: the diagnostic is
+// printed as rendered (FILE:LINE:COL: error: ..., the line and a caret), not after a second
+// "kdsl: error: ", and compile exits 1.
+TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
+  const std::string file = path("shifted_scan.kdsl");
+  std::ofstream(file) << "@kernel\n"
+                         "def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n"
+                         "    for m in parallel(M):\n"
+                         "        y[m, :] = shift(cumsum(x[m, :]), 1, 0.0)\n";
+  for (bool json : {false, true}) {
+    std::vector<std::string> args = {"compile", file, "--shape", "N=64", "--arch", "sm_90"};
+    if (json) args.push_back("--json");
+    CliResult r = kdsl(args);
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_NE(r.err.find(file + ":4:25: error: a scan's result is shifted"), std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("kdsl: error: "), std::string::npos) << r.err;
+  }
+}
+
 // The other comma-separated options ignore spaces around their items too: -k, --dtype, --arch;
 // and KDSL_MATH takes any case and spaces around its value, as KDSL_CACHE does.
 TEST_F(CliTest, ListsIgnoreSpacesAroundItems) {

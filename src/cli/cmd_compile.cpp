@@ -63,6 +63,19 @@ class ProgressBar {
   bool on_;
 };
 
+// `text` without the newlines at its end (a rendered diagnostic ends with one).
+std::string trim_newlines(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// A compile error as printed: a rendered diagnostic (FILE:LINE:COL: error: ..., the source line
+// and a caret) as it is, anything else after "kdsl: error: ".
+std::string error_text(const std::string& error) {
+  const std::string e = trim_newlines(error);
+  return e.find(": error: ") != std::string::npos ? e : "kdsl: error: " + e;
+}
+
 std::vector<std::string> split_archs(const std::string& text) {
   std::vector<std::string> out;
   for (const std::string& a : split_list(text)) {
@@ -126,15 +139,17 @@ int compile(const CompileOptions& o) {
     ++done;
     if (jobs[i].status == Job::kFailed && !lines) {
       bar.clear();
-      std::cerr << fmt::format("kdsl: error: {} ({}): {}\n", jobs[i].symbol, jobs[i].target.arch,
-                               jobs[i].error);
+      const std::string e = trim_newlines(jobs[i].error);
+      std::cerr << fmt::format("{}{} ({}): {}\n",
+                               e.find(": error: ") != std::string::npos ? "" : "kdsl: error: ",
+                               jobs[i].symbol, jobs[i].target.arch, e);
     }
     while (printed < jobs.size() && jobs[printed].status != Job::kPending) {
       const Job& j = jobs[printed++];
       if (!lines) continue;
       bar.clear();
       std::cout << job_line(j) << "\n" << std::flush;
-      if (j.status == Job::kFailed) std::cerr << "kdsl: error: " << j.error << "\n";
+      if (j.status == Job::kFailed) std::cerr << error_text(j.error) << "\n";
     }
     bar.update(done, jobs[i].symbol);
   };
