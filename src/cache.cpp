@@ -219,7 +219,11 @@ std::string directory_problem(const fs::path& dir, bool create) {
   }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
-    return create ? fmt::format("cannot use {}: {}", dir.string(), std::strerror(errno)) : "";
+    // Not created yet is fine when not creating; a path through a regular file (ENOTDIR) or
+    // one we may not search is not.
+    return create || errno != ENOENT
+               ? fmt::format("cannot use {}: {}", dir.string(), std::strerror(errno))
+               : "";
   }
   if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", dir.string());
   if (st.st_uid != ::geteuid()) {

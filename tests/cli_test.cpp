@@ -406,6 +406,20 @@ TEST_F(CliTest, ShapeIgnoresSpacesAroundEntriesNamesAndSizes) {
   EXPECT_NE(empty.err.find("empty entry"), std::string::npos) << empty.err;
 }
 
+// `cache stats` says when the cache directory cannot be used: a regular file, or a path through
+// one (which stat reports as ENOTDIR); a directory not created yet is fine.
+TEST_F(CliTest, CacheStatsSaysWhenTheDirectoryCannotBeUsed) {
+  const std::string file = path("a_file");
+  std::ofstream(file) << "x";
+  for (const std::string& dir : {file, file + "/sub"}) {
+    CliResult r = kdsl({"cache", "stats"}, {{"KDSL_CACHE_DIR", dir}});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.out.find("cache                 not usable\n"), std::string::npos) << r.out;
+  }
+  CliResult fresh = kdsl({"cache", "stats"}, {{"KDSL_CACHE_DIR", path("not_yet/sub")}});
+  EXPECT_NE(fresh.out.find("cache                 on\n"), std::string::npos) << fresh.out;
+}
+
 // A kernel the front end accepts but the GPU scan schedule cannot compile: the diagnostic is
 // printed as rendered (FILE:LINE:COL: error: ..., the line and a caret), not after a second
 // "kdsl: error: ", and compile exits 1.
