@@ -440,6 +440,22 @@ TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
   }
 }
 
+// bench and tune report a specialization that cannot be generated (exit 1) with or without a
+// GPU; without one they used to say only that nothing was timed (exit 4).
+TEST_F(CliTest, BenchAndTuneReportWhatCannotBeCompiled) {
+  const std::string file = path("shifted_scan.kdsl");
+  std::ofstream(file) << "@kernel\n"
+                         "def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n"
+                         "    for m in parallel(M):\n"
+                         "        y[m, :] = shift(cumsum(x[m, :]), 1, 0.0)\n";
+  for (const char* command : {"bench", "tune"}) {
+    CliResult r = kdsl({command, file, "-k", "k", "--shape", "M=4,N=64"});
+    EXPECT_EQ(r.code, 1) << command << show(r);
+    EXPECT_NE((r.out + r.err).find("a scan's result is shifted"), std::string::npos)
+        << command << show(r);
+  }
+}
+
 // The other comma-separated options ignore spaces around their items too: -k, --dtype, --arch;
 // and KDSL_MATH takes any case and spaces around its value, as KDSL_CACHE does.
 TEST_F(CliTest, ListsIgnoreSpacesAroundItems) {
@@ -687,10 +703,12 @@ TEST_F(CliTest, BenchWithoutGpuExitsFour) {
   CliResult vec = kdsl({"bench", kRms, "-k", "rms_norm", "--dtype", "bf16", "--shape", "M=2,N=1001",
                         "--schedule", "vec=8"});
   EXPECT_EQ(vec.code, 2) << show(vec);
-  // Other errors of a specialization are a row's result with a GPU: without one, exit 4.
+  // A specialization that cannot be generated fails its row with a GPU (exit 1): without one,
+  // it is reported too, with the same exit code, rather than only "nothing was timed".
   CliResult row = kdsl({"bench", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape",
                         "M=4,N=4194304", "--schedule", "persistent=0"});
-  EXPECT_EQ(row.code, 4) << show(row);
+  EXPECT_EQ(row.code, 1) << show(row);
+  EXPECT_NE(row.err.find("beyond the row schedule"), std::string::npos) << row.err;
 }
 
 TEST_F(CliTest, TuneWithoutGpuExitsFourAfterCheckingTheCommandLine) {

@@ -58,19 +58,27 @@ int bench(const BenchOptions& o) {
   ScheduleHint hint = parse_schedule(o.specs.schedule);
   std::string why;
   if (!have_gpu(&why)) {
-    // The command line is checked first, as with a GPU: a hint that cannot apply to a
-    // specialization (for the default target) is a usage error. Other errors of a
-    // specialization are a row's result with a GPU; without one, nothing is timed (exit 4).
-    if (!hint.empty()) {
-      const DeviceTarget target = target_for("", nullptr);
-      for (const SpecRequest& r : list.specs) {
-        try {
-          generate(lower_specialized(*list.fe, r.sig->name, r.spec), r.spec, target, hint);
-        } catch (const ScheduleHintError&) {
-          throw;
-        } catch (const Error&) {
-        }
+    // What can be checked without a GPU is, as with one: a hint that cannot apply to a
+    // specialization (for the default target) is a usage error (exit 2); a specialization that
+    // cannot be generated (a row beyond the row schedule, a scan the GPU schedule cannot run,
+    // a bad KDSL_MATH) fails its row with a GPU (exit 1), so it is reported here too. Otherwise
+    // nothing is timed (exit 4).
+    const DeviceTarget target = target_for("", nullptr);
+    std::string first_error;
+    int errors = 0;
+    for (const SpecRequest& r : list.specs) {
+      try {
+        generate(lower_specialized(*list.fe, r.sig->name, r.spec), r.spec, target, hint);
+      } catch (const ScheduleHintError&) {
+        throw;
+      } catch (const Error& e) {
+        if (errors++ == 0) first_error = e.what();
       }
+    }
+    if (errors) {
+      throw ArgumentError(fmt::format("{} of {} specialization{} cannot be compiled; the first: {}",
+                                      errors, list.specs.size(), list.specs.size() == 1 ? "" : "s",
+                                      first_error));
     }
     throw NoGpuError(
         fmt::format("no GPU, so nothing was timed: kdsl bench needs one. Reason: {}", why));

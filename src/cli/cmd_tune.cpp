@@ -47,6 +47,9 @@ int tune(const TuneOptions& o) {
   Problem p = make_problem(sel.fe, ps);
   std::string why;
   if (!driver_or_null(&why) || device_count() == 0) {
+    // A specialization that cannot be generated (a row beyond the row schedule, a scan the GPU
+    // schedule cannot run, a bad KDSL_MATH) is its own error (exit 1), as with a GPU.
+    generate(p.ir, p.spec, target_for("", nullptr), ScheduleHint{});
     throw NoGpuError(fmt::format("no GPU, so nothing was timed: kdsl tune needs one. Reason: {}",
                                  why.empty() ? "no CUDA device" : why));
   }
