@@ -420,15 +420,21 @@ TEST_F(CliTest, CacheStatsSaysWhenTheDirectoryCannotBeUsed) {
   EXPECT_NE(fresh.out.find("cache                 on\n"), std::string::npos) << fresh.out;
 }
 
-// A kernel the front end accepts but the GPU scan schedule cannot compile: the diagnostic is
-// printed as rendered (FILE:LINE:COL: error: ..., the line and a caret), not after a second
-// "kdsl: error: ", and compile exits 1.
-TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
-  const std::string file = path("shifted_scan.kdsl");
+// Writes to `file` a kernel the front end accepts but the GPU scan schedule cannot compile (a
+// scan's result shifted); returns `file`.
+std::string write_shifted_scan(const std::string& file) {
   std::ofstream(file) << "@kernel\n"
                          "def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n"
                          "    for m in parallel(M):\n"
                          "        y[m, :] = shift(cumsum(x[m, :]), 1, 0.0)\n";
+  return file;
+}
+
+// A kernel the front end accepts but the GPU scan schedule cannot compile: the diagnostic is
+// printed as rendered (FILE:LINE:COL: error: ..., the line and a caret), not after a second
+// "kdsl: error: ", and compile exits 1.
+TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
+  const std::string file = write_shifted_scan(path("shifted_scan.kdsl"));
   for (bool json : {false, true}) {
     std::vector<std::string> args = {"compile", file, "--shape", "N=64", "--arch", "sm_90"};
     if (json) args.push_back("--json");
@@ -443,11 +449,7 @@ TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
 // bench and tune report a specialization that cannot be generated (exit 1) with or without a
 // GPU; without one they used to say only that nothing was timed (exit 4).
 TEST_F(CliTest, BenchAndTuneReportWhatCannotBeCompiled) {
-  const std::string file = path("shifted_scan.kdsl");
-  std::ofstream(file) << "@kernel\n"
-                         "def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n"
-                         "    for m in parallel(M):\n"
-                         "        y[m, :] = shift(cumsum(x[m, :]), 1, 0.0)\n";
+  const std::string file = write_shifted_scan(path("shifted_scan.kdsl"));
   for (const char* command : {"bench", "tune"}) {
     CliResult r = kdsl({command, file, "-k", "k", "--shape", "M=4,N=64"});
     EXPECT_EQ(r.code, 1) << command << show(r);
