@@ -1,5 +1,6 @@
 #include "src/cache.h"
 #include "log.h"
+#include "text_util.h"
 
 #include <pwd.h>
 #include <sys/stat.h>
@@ -156,10 +157,7 @@ fs::path default_cache_dir() {
 // KDSL_CACHE: off, 0, false or no turn the cache off; on, 1, true, yes or nothing leave it on (any
 // case, spaces around ignored). Another value is warned about once per process and leaves it on.
 bool cache_enabled(const std::string& text) {
-  const size_t b = text.find_first_not_of(" \t");
-  std::string mode =
-      b == std::string::npos ? "" : text.substr(b, text.find_last_not_of(" \t") - b + 1);
-  for (char& ch : mode) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string mode = env_word(text);
   if (mode == "off" || mode == "0" || mode == "false" || mode == "no") return false;
   if (mode.empty() || mode == "on" || mode == "1" || mode == "true" || mode == "yes") return true;
   static std::mutex mu;

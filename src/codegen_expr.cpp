@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
 #include "kdsl/error.h"
+#include "text_util.h"
 
 namespace kdsl::cuda {
 
@@ -325,10 +325,7 @@ MathMode math_mode() {
   const char* env = std::getenv("KDSL_MATH");
   if (env == nullptr || *env == '\0') return MathMode::by_data;
   // Any case, spaces around ignored (as KDSL_CACHE).
-  std::string mode = env;
-  mode.erase(0, mode.find_first_not_of(" \t"));
-  mode.erase(mode.find_last_not_of(" \t") + 1);
-  for (char& c : mode) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string mode = env_word(env);
   if (mode == "auto") return MathMode::by_data;
   if (mode == "accurate") return MathMode::accurate;
   if (mode == "approx") return MathMode::approx;

@@ -497,12 +497,11 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   ScheduleHint h = hint;
   int cluster = hint.cluster.value_or(1);
   std::vector<std::string> why;
-  bool columns_rule = false;  // the register-accumulator cluster rule (below) fired
+  std::string four_ctas;  // the cluster-of-four reason the register-accumulator rule replaced
   if (!hint.cluster && !hint.group && s.group == 1024) {
-    // Whether the row's elements are beyond one CTA's registers: streamed rows, unless only the
-    // user's cache_rows=0 streams them.
-    // A user's cache_rows (either value) is set aside for this question: register-resident rows
-    // are what the cluster makes possible, and streamed rows the cluster keeps.
+    // Whether the row's elements are beyond one CTA's registers: streamed rows, with a user's
+    // cache_rows (either value) set aside, since register-resident rows are what the cluster
+    // makes possible and streamed rows the cluster keeps.
     bool elements_beyond = !s.cache_rows;
     if (hint.cache_rows) {
       ScheduleHint open = hint;
@@ -536,7 +535,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       if (s.element_bytes == 2 && vectors > 3 * 1024 && vectors <= 8 * 512 &&
           !hint.smem_columns.value_or(false) && hint.cache_rows.value_or(true) && !hint.prefetch &&
           !hint.stage) {
-        columns_rule = true;
+        four_ctas = why.back();
         h.smem_columns = false;
         if (s.reductions == 1) {
           cluster = 8;
@@ -611,13 +610,12 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   if (why.empty()) return s;
   RowSchedule first = s;
   s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
-  if (columns_rule && !s.cache_rows) {
+  if (!four_ctas.empty() && !s.cache_rows) {
     // The accumulators took the registers the rows needed (a kernel with many column sums):
     // the cluster of four with them in shared memory, which keeps the rows register-resident.
     h = hint;
     cluster = 4;
-    why.back() = why.back().substr(0, why.back().find(": a cluster of ")) +
-                 ": a cluster of 4 CTAs per row, each with a quarter of the columns";
+    why.back() = four_ctas;
     s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
   }
   // The user's stage= stands: a re-choice that could not stage (e.g. rows no longer fit the

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "schedule_hint.h"
+#include "text_util.h"
 
 namespace kdsl {
 
@@ -66,13 +67,6 @@ const std::vector<ScheduleKey>& hint_keys() {
   return keys;
 }
 
-// `s` without the spaces and tabs around it.
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
 // Sets `key` (checked by parse_schedule_items) to `v` in `h`.
 void set_hint(ScheduleHint& h, const std::string& key, int v) {
   std::optional<int>* number = key == "vec"        ? &h.vec
@@ -105,13 +99,13 @@ ScheduleItems parse_schedule_items(const std::string& text, const std::string& w
                                    const std::vector<ScheduleKey>& keys,
                                    const std::string& key_list) {
   ScheduleItems items;
-  if (trim(text).empty()) return items;
+  if (trim_blanks(text).empty()) return items;
   std::set<std::string> seen;
   size_t pos = 0;
   for (int index = 1; pos <= text.size(); ++index) {
     size_t comma = text.find(',', pos);
     std::string item =
-        trim(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+        trim_blanks(text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
     pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
     if (item.empty()) {
       throw ScheduleHintError(fmt::format(
@@ -119,8 +113,8 @@ ScheduleItems parse_schedule_items(const std::string& text, const std::string& w
           index, comma == std::string::npos ? " (a comma at the end)" : ""));
     }
     size_t eq = item.find('=');
-    std::string key = trim(item.substr(0, eq));
-    std::string value = eq == std::string::npos ? "" : trim(item.substr(eq + 1));
+    std::string key = trim_blanks(item.substr(0, eq));
+    std::string value = eq == std::string::npos ? "" : trim_blanks(item.substr(eq + 1));
     if (!seen.insert(key).second) {
       throw ScheduleHintError(fmt::format("{} '{}': {} is given twice", what, text, key));
     }

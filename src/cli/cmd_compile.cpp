@@ -69,11 +69,10 @@ std::string trim_newlines(std::string text) {
   return text;
 }
 
-// A compile error as printed: a rendered diagnostic (FILE:LINE:COL: error: ..., the source line
-// and a caret) as it is, anything else after "kdsl: error: ".
-std::string error_text(const std::string& error) {
-  const std::string e = trim_newlines(error);
-  return e.find(": error: ") != std::string::npos ? e : "kdsl: error: " + e;
+// The prefix a compile error is printed after: none for a rendered diagnostic (FILE:LINE:COL:
+// error: ..., the source line and a caret), else "kdsl: error: ".
+const char* error_prefix(const std::string& error) {
+  return error.find(": error: ") != std::string::npos ? "" : "kdsl: error: ";
 }
 
 std::vector<std::string> split_archs(const std::string& text) {
@@ -139,17 +138,17 @@ int compile(const CompileOptions& o) {
     ++done;
     if (jobs[i].status == Job::kFailed && !lines) {
       bar.clear();
-      const std::string e = trim_newlines(jobs[i].error);
-      std::cerr << fmt::format("{}{} ({}): {}\n",
-                               e.find(": error: ") != std::string::npos ? "" : "kdsl: error: ",
-                               jobs[i].symbol, jobs[i].target.arch, e);
+      std::cerr << fmt::format("{}{} ({}): {}\n", error_prefix(jobs[i].error), jobs[i].symbol,
+                               jobs[i].target.arch, trim_newlines(jobs[i].error));
     }
     while (printed < jobs.size() && jobs[printed].status != Job::kPending) {
       const Job& j = jobs[printed++];
       if (!lines) continue;
       bar.clear();
       std::cout << job_line(j) << "\n" << std::flush;
-      if (j.status == Job::kFailed) std::cerr << error_text(j.error) << "\n";
+      if (j.status == Job::kFailed) {
+        std::cerr << error_prefix(j.error) << trim_newlines(j.error) << "\n";
+      }
     }
     bar.update(done, jobs[i].symbol);
   };

@@ -15,6 +15,7 @@
 #include "src/driver.h"
 #include "src/log.h"
 #include "src/nvrtc.h"
+#include "src/text_util.h"
 
 namespace kdsl::cli {
 
@@ -90,13 +91,6 @@ std::vector<std::string> split(const std::string& text, char sep) {
   }
 }
 
-// `s` without the spaces and tabs around it.
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
 std::string all_dtype_names() {
   std::string s;
   for (DType t : kAllDTypes) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
@@ -147,7 +141,7 @@ bool has_symbol(const KernelSignature& sig, const std::string& name) {
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out = split(text, ',');
-  for (std::string& item : out) item = trim(item);
+  for (std::string& item : out) item = trim_blanks(item);
   return out;
 }
 
@@ -161,13 +155,13 @@ ShapeLists parse_shape_lists(const std::vector<std::string>& options) {
     std::string current;  // the symbol bare numbers continue
     // Spaces around entries, names and sizes are ignored, as in --schedule.
     for (const std::string& entry : split(text, ',')) {
-      const std::string item = trim(entry);
+      const std::string item = trim_blanks(entry);
       if (item.empty()) throw bad(entry, "empty entry");
       size_t eq = item.find('=');
       std::string value = item;
       if (eq != std::string::npos) {
-        current = trim(item.substr(0, eq));
-        value = trim(item.substr(eq + 1));
+        current = trim_blanks(item.substr(0, eq));
+        value = trim_blanks(item.substr(eq + 1));
         bool ident = !current.empty() && !std::isdigit(static_cast<unsigned char>(current[0])) &&
                      std::all_of(current.begin(), current.end(), [](char c) {
                        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
