@@ -628,17 +628,24 @@ void RowEmitter::emit_phase(int p) {
     }
   }
   if (g_ > 32 && !reductions.empty()) {
-    // The CTA's warps' results in warp order; with a cluster, each CTA's total then goes to its
-    // shared memory and, after the cluster barrier, every thread combines the K CTAs' totals
-    // (read through distributed shared memory) in rank order: a fixed order, so the same bits on
-    // every run.
+    // The CTA's warps' results: each lane reads warp (lane mod W)'s and a second butterfly over
+    // W lanes combines them, lower warps first, as the first did within a warp (W = the group's
+    // warps in this CTA). Every lane ends with the same bits; one shared-memory load and log2(W)
+    // shuffles per thread instead of W loads (fourteenth session: these kernels are partly
+    // issue-bound, bench/RESULTS.md). With a cluster, each CTA's total then goes to its shared
+    // memory and, after the cluster barrier, every thread combines the K CTAs' totals (read
+    // through distributed shared memory) in rank order: a fixed order, so the same bits on every
+    // run.
     t_.line("__syncthreads();");
+    const int warps = (k_cl_ > 1 ? g_ / k_cl_ : g_) / 32;
     for (ir::ValueId r : reductions) {
       auto sp = spelling(r);
-      t_.line("acc{0} = red{0}[buf][group][0];", r);
-      t_.line("#pragma unroll");
-      t_.line("for (int w = 1; w < {2} / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
-              sp.op, k_cl_ > 1 ? "GC" : "G");
+      if (warps == 1) {
+        t_.line("acc{0} = red{0}[buf][group][0];", r);
+      } else {
+        t_.line("acc{0} = red{0}[buf][group][threadIdx.x & {1}u];", r, warps - 1);
+        t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, warps, sp.op);
+      }
       if (k_cl_ > 1) t_.line("if (tl == 0) redc{0}[buf][group] = acc{0};", r);
     }
     if (k_cl_ > 1) {
@@ -728,16 +735,27 @@ void RowEmitter::emit_main() {
   if (s_.smem_columns || s_.stage >= 2) {
     t_.line("extern __shared__ __align__(16) unsigned char kdsl_smem[];");
   }
+  // With one row per CTA (R = 1) the CTA is the row's threads (G, or GC on a cluster): the
+  // group is 0, a constant the compiler can fold into the row and shared-memory indices.
   if (k_cl_ > 1) {
     // A row's G threads: GC in each of the cluster's K CTAs; `tl` is the thread's place among
     // its CTA's GC, `lane` its place in the row (CTA rank major).
     t_.line("constexpr int K = {}, GC = G / K;", k_cl_);
-    t_.line("const int tl = static_cast<int>(threadIdx.x) % GC;");
+    if (r_ == 1) {
+      t_.line("const int tl = static_cast<int>(threadIdx.x);");
+    } else {
+      t_.line("const int tl = static_cast<int>(threadIdx.x) % GC;");
+    }
     t_.line("const int lane = static_cast<int>(blockIdx.x % K) * GC + tl;");
-    t_.line("const int group = static_cast<int>(threadIdx.x) / GC;");
+  } else if (r_ == 1) {
+    t_.line("const int lane = static_cast<int>(threadIdx.x);");
   } else {
     t_.line("const int lane = static_cast<int>(threadIdx.x) % G;");
-    t_.line("const int group = static_cast<int>(threadIdx.x) / G;");
+  }
+  if (r_ == 1) {
+    t_.line("constexpr int group = 0;");
+  } else {
+    t_.line("const int group = static_cast<int>(threadIdx.x) / {};", k_cl_ > 1 ? "GC" : "G");
   }
   for (size_t t = 0; t < k_.tensors.size(); ++t) {
     t_.line("{}{}* __restrict__ t{} = p.t{};", k_.tensors[t].role == ir::Role::in ? "const " : "",
@@ -845,7 +863,12 @@ void RowEmitter::emit_main() {
   }
   t_.in();
   t_.line("const long long row = row0 + group;");
-  t_.line("const bool valid = row < p.rows;");
+  if (r_ == 1) {
+    // One row per CTA: row0 < p.rows (the loop's bound, or the grid of one CTA per row).
+    t_.line("constexpr bool valid = true;");
+  } else {
+    t_.line("const bool valid = row < p.rows;");
+  }
   emit_row_indices("", "row");
   if (s_.prefetch) {
     t_.line("const long long nrow = row + static_cast<long long>({}) * R;", cta_count());

@@ -288,6 +288,11 @@ template <class T> __device__ __forceinline__ kdsl_welford<T> kdsl_shfl(kdsl_wel
 template <class T> __device__ __forceinline__ kdsl_arg<T> kdsl_shfl(kdsl_arg<T> v, int o) {
   return {kdsl_shfl(v.v, o), kdsl_shfl(v.i, o)};
 }
+// Combines whose two operand orders give the same result: IEEE addition commutes (only a NaN
+// result's payload bits could depend on the order; it is a NaN either way).
+template <class Op, class T> struct kdsl_commutes { static constexpr bool value = false; };
+template <> struct kdsl_commutes<kdsl_op_sum, float> { static constexpr bool value = true; };
+template <> struct kdsl_commutes<kdsl_op_sum, double> { static constexpr bool value = true; };
 // Butterfly reduction over aligned groups of W lanes (W a power of two, at most 32). Each step
 // combines (lower lane, higher lane) in that order, so every lane ends with identical bits.
 template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduce(T v, Op op) {
@@ -295,9 +300,13 @@ template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduc
 #pragma unroll
   for (int o = W / 2; o > 0; o >>= 1) {
     T other = kdsl_shfl(v, o);
+    if constexpr (kdsl_commutes<Op, T>::value) {  // no operand selects: one shuffle and one add
+      v = op(v, other);
+      continue;
+    }
     const bool upper = (lane & o) != 0;
     // One combine on selected operands: the compiler does not see that two orders of a Welford
-    // merge or a NaN-aware max are alike, and would evaluate both (a sum's two orders are one add).
+    // merge or a NaN-aware max are alike, and would evaluate both.
     v = op(upper ? other : v, upper ? v : other);
   }
   return v;

@@ -286,6 +286,11 @@ template <class T> __device__ __forceinline__ kdsl_welford<T> kdsl_shfl(kdsl_wel
 template <class T> __device__ __forceinline__ kdsl_arg<T> kdsl_shfl(kdsl_arg<T> v, int o) {
   return {kdsl_shfl(v.v, o), kdsl_shfl(v.i, o)};
 }
+// Combines whose two operand orders give the same result: IEEE addition commutes (only a NaN
+// result's payload bits could depend on the order; it is a NaN either way).
+template <class Op, class T> struct kdsl_commutes { static constexpr bool value = false; };
+template <> struct kdsl_commutes<kdsl_op_sum, float> { static constexpr bool value = true; };
+template <> struct kdsl_commutes<kdsl_op_sum, double> { static constexpr bool value = true; };
 // Butterfly reduction over aligned groups of W lanes (W a power of two, at most 32). Each step
 // combines (lower lane, higher lane) in that order, so every lane ends with identical bits.
 template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduce(T v, Op op) {
@@ -293,6 +298,10 @@ template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduc
 #pragma unroll
   for (int o = W / 2; o > 0; o >>= 1) {
     T other = kdsl_shfl(v, o);
+    if constexpr (kdsl_commutes<Op, T>::value) {  // no operand selects: one shuffle and one add
+      v = op(v, other);
+      continue;
+    }
     const bool upper = (lane & o) != 0;
     // One combine on selected operands: the compiler does not see that two orders of a Welford
     // merge or a NaN-aware max are alike, and would evaluate both (a sum's two orders are one add).
@@ -378,8 +387,8 @@ static_assert(sizeof(kdsl_params_kdsl_rms_norm_bf16_n8192) == 120, "parameter bl
 extern "C" __global__ void __launch_bounds__(512) kdsl_rms_norm_bf16_n8192(const kdsl_params_kdsl_rms_norm_bf16_n8192 p) {
   constexpr long long N = 8192LL;  // vector axis (N)
   constexpr int VEC = 8, G = 512, R = 1, C = 2;
-  const int lane = static_cast<int>(threadIdx.x) % G;
-  const int group = static_cast<int>(threadIdx.x) / G;
+  const int lane = static_cast<int>(threadIdx.x);
+  constexpr int group = 0;
   const kdsl_u16* __restrict__ t0 = p.t0;
   const kdsl_u16* __restrict__ t1 = p.t1;
   kdsl_u16* __restrict__ t2 = p.t2;
@@ -405,7 +414,7 @@ extern "C" __global__ void __launch_bounds__(512) kdsl_rms_norm_bf16_n8192(const
   {
     const long long row0 = static_cast<long long>(blockIdx.x) * R;
     const long long row = row0 + group;
-    const bool valid = row < p.rows;
+    constexpr bool valid = true;
     const long long i0 = row;
     const long long o0 = 0LL + i0 * p.st0_0;
     const long long o2 = 0LL + i0 * p.st2_0;
@@ -440,9 +449,8 @@ extern "C" __global__ void __launch_bounds__(512) kdsl_rms_norm_bf16_n8192(const
       acc3 = kdsl_warp_reduce<32>(acc3, kdsl_op_sum{});
       if ((lane & 31) == 0) red3[buf][group][lane >> 5] = acc3;
       __syncthreads();
-      acc3 = red3[buf][group][0];
-      #pragma unroll
-      for (int w = 1; w < G / 32; ++w) acc3 = kdsl_op_sum{}(acc3, red3[buf][group][w]);
+      acc3 = red3[buf][group][threadIdx.x & 15u];
+      acc3 = kdsl_warp_reduce<16>(acc3, kdsl_op_sum{});
     }
     const float s3 = acc3;
     const float s6 = kdsl_div_approx(s3, s5);
