@@ -628,20 +628,25 @@ void RowEmitter::emit_phase(int p) {
     }
   }
   if (g_ > 32 && !reductions.empty()) {
-    // The CTA's warps' results: each lane reads warp (lane mod W)'s and a second butterfly over
-    // W lanes combines them, lower warps first, as the first did within a warp (W = the group's
-    // warps in this CTA). Every lane ends with the same bits; one shared-memory load and log2(W)
-    // shuffles per thread instead of W loads (fourteenth session: these kernels are partly
-    // issue-bound, bench/RESULTS.md). With a cluster, each CTA's total then goes to its shared
-    // memory and, after the cluster barrier, every thread combines the K CTAs' totals (read
-    // through distributed shared memory) in rank order: a fixed order, so the same bits on every
-    // run.
+    // The CTA's warps' results. On one CTA per row group: each lane reads warp (lane mod W)'s
+    // and a second butterfly over W lanes combines them, lower warps first, as the first did
+    // within a warp (W = the group's warps). Every lane ends with the same bits; one
+    // shared-memory load and log2(W) shuffles per thread instead of W loads (these kernels are
+    // partly issue-bound; fourteenth session, bench/RESULTS.md: RMSNorm backward bf16 8192 x
+    // 8192 129 -> 117 us, LayerNorm bf16 4096 x 32768 148 -> 139). On a cluster the W loads in
+    // warp order stay (the butterfly was slower there: LayerNorm backward 412 -> 445 us); each
+    // CTA's total then goes to its shared memory and, after the cluster barrier, every thread
+    // combines the K CTAs' totals (read through distributed shared memory) in rank order: a fixed
+    // order, so the same bits on every run.
     t_.line("__syncthreads();");
-    const int warps = (k_cl_ > 1 ? g_ / k_cl_ : g_) / 32;
+    const int warps = g_ / 32;
     for (ir::ValueId r : reductions) {
       auto sp = spelling(r);
-      if (warps == 1) {
+      if (k_cl_ > 1) {
         t_.line("acc{0} = red{0}[buf][group][0];", r);
+        t_.line("#pragma unroll");
+        t_.line("for (int w = 1; w < GC / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
+                sp.op);
       } else {
         t_.line("acc{0} = red{0}[buf][group][threadIdx.x & {1}u];", r, warps - 1);
         t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, warps, sp.op);
@@ -735,27 +740,19 @@ void RowEmitter::emit_main() {
   if (s_.smem_columns || s_.stage >= 2) {
     t_.line("extern __shared__ __align__(16) unsigned char kdsl_smem[];");
   }
-  // With one row per CTA (R = 1) the CTA is the row's threads (G, or GC on a cluster): the
-  // group is 0, a constant the compiler can fold into the row and shared-memory indices.
+  // (With one row per CTA the group is always 0; a constant group and `valid` were measured
+  // both faster and slower, by ptxas's register choices: LayerNorm bf16 4096 x 32768 went from
+  // 64 to 116 registers and 139 to 168 us; fourteenth session, bench/RESULTS.md.)
   if (k_cl_ > 1) {
     // A row's G threads: GC in each of the cluster's K CTAs; `tl` is the thread's place among
     // its CTA's GC, `lane` its place in the row (CTA rank major).
     t_.line("constexpr int K = {}, GC = G / K;", k_cl_);
-    if (r_ == 1) {
-      t_.line("const int tl = static_cast<int>(threadIdx.x);");
-    } else {
-      t_.line("const int tl = static_cast<int>(threadIdx.x) % GC;");
-    }
+    t_.line("const int tl = static_cast<int>(threadIdx.x) % GC;");
     t_.line("const int lane = static_cast<int>(blockIdx.x % K) * GC + tl;");
-  } else if (r_ == 1) {
-    t_.line("const int lane = static_cast<int>(threadIdx.x);");
+    t_.line("const int group = static_cast<int>(threadIdx.x) / GC;");
   } else {
     t_.line("const int lane = static_cast<int>(threadIdx.x) % G;");
-  }
-  if (r_ == 1) {
-    t_.line("constexpr int group = 0;");
-  } else {
-    t_.line("const int group = static_cast<int>(threadIdx.x) / {};", k_cl_ > 1 ? "GC" : "G");
+    t_.line("const int group = static_cast<int>(threadIdx.x) / G;");
   }
   for (size_t t = 0; t < k_.tensors.size(); ++t) {
     t_.line("{}{}* __restrict__ t{} = p.t{};", k_.tensors[t].role == ir::Role::in ? "const " : "",
@@ -863,12 +860,7 @@ void RowEmitter::emit_main() {
   }
   t_.in();
   t_.line("const long long row = row0 + group;");
-  if (r_ == 1) {
-    // One row per CTA: row0 < p.rows (the loop's bound, or the grid of one CTA per row).
-    t_.line("constexpr bool valid = true;");
-  } else {
-    t_.line("const bool valid = row < p.rows;");
-  }
+  t_.line("const bool valid = row < p.rows;");
   emit_row_indices("", "row");
   if (s_.prefetch) {
     t_.line("const long long nrow = row + static_cast<long long>({}) * R;", cta_count());

@@ -304,7 +304,7 @@ template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduc
     }
     const bool upper = (lane & o) != 0;
     // One combine on selected operands: the compiler does not see that two orders of a Welford
-    // merge or a NaN-aware max are alike, and would evaluate both (a sum's two orders are one add).
+    // merge or a NaN-aware max are alike, and would evaluate both.
     v = op(upper ? other : v, upper ? v : other);
   }
   return v;
@@ -387,8 +387,8 @@ static_assert(sizeof(kdsl_params_kdsl_rms_norm_bf16_n8192) == 120, "parameter bl
 extern "C" __global__ void __launch_bounds__(512) kdsl_rms_norm_bf16_n8192(const kdsl_params_kdsl_rms_norm_bf16_n8192 p) {
   constexpr long long N = 8192LL;  // vector axis (N)
   constexpr int VEC = 8, G = 512, R = 1, C = 2;
-  const int lane = static_cast<int>(threadIdx.x);
-  constexpr int group = 0;
+  const int lane = static_cast<int>(threadIdx.x) % G;
+  const int group = static_cast<int>(threadIdx.x) / G;
   const kdsl_u16* __restrict__ t0 = p.t0;
   const kdsl_u16* __restrict__ t1 = p.t1;
   kdsl_u16* __restrict__ t2 = p.t2;
@@ -414,7 +414,7 @@ extern "C" __global__ void __launch_bounds__(512) kdsl_rms_norm_bf16_n8192(const
   {
     const long long row0 = static_cast<long long>(blockIdx.x) * R;
     const long long row = row0 + group;
-    constexpr bool valid = true;
+    const bool valid = row < p.rows;
     const long long i0 = row;
     const long long o0 = 0LL + i0 * p.st0_0;
     const long long o2 = 0LL + i0 * p.st2_0;
