@@ -161,7 +161,9 @@ for r in rows[1:]:
     done
     ;;
   multi)  # codegen variants of one binary by experiment toggles: A = kdsl_old, then one per
-          # environment in $VARIANTS ("NAME:VAR=VAL,VAR=VAL NAME2:..." ; "B:" = no toggle); one round
+          # environment in $VARIANTS ("NAME:VAR=VAL,VAR=VAL NAME2:..." ; "B:" = no toggle); one round.
+          # The KDSL_EXP_* switches of runs S4 and S5 (bench/RESULTS.md) lived only in that run's
+          # working tree; the committed code has none, so use "B:".
     nvidia-smi --query-gpu=name,uuid --format=csv,noheader
     cases=("layer_norm layer_norm bf16 M=4096,N=32768" "rms_norm rms_norm bf16 M=1024,N=8192"
            "rms_norm rms_norm bf16 M=4096,N=32768" "layer_norm layer_norm_bwd bf16 M=32768,N=4096"
