@@ -15,26 +15,7 @@ export KDSL_CACHE_DIR="${KDSL_CACHE_DIR:-$PWD/.device/cache}" KDSL_SOURCE_DIR="$
 out="${OUT:-/tmp}"
 k=.device/bin/kdsl
 cat .device/COMMIT
-sweep_cases() {  # "file kernel dtype shape hint"... in $cases: compile all, then two rounds
-  for c in "${cases[@]}"; do  # compile every variant first, 16 at a time
-    set -- $c
-    h=(); [ "$5" = default ] || h=(--schedule "$5")
-    $k compile stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 "${h[@]}" >/dev/null 2>&1 &
-    [ "$(jobs -r | wc -l)" -ge 16 ] && wait -n
-  done
-  wait
-  for round in 1 2; do
-    for c in "${cases[@]}"; do
-      set -- $c
-      h=(); [ "$5" = default ] || h=(--schedule "$5")
-      v=(); [ $round = 1 ] && v=(--verify)
-      printf '%s %-14s %-5s %-15s %-48s ' "$round" "$2" "$3" "$4" "$5"
-      $k run stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 "${h[@]}" "${v[@]}" --bench --reps 100 2>&1 |
-        grep -oE "bench: [0-9.]+ us|[0-9.]+ of the same-run|error:.*|mismatch.*|FAIL.*" | tr '\n' ' '
-      echo
-    done
-  done
-}
+source bench/experiments/sweep_lib.sh
 case "${1:-}" in
   small)
     nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader

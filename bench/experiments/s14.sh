@@ -15,26 +15,7 @@ export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH
 export KDSL_CACHE_DIR="${KDSL_CACHE_DIR:-$PWD/.device/cache}" KDSL_SOURCE_DIR="$PWD"
 k=.device/bin/kdsl
 cat .device/COMMIT
-sweep_cases() {  # "file kernel dtype shape hint"... in $cases: compile all, then two rounds
-  for c in "${cases[@]}"; do
-    set -- $c
-    h=(); [ "$5" = default ] || h=(--schedule "$5")
-    $k compile stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 "${h[@]}" >/dev/null 2>&1 &
-    [ "$(jobs -r | wc -l)" -ge 16 ] && wait -n
-  done
-  wait
-  for round in 1 2; do
-    for c in "${cases[@]}"; do
-      set -- $c
-      h=(); [ "$5" = default ] || h=(--schedule "$5")
-      v=(); [ $round = 1 ] && v=(--verify)
-      printf '%s %-16s %-5s %-15s %-52s ' "$round" "$2" "$3" "$4" "$5"
-      timeout 60 $k run stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 "${h[@]}" "${v[@]}" --bench --reps 100 2>&1 |
-        grep -oE "bench: [0-9.]+ us|[0-9.]+ of the same-run|error:.*|FAIL.*" | cut -c1-160 | tr '\n' ' '
-      echo
-    done
-  done
-}
+source bench/experiments/sweep_lib.sh
 case "${1:-}" in
   sweep)
     nvidia-smi --query-gpu=name,uuid --format=csv,noheader
@@ -130,38 +111,12 @@ for r in rows[1:]:
       echo "== verify $2 $3 $4: $($k run stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 --verify 2>&1 | grep -iE "verif|error" | cut -c1-150)"
     done
     ;;
-  abc)  # three codegen variants of the same commit: A = kdsl_old, B = kdsl, C = kdsl with the
-        # environment in $ENV_C (an experiment toggle), alternating, two rounds
-    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
-    cases=("layer_norm layer_norm bf16 M=4096,N=32768" "layer_norm layer_norm bf16 M=1024,N=8192"
-           "rms_norm rms_norm bf16 M=1024,N=8192" "rms_norm rms_norm bf16 M=4096,N=32768"
-           "layer_norm layer_norm_bwd bf16 M=32768,N=4096" "layer_norm layer_norm_bwd bf16 M=4096,N=32768"
-           "layer_norm layer_norm_bwd bf16 M=8192,N=8192" "layer_norm layer_norm_bwd f32 M=8192,N=10240"
-           "rms_norm rms_norm_bwd bf16 M=32768,N=4096" "rms_norm rms_norm_bwd bf16 M=8192,N=8192"
-           "softmax softmax_bwd bf16 M=4096,N=32768" "rms_norm add_rms_norm_bwd bf16 M=4096,N=32768")
-    for c in "${cases[@]}"; do
-      set -- $c
-      .device/bin/kdsl_old compile stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 >/dev/null 2>&1 &
-      $k compile stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 >/dev/null 2>&1 &
-      env $ENV_C $k compile stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 >/dev/null 2>&1 &
-      [ "$(jobs -r | wc -l)" -ge 15 ] && wait -n
-    done
-    wait
-    for round in 1 2; do
-      for c in "${cases[@]}"; do
-        set -- $c
-        for v in A B C; do
-          b=$k e=; [ $v = A ] && b=.device/bin/kdsl_old; [ $v = C ] && e=$ENV_C
-          printf '%s %s %-16s %-5s %-15s ' $round $v $2 $3 $4
-          env $e $b run stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 --bench --reps 50 2>&1 |
-            grep -oE "bench: [0-9.]+ us|[0-9.]+ of the same-run|error:.*" | tr '\n' ' '
-          echo
-        done
-      done
-    done
+  abc)  # run S4: A = kdsl_old, B = kdsl, C = kdsl with the environment in $ENV_C, two rounds
+    VARIANTS="B: C:${ENV_C// /,}" ROUNDS=2 bash "$0" multi
     ;;
   multi)  # codegen variants of one binary by experiment toggles: A = kdsl_old, then one per
-          # environment in $VARIANTS ("NAME:VAR=VAL,VAR=VAL NAME2:..." ; "B:" = no toggle); one round.
+          # environment in $VARIANTS ("NAME:VAR=VAL,VAR=VAL NAME2:..." ; "B:" = no toggle); $ROUNDS
+          # rounds (1).
           # The KDSL_EXP_* switches of runs S4 and S5 (bench/RESULTS.md) lived only in that run's
           # working tree; the committed code has none, so use "B:".
     nvidia-smi --query-gpu=name,uuid --format=csv,noheader
@@ -180,16 +135,18 @@ for r in rows[1:]:
       while [ "$(jobs -r | wc -l)" -ge 15 ]; do wait -n; done
     done
     wait
+    for round in $(seq "${ROUNDS:-1}"); do
     for c in "${cases[@]}"; do
       set -- $c
       for v in A:old $VARIANTS; do
         b=$k; [ ${v%%:*} = A ] && b=.device/bin/kdsl_old
         e=${v#*:}; [ ${v%%:*} = A ] && e=
-        printf '%s %-16s %-5s %-15s ' ${v%%:*} $2 $3 $4
+        printf '%s %s %-16s %-5s %-15s ' $round ${v%%:*} $2 $3 $4
         env ${e//,/ } $b run stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 --bench --reps 50 2>&1 |
           grep -oE "bench: [0-9.]+ us|[0-9.]+ of the same-run|error:.*" | tr '\n' ' '
         echo
       done
+    done
     done
     ;;
   *) echo "usage: s14.sh sweep|ncu|ab|abc|multi" >&2; exit 2 ;;
