@@ -140,7 +140,9 @@ const std::vector<ScheduleKey>& scan_keys() {
 }
 
 // Read as `--schedule` is (parse_schedule_items), but its errors are ArgumentErrors: not a hint,
-// so a tuned record is not ignored for them, and the CLI does not name --schedule.
+// so a tuned record is not ignored for them, and the CLI does not name --schedule. Unlike an empty
+// `--schedule ""` (a usage error), an empty or blank variable is as if unset: setting a variable
+// to nothing is the usual way to clear it.
 ScanHints read_hints() {
   ScanHints h;
   const char* env = std::getenv("KDSL_SCAN_SCHEDULE");

@@ -846,6 +846,42 @@ TEST_F(CliTest, ScheduleHintsThatCannotApplyAreUsageErrors) {
   EXPECT_NE(spaced.out.find("schedule hint: vec=4,group=256"), std::string::npos) << spaced.out;
 }
 
+// An empty --schedule (or one of blanks) is a usage error, as an empty --shape is, in every
+// command that takes one: not read as "no hint".
+TEST_F(CliTest, EmptyScheduleHintIsAUsageError) {
+  const std::vector<std::string> spec = {kRms,    "-k",       "rms_norm", "--dtype",
+                                         "f32",   "--shape",  "M=4,N=64", "--arch",
+                                         "sm_90", "--device", "cpu"};
+  for (const std::string command : {"emit", "run", "compile", "bench"}) {
+    for (const std::string hint : {"", " \t "}) {
+      std::vector<std::string> args = {command};
+      // --arch is for emit and compile, --device for run; bench takes neither.
+      for (size_t i = 0; i < spec.size(); ++i) {
+        const bool arch = spec[i] == "--arch", device = spec[i] == "--device";
+        if ((arch && (command == "run" || command == "bench")) || (device && command != "run")) {
+          ++i;
+          continue;
+        }
+        args.push_back(spec[i]);
+      }
+      args.insert(args.end(), {"--schedule", hint});
+      CliResult r = kdsl(args);
+      EXPECT_EQ(r.code, 2) << command << " '" << hint << "'\n" << show(r);
+      EXPECT_EQ(r.err, "kdsl " + command +
+                           ": usage error: --schedule: empty schedule hint: expected KEY=INTEGER "
+                           "items separated by commas, e.g. group=512,prefetch=1 (see kdsl " +
+                           command + " --help)\n")
+          << command << " '" << hint << "'";
+      EXPECT_EQ(r.out, "") << command;
+    }
+  }
+  // An empty or blank KDSL_SCAN_SCHEDULE is as if unset.
+  CliResult env = kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape",
+                        "N=100", "--arch", "sm_90", "--explain"},
+                       {{"KDSL_SCAN_SCHEDULE", " "}});
+  EXPECT_EQ(env.code, 0) << show(env);
+}
+
 // --seed is a whole number from 0 to 2^64 - 1: a negative seed is not wrapped around.
 TEST_F(CliTest, SeedsOutOfRangeAreUsageErrors) {
   auto run = [&](const std::string& seed) {
