@@ -145,6 +145,26 @@ TEST_F(CliTest, ListShowsSignaturesDocsAndSpecializedSymbols) {
   EXPECT_EQ(doc[0]["symbols"][1], nlohmann::json({{"name", "N"}, {"specialized", true}}));
 }
 
+// A file without kernels lists nothing, and a note says so rather than leaving the output blank.
+TEST_F(CliTest, ListSaysWhenAFileDefinesNoKernels) {
+  write_file(path("empty.kdsl"), "");
+  write_file(path("comments.kdsl"), "# only a comment\n\n");
+  for (const std::string& file : {path("empty.kdsl"), path("comments.kdsl")}) {
+    CliResult r = kdsl({"list", file});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "kdsl: note: " + file +
+                         " defines no kernels (a kernel is a function decorated with @kernel)\n");
+    CliResult j = kdsl({"list", file, "--json"});
+    EXPECT_EQ(j.code, 0) << show(j);
+    EXPECT_EQ(nlohmann::json::parse(j.out), nlohmann::json::array());
+    EXPECT_EQ(j.err, r.err);
+    CliResult quiet = kdsl({"list", file, "-q"});
+    EXPECT_EQ(quiet.code, 0) << show(quiet);
+    EXPECT_EQ(quiet.err, "");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // emit
 
