@@ -257,7 +257,9 @@ bool is_shard_name(const std::string& name) {
          });
 }
 
-// Lists the files of the cache; never throws (unreadable parts are skipped).
+// Lists the files of the cache; never throws (unreadable parts are skipped). Only regular files
+// (or links to them) are entries, temporary or lock files: anything else under a shard, such as a
+// directory named like an entry, is neither counted nor listed nor removed.
 Scan scan(const fs::path& dir) {
   Scan out;
   std::error_code ec;
@@ -266,11 +268,11 @@ Scan scan(const fs::path& dir) {
     std::error_code ec2;
     for (const auto& file : fs::directory_iterator(shard.path(), ec2)) {
       const std::string name = file.path().filename().string();
-      ScannedFile f{file.path(), file.file_size(ec2), file.last_write_time(ec2)};
-      if (ec2) {
-        ec2.clear();
-        continue;  // removed while we looked
-      }
+      // One error code each: a call that succeeds clears the code it is given.
+      std::error_code type_ec, size_ec, time_ec;
+      if (!file.is_regular_file(type_ec)) continue;  // not a file, or removed while we looked
+      ScannedFile f{file.path(), file.file_size(size_ec), file.last_write_time(time_ec)};
+      if (size_ec || time_ec) continue;  // removed while we looked
       if (name.ends_with(kEntrySuffix))
         out.entries.push_back(f);
       else if (is_temp_file_name(name))
