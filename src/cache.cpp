@@ -224,6 +224,11 @@ std::string directory_problem(const fs::path& dir, bool create) {
                : "";
   }
   if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", dir.string());
+  // Listing the entries (stats, list, clear, prune) needs read permission; compiling opens them by
+  // name, which a directory it may search but not list allows.
+  if (!create && ::access(dir.c_str(), R_OK | X_OK) != 0) {
+    return fmt::format("cannot read {}: {}", dir.string(), std::strerror(errno));
+  }
   if (st.st_uid != ::geteuid()) {
     return fmt::format(
         "{} is owned by user id {}, not by you (user id {}), so it could hold "
@@ -441,12 +446,15 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
   return result;
 }
 
+std::string DiskCache::problem() const {
+  return config_.enabled ? directory_problem(config_.dir, /*create=*/false) : "KDSL_CACHE=off";
+}
+
 CacheStats DiskCache::stats() const {
   CacheStats s;
   s.dir = config_.dir;
   s.enabled = config_.enabled;
-  s.unusable =
-      config_.enabled ? directory_problem(config_.dir, /*create=*/false) : "KDSL_CACHE=off";
+  s.unusable = problem();
   s.max_bytes = config_.max_bytes;
   s.hits = hits_.load();
   s.misses = misses_.load();

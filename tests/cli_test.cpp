@@ -440,6 +440,49 @@ TEST_F(CliTest, CacheStatsSaysWhenTheDirectoryCannotBeUsed) {
   EXPECT_NE(fresh.out.find("cache                 on\n"), std::string::npos) << fresh.out;
 }
 
+// `cache list`, `clear` and `prune` on a directory that cannot be used say so with the reason
+// `stats` gives, and exit 1, rather than report an empty cache.
+TEST_F(CliTest, CacheListClearPruneSayWhenTheDirectoryCannotBeUsed) {
+  const std::string file = path("a_file");
+  std::ofstream(file) << "x";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {file, file + " is not a directory"},
+      {file + "/sub", "cannot use " + file + "/sub: Not a directory"}};
+  for (const auto& [dir, why] : cases) {
+    for (const char* command : {"list", "clear", "prune"}) {
+      for (bool json : {false, true}) {
+        std::vector<std::string> args = {"cache", command};
+        if (json) args.push_back("--json");
+        CliResult r = kdsl(args, {{"KDSL_CACHE_DIR", dir}});
+        EXPECT_EQ(r.code, 1) << command << "\n" << show(r);
+        EXPECT_EQ(r.out, "") << command;
+        EXPECT_EQ(r.err, "kdsl: error: the cache directory is not usable: " + why + "\n")
+            << command;
+      }
+    }
+    CliResult stats = kdsl({"cache", "stats"}, {{"KDSL_CACHE_DIR", dir}});
+    EXPECT_NE(stats.out.find("reason                " + why + "\n"), std::string::npos)
+        << stats.out;
+  }
+  // A directory kdsl may not read (permissions do not stop root).
+  const std::string closed = path("closed");
+  fs::create_directories(closed + "/ab");
+  fs::permissions(closed, fs::perms::owner_write);
+  if (::access(closed.c_str(), R_OK) != 0) {
+    CliResult r = kdsl({"cache", "list"}, {{"KDSL_CACHE_DIR", closed}});
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_EQ(r.err, "kdsl: error: the cache directory is not usable: cannot read " + closed +
+                         ": Permission denied\n");
+  }
+  fs::permissions(closed, fs::perms::owner_all);
+  // A directory not created yet is an empty cache; so is the cache turned off.
+  CliResult fresh = kdsl({"cache", "clear"}, {{"KDSL_CACHE_DIR", path("not_yet/sub")}});
+  EXPECT_EQ(fresh.code, 0) << show(fresh);
+  CliResult off = kdsl({"cache", "prune"}, {{"KDSL_CACHE_DIR", file}, {"KDSL_CACHE", "off"}});
+  EXPECT_EQ(off.code, 0) << show(off);
+  EXPECT_EQ(off.out, "the cache is off (KDSL_CACHE); nothing removed\n");
+}
+
 // Writes to `file` a kernel the front end accepts but the GPU scan schedule cannot compile (a
 // scan's result shifted); returns `file`.
 std::string write_shifted_scan(const std::string& file) {
