@@ -739,6 +739,21 @@ TEST_F(CliTest, RunWithoutGpuCompilesAndExitsFour) {
                         "sm_90 (NVRTC); --device cpu runs the CPU reference. Reason: "))
       << r.err;
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  // --out is checked first: an output named twice, or a directory for a file.
+  const std::vector<std::string> run = {"run",     kRms,  "-k",      "rms_norm",
+                                        "--dtype", "f32", "--shape", "M=4,N=64"};
+  std::vector<std::string> twice = run;
+  twice.insert(twice.end(), {"--out", "y=" + path("a.npy"), "--out", "y=" + path("b.npy")});
+  CliResult dup = kdsl(twice);
+  EXPECT_EQ(dup.code, 2) << show(dup);
+  EXPECT_TRUE(dup.err.starts_with("kdsl run: usage error: --out sets 'y' twice")) << dup.err;
+  std::vector<std::string> into_dir = run;
+  into_dir.insert(into_dir.end(), {"--out", "y=" + tmp().string()});
+  CliResult dir = kdsl(into_dir);
+  EXPECT_EQ(dir.code, 1) << show(dir);
+  EXPECT_TRUE(dir.err.starts_with("kdsl: error: --out y=" + tmp().string() + ": " + tmp().string() +
+                                  " is a directory"))
+      << dir.err;
 }
 
 TEST_F(CliTest, BenchWithoutGpuExitsFour) {
@@ -1073,6 +1088,12 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/no/dir/y.npy"}), 1,
        "kdsl: error: --out y=" + t + "/no/dir/y.npy: cannot write into " + t +
            "/no/dir: no such directory"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/a.npy", "--out",
+            "rstd=" + t + "/r.npy", "--out", "y=" + t + "/b.npy"}),
+       2, "kdsl run: usage error: --out sets 'y' twice: y=" + t + "/a.npy and y=" + t + "/b.npy"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t}), 1,
+       "kdsl: error: --out y=" + t + ": " + t + " is a directory; give a file name, e.g. " + t +
+           "/y.npy"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "eps=small"}), 2,
        "kdsl run: usage error: --arg eps=small: 'small' is not a number"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "gamma=1"}), 1,
