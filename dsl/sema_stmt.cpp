@@ -755,8 +755,9 @@ ir::Kernel kernel_from_signature(const KernelSignature& sig, const std::vector<D
 
 void check_binding(const KernelSignature& sig, const std::vector<DType>& binding) {
   if (binding.size() != sig.generics.size()) {
-    throw ArgumentError(fmt::format("kernel '{}' has {} generics but {} dtypes were given",
-                                    sig.name, sig.generics.size(), binding.size()));
+    throw ArgumentError(fmt::format("kernel '{}' has {} generic{} but {} dtype{} given", sig.name,
+                                    sig.generics.size(), sig.generics.size() == 1 ? "" : "s",
+                                    binding.size(), binding.size() == 1 ? " was" : "s were"));
   }
   for (size_t g = 0; g < binding.size(); ++g) {
     const auto& dom = sig.generics[g].domain;

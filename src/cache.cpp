@@ -224,6 +224,11 @@ std::string directory_problem(const fs::path& dir, bool create) {
                : "";
   }
   if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", dir.string());
+  // Listing the entries (stats, list, clear, prune) needs read permission; compiling opens them by
+  // name, which a directory it may search but not list allows.
+  if (!create && ::access(dir.c_str(), R_OK | X_OK) != 0) {
+    return fmt::format("cannot read {}: {}", dir.string(), std::strerror(errno));
+  }
   if (st.st_uid != ::geteuid()) {
     return fmt::format(
         "{} is owned by user id {}, not by you (user id {}), so it could hold "
@@ -257,7 +262,9 @@ bool is_shard_name(const std::string& name) {
          });
 }
 
-// Lists the files of the cache; never throws (unreadable parts are skipped).
+// Lists the files of the cache; never throws (unreadable parts are skipped). Only regular files
+// (or links to them) are entries, temporary or lock files: anything else under a shard, such as a
+// directory named like an entry, is neither counted nor listed nor removed.
 Scan scan(const fs::path& dir) {
   Scan out;
   std::error_code ec;
@@ -266,11 +273,11 @@ Scan scan(const fs::path& dir) {
     std::error_code ec2;
     for (const auto& file : fs::directory_iterator(shard.path(), ec2)) {
       const std::string name = file.path().filename().string();
-      ScannedFile f{file.path(), file.file_size(ec2), file.last_write_time(ec2)};
-      if (ec2) {
-        ec2.clear();
-        continue;  // removed while we looked
-      }
+      // One error code each: a call that succeeds clears the code it is given.
+      std::error_code type_ec, size_ec, time_ec;
+      if (!file.is_regular_file(type_ec)) continue;  // not a file, or removed while we looked
+      ScannedFile f{file.path(), file.file_size(size_ec), file.last_write_time(time_ec)};
+      if (size_ec || time_ec) continue;  // removed while we looked
       if (name.ends_with(kEntrySuffix))
         out.entries.push_back(f);
       else if (is_temp_file_name(name))
@@ -439,12 +446,15 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
   return result;
 }
 
+std::string DiskCache::problem() const {
+  return config_.enabled ? directory_problem(config_.dir, /*create=*/false) : "KDSL_CACHE=off";
+}
+
 CacheStats DiskCache::stats() const {
   CacheStats s;
   s.dir = config_.dir;
   s.enabled = config_.enabled;
-  s.unusable =
-      config_.enabled ? directory_problem(config_.dir, /*create=*/false) : "KDSL_CACHE=off";
+  s.unusable = problem();
   s.max_bytes = config_.max_bytes;
   s.hits = hits_.load();
   s.misses = misses_.load();

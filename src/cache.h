@@ -112,6 +112,11 @@ class DiskCache {
   CompiledEntry get_or_compile(const CacheKeyInputs& key, const std::string& meta,
                                const std::function<std::string()>& compile);
 
+  /// Why the directory cannot be used as it is now ("" when it can, or when it does not exist yet
+  /// and may be created; "KDSL_CACHE=off" when the cache is off): a path through a regular file, a
+  /// directory kdsl may not read, one writable by group or others or owned by another user. Creates
+  /// nothing.
+  std::string problem() const;
   /// Counts the entries on disk and reports this object's hits and misses.
   CacheStats stats() const;
   /// Every entry, most recently used first.

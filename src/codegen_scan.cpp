@@ -11,6 +11,7 @@
 #include "codegen_scan_emit.h"
 #include "cuda_prelude.h"
 #include "kdsl/error.h"
+#include "text_util.h"
 
 namespace kdsl::scan_codegen {
 
@@ -257,9 +258,10 @@ void Emitter::check_smem() const {
   const uint64_t n = smem_bytes();
   if (n <= kStaticSmem) return;
   const std::string msg = fmt::format(
-      "scan schedule: the tile ({} rows x {} positions, {} warps along the positions) needs "
-      "about {} bytes of shared memory, over the {} a kernel may hold statically; lower wp or vr",
-      s_.td(), s_.cl(), s_.wp, n, kStaticSmem);
+      "scan schedule: the tile ({} x {}, {} along the positions) needs about {} bytes of shared "
+      "memory, over the {} a kernel may hold statically; lower wp or vr",
+      counted(s_.td(), "row", "rows"), counted(s_.cl(), "position", "positions"),
+      counted(s_.wp, "warp", "warps"), n, kStaticSmem);
   if (s_.layout_hint) throw ScheduleHintError(fmt::format("{}: {}", s_.layout_source, msg));
   if (!s_.layout_source.empty()) {
     throw ArgumentError(fmt::format("{}: {}", s_.layout_source, msg));

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "module.h"
 #include "runtime_impl.h"
+#include "text_util.h"
 #include "tuning.h"
 
 namespace kdsl {
@@ -232,10 +233,11 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
   if (args.size() != sig.params.size()) {
     std::string names;
     for (const auto& p : sig.params) names += (names.empty() ? "" : ", ") + p.name;
-    throw ArgumentError(
-        fmt::format("{} takes {} arguments ({}), {} given; pass "
-                    "kdsl::Arg::use_default() for a scalar with a default",
-                    sig.name, sig.params.size(), names, args.size()));
+    throw ArgumentError(fmt::format(
+        "{} takes {} ({}), {} given; pass kdsl::Arg::use_default() for a scalar "
+        "with a default",
+        sig.name, counted(static_cast<int64_t>(sig.params.size()), "argument", "arguments"), names,
+        args.size()));
   }
   int generic_from[kMaxGenerics];  // the argument that bound each generic; -1: none yet
   std::fill(std::begin(generic_from), std::end(generic_from), -1);
@@ -632,10 +634,10 @@ void KernelImpl::prepare_launch(const BoundArgs& b, CUcontext ctx, CUstream_st* 
   uint64_t groups =
       static_cast<uint64_t>((b.rows + plan.rows_per_cta - 1) / plan.rows_per_cta) * plan.row_splits;
   if (!plan.persistent && groups > 0x7fffffffu) {  // one CTA per piece of work: the grid's x limit
-    throw ArgumentError(
-        fmt::format("{}: {} rows need {} CTAs of {} rows ({} per row group); a "
-                    "launch has at most 2^31 - 1",
-                    sig_->name, b.rows, groups, plan.rows_per_cta, plan.row_splits));
+    throw ArgumentError(fmt::format(
+        "{}: {} rows need {} CTAs of {} ({} per row group); a launch has at "
+        "most 2^31 - 1",
+        sig_->name, b.rows, groups, counted(plan.rows_per_cta, "row", "rows"), plan.row_splits));
   }
   uint32_t grid = static_cast<uint32_t>(
       std::min<uint64_t>(groups, plan.persistent ? ls.grid_limit : 0x7fffffffu));

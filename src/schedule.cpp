@@ -380,11 +380,12 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
                                     : ", 16-bit values packed in pairs";
   const std::string budget_text = need > budget ? fmt::format("over the budget of {:.0f}", budget)
                                                 : fmt::format("budget {:.0f}", budget);
+  std::string held = fmt::format("{:.0f}", need);  // "about N registers per thread hold"
+  held += held == "1" ? " register per thread holds" : " registers per thread hold";
   if (s.cache_rows) {
     s.reasons.push_back(fmt::format(
-        "register-resident: about {:.0f} registers per thread hold the cached vectors{}{} ({}); "
-        "each element is read once",
-        need, packed, s.prefetch ? ", the next row prefetched" : "", budget_text));
+        "register-resident: about {} the cached vectors{}{} ({}); each element is read once", held,
+        packed, s.prefetch ? ", the next row prefetched" : "", budget_text));
   } else if (need < 0.5) {
     s.reasons.push_back(
         "streaming: no row is held in registers; each reduction phase re-reads the row");
@@ -395,8 +396,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
     const bool col = !s.smem_columns && w.column > 0;
     s.reasons.push_back(fmt::format(
         "streaming: no row is held in registers (each reduction phase re-reads the row); about "
-        "{:.0f} registers per thread hold the {}{}{}{} ({})",
-        need, inv ? "loop-invariant vectors" : "", inv && col ? " and " : "",
+        "{} the {}{}{}{} ({})",
+        held, inv ? "loop-invariant vectors" : "", inv && col ? " and " : "",
         col ? "column accumulators" : "", inv ? packed : "", budget_text));
   }
   s.stream = hint.stream.value_or(false);

@@ -11,6 +11,7 @@
 #include "dsl/diagnostics.h"
 #include "kdsl/error.h"
 #include "schedule_hint.h"
+#include "text_util.h"
 
 namespace kdsl {
 namespace {
@@ -140,7 +141,9 @@ const std::vector<ScheduleKey>& scan_keys() {
 }
 
 // Read as `--schedule` is (parse_schedule_items), but its errors are ArgumentErrors: not a hint,
-// so a tuned record is not ignored for them, and the CLI does not name --schedule.
+// so a tuned record is not ignored for them, and the CLI does not name --schedule. Unlike an empty
+// `--schedule ""` (a usage error), an empty or blank variable is as if unset: setting a variable
+// to nothing is the usual way to clear it.
 ScanHints read_hints() {
   ScanHints h;
   const char* env = std::getenv("KDSL_SCAN_SCHEDULE");
@@ -474,10 +477,10 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // takes minutes (t=64,vr=16 on a c64 recurrence: 8192 words). The defaults hold at most 208.
   if (const int64_t held = int64_t{s.t} * s.vp * s.vr * words; set_layout && held > 1024) {
     (given.sets_layout() ? given : hints)
-        .fail(fmt::format("the tile holds about {} register words of elements per thread ({} "
-                          "steps x {} rows x {} positions x {} words per element); at most 1024 "
-                          "(lower t or vr)",
-                          held, s.t, s.vr, s.vp, words));
+        .fail(fmt::format("the tile holds about {} register words of elements per thread ({} x "
+                          "{} x {} x {} per element); at most 1024 (lower t or vr)",
+                          held, counted(s.t, "step", "steps"), counted(s.vr, "row", "rows"),
+                          counted(s.vp, "position", "positions"), counted(words, "word", "words")));
   }
   s.chunks = (len + s.cl() - 1) / s.cl();
   if (s.chunks > 1 && s.td() > s.threads()) {
@@ -494,16 +497,18 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   s.ctas_per_sm = std::max(1, 2048 / s.threads());
   if (s.min_ctas > 0) {
     s.reasons.push_back(fmt::format(
-        "launch bounds: at least {} CTAs of {} threads per SM ({})", s.min_ctas, s.threads(),
+        "launch bounds: at least {} of {} threads per SM ({})", counted(s.min_ctas, "CTA", "CTAs"),
+        s.threads(),
         ctas_keyed ? "KDSL_SCAN_SCHEDULE ctas"
                    : "the memory-bound 2-row layout: its register budget was measured with two"));
   }
   s.reasons.push_back(fmt::format(
-      "{}: {} = {}, {} scan: tiles of {} rows x {} positions ({} chunks); {} threads = {} x {} "
-      "warps (rows x positions), lanes {} x {}, {} rows x {} positions per access, {} steps; {} "
-      "register words per element",
-      s.name, len_name, len, s.reverse ? "reverse" : "forward", s.td(), s.cl(), s.chunks,
-      s.threads(), s.wr, s.wp, s.lr, s.lp, s.vr, s.vp, s.t, words));
+      "{}: {} = {}, {} scan: tiles of {} x {} ({}); {} threads = {} x {} warps (rows x "
+      "positions), lanes {} x {}, {} x {} per access, {}; {} per element",
+      s.name, len_name, len, s.reverse ? "reverse" : "forward", counted(s.td(), "row", "rows"),
+      counted(s.cl(), "position", "positions"), counted(s.chunks, "chunk", "chunks"), s.threads(),
+      s.wr, s.wp, s.lr, s.lp, counted(s.vr, "row", "rows"), counted(s.vp, "position", "positions"),
+      counted(s.t, "step", "steps"), counted(words, "register word", "register words")));
   s.reasons.push_back(s.chunks > 1 ? "chunks chained by a decoupled look-back (atomic tickets in "
                                      "processing order, flags zeroed per launch)"
                                    : "one chunk per row: no look-back");

@@ -657,5 +657,36 @@ TEST_F(CacheTest, PruneRemovesAbandonedTemporaryFiles) {
   EXPECT_EQ(cache.list().size(), 1u);
 }
 
+// Only regular files are entries: a directory named like an entry (or like a temporary file) is
+// not counted, listed or removed, and its size (file_size fails on it) never shows as one.
+TEST_F(CacheTest, DirectoriesNamedLikeEntriesAreNotEntries) {
+  CacheConfig cfg = config();
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  const uint64_t entry_bytes = fs::file_size(entry);
+  const fs::path stray = cfg.dir / "ab" / "0123456789abcdef0123456789abcd.kdslbin";
+  const fs::path stray_temp = fs::path(entry) += ".tmp.1.0.abc";
+  fs::create_directories(stray);
+  fs::create_directories(stray_temp);
+  fs::create_directories(cfg.dir / "ab" / "somedir");
+  CacheStats s = cache.stats();
+  EXPECT_EQ(s.entries, 1u);
+  EXPECT_EQ(s.bytes, entry_bytes);
+  auto entries = cache.list();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].path, entry);
+  EXPECT_EQ(entries[0].bytes, entry_bytes);
+  fs::last_write_time(stray_temp, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  EXPECT_EQ(cache.prune().entries, 0u);
+  CacheRemoval removed = cache.clear();
+  EXPECT_EQ(removed.entries, 1u);
+  EXPECT_EQ(removed.bytes, entry_bytes);
+  EXPECT_TRUE(fs::is_directory(stray));
+  EXPECT_TRUE(fs::is_directory(stray_temp));
+  EXPECT_EQ(cache.stats().entries, 0u);
+  EXPECT_EQ(cache.stats().bytes, 0u);
+}
+
 }  // namespace
 }  // namespace kdsl

@@ -145,6 +145,26 @@ TEST_F(CliTest, ListShowsSignaturesDocsAndSpecializedSymbols) {
   EXPECT_EQ(doc[0]["symbols"][1], nlohmann::json({{"name", "N"}, {"specialized", true}}));
 }
 
+// A file without kernels lists nothing, and a note says so rather than leaving the output blank.
+TEST_F(CliTest, ListSaysWhenAFileDefinesNoKernels) {
+  write_file(path("empty.kdsl"), "");
+  write_file(path("comments.kdsl"), "# only a comment\n\n");
+  for (const std::string& file : {path("empty.kdsl"), path("comments.kdsl")}) {
+    CliResult r = kdsl({"list", file});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "kdsl: note: " + file +
+                         " defines no kernels (a kernel is a function decorated with @kernel)\n");
+    CliResult j = kdsl({"list", file, "--json"});
+    EXPECT_EQ(j.code, 0) << show(j);
+    EXPECT_EQ(nlohmann::json::parse(j.out), nlohmann::json::array());
+    EXPECT_EQ(j.err, r.err);
+    CliResult quiet = kdsl({"list", file, "-q"});
+    EXPECT_EQ(quiet.code, 0) << show(quiet);
+    EXPECT_EQ(quiet.err, "");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // emit
 
@@ -420,6 +440,49 @@ TEST_F(CliTest, CacheStatsSaysWhenTheDirectoryCannotBeUsed) {
   EXPECT_NE(fresh.out.find("cache                 on\n"), std::string::npos) << fresh.out;
 }
 
+// `cache list`, `clear` and `prune` on a directory that cannot be used say so with the reason
+// `stats` gives, and exit 1, rather than report an empty cache.
+TEST_F(CliTest, CacheListClearPruneSayWhenTheDirectoryCannotBeUsed) {
+  const std::string file = path("a_file");
+  std::ofstream(file) << "x";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {file, file + " is not a directory"},
+      {file + "/sub", "cannot use " + file + "/sub: Not a directory"}};
+  for (const auto& [dir, why] : cases) {
+    for (const char* command : {"list", "clear", "prune"}) {
+      for (bool json : {false, true}) {
+        std::vector<std::string> args = {"cache", command};
+        if (json) args.push_back("--json");
+        CliResult r = kdsl(args, {{"KDSL_CACHE_DIR", dir}});
+        EXPECT_EQ(r.code, 1) << command << "\n" << show(r);
+        EXPECT_EQ(r.out, "") << command;
+        EXPECT_EQ(r.err, "kdsl: error: the cache directory is not usable: " + why + "\n")
+            << command;
+      }
+    }
+    CliResult stats = kdsl({"cache", "stats"}, {{"KDSL_CACHE_DIR", dir}});
+    EXPECT_NE(stats.out.find("reason                " + why + "\n"), std::string::npos)
+        << stats.out;
+  }
+  // A directory kdsl may not read (permissions do not stop root).
+  const std::string closed = path("closed");
+  fs::create_directories(closed + "/ab");
+  fs::permissions(closed, fs::perms::owner_write);
+  if (::access(closed.c_str(), R_OK) != 0) {
+    CliResult r = kdsl({"cache", "list"}, {{"KDSL_CACHE_DIR", closed}});
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_EQ(r.err, "kdsl: error: the cache directory is not usable: cannot read " + closed +
+                         ": Permission denied\n");
+  }
+  fs::permissions(closed, fs::perms::owner_all);
+  // A directory not created yet is an empty cache; so is the cache turned off.
+  CliResult fresh = kdsl({"cache", "clear"}, {{"KDSL_CACHE_DIR", path("not_yet/sub")}});
+  EXPECT_EQ(fresh.code, 0) << show(fresh);
+  CliResult off = kdsl({"cache", "prune"}, {{"KDSL_CACHE_DIR", file}, {"KDSL_CACHE", "off"}});
+  EXPECT_EQ(off.code, 0) << show(off);
+  EXPECT_EQ(off.out, "the cache is off (KDSL_CACHE); nothing removed\n");
+}
+
 // Writes to `file` a kernel the front end accepts but the GPU scan schedule cannot compile (a
 // scan's result shifted); returns `file`.
 std::string write_shifted_scan(const std::string& file) {
@@ -676,6 +739,21 @@ TEST_F(CliTest, RunWithoutGpuCompilesAndExitsFour) {
                         "sm_90 (NVRTC); --device cpu runs the CPU reference. Reason: "))
       << r.err;
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  // --out is checked first: an output named twice, or a directory for a file.
+  const std::vector<std::string> run = {"run",     kRms,  "-k",      "rms_norm",
+                                        "--dtype", "f32", "--shape", "M=4,N=64"};
+  std::vector<std::string> twice = run;
+  twice.insert(twice.end(), {"--out", "y=" + path("a.npy"), "--out", "y=" + path("b.npy")});
+  CliResult dup = kdsl(twice);
+  EXPECT_EQ(dup.code, 2) << show(dup);
+  EXPECT_TRUE(dup.err.starts_with("kdsl run: usage error: --out sets 'y' twice")) << dup.err;
+  std::vector<std::string> into_dir = run;
+  into_dir.insert(into_dir.end(), {"--out", "y=" + tmp().string()});
+  CliResult dir = kdsl(into_dir);
+  EXPECT_EQ(dir.code, 1) << show(dir);
+  EXPECT_TRUE(dir.err.starts_with("kdsl: error: --out y=" + tmp().string() + ": " + tmp().string() +
+                                  " is a directory"))
+      << dir.err;
 }
 
 TEST_F(CliTest, BenchWithoutGpuExitsFour) {
@@ -846,6 +924,69 @@ TEST_F(CliTest, ScheduleHintsThatCannotApplyAreUsageErrors) {
   EXPECT_NE(spaced.out.find("schedule hint: vec=4,group=256"), std::string::npos) << spaced.out;
 }
 
+// An empty --schedule (or one of blanks) is a usage error, as an empty --shape is, in every
+// command that takes one: not read as "no hint".
+TEST_F(CliTest, EmptyScheduleHintIsAUsageError) {
+  const std::vector<std::string> spec = {kRms,    "-k",       "rms_norm", "--dtype",
+                                         "f32",   "--shape",  "M=4,N=64", "--arch",
+                                         "sm_90", "--device", "cpu"};
+  for (const std::string command : {"emit", "run", "compile", "bench"}) {
+    for (const std::string hint : {"", " \t "}) {
+      std::vector<std::string> args = {command};
+      // --arch is for emit and compile, --device for run; bench takes neither.
+      for (size_t i = 0; i < spec.size(); ++i) {
+        const bool arch = spec[i] == "--arch", device = spec[i] == "--device";
+        if ((arch && (command == "run" || command == "bench")) || (device && command != "run")) {
+          ++i;
+          continue;
+        }
+        args.push_back(spec[i]);
+      }
+      args.insert(args.end(), {"--schedule", hint});
+      CliResult r = kdsl(args);
+      EXPECT_EQ(r.code, 2) << command << " '" << hint << "'\n" << show(r);
+      EXPECT_EQ(r.err, "kdsl " + command +
+                           ": usage error: --schedule: empty schedule hint: expected KEY=INTEGER "
+                           "items separated by commas, e.g. group=512,prefetch=1 (see kdsl " +
+                           command + " --help)\n")
+          << command << " '" << hint << "'";
+      EXPECT_EQ(r.out, "") << command;
+    }
+  }
+  // An empty or blank KDSL_SCAN_SCHEDULE is as if unset.
+  CliResult env = kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape",
+                        "N=100", "--arch", "sm_90", "--explain"},
+                       {{"KDSL_SCAN_SCHEDULE", " "}});
+  EXPECT_EQ(env.code, 0) << show(env);
+}
+
+// The explain counts in the singular for one: "1 chunk", "1 step", "1 position".
+TEST_F(CliTest, ExplainCountsOneInTheSingular) {
+  CliResult mid = kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum_mid", "--dtype", "f32", "--shape",
+                        "B=1,L=1,D=64", "--arch", "sm_90", "--explain"});
+  ASSERT_EQ(mid.code, 0) << show(mid);
+  EXPECT_NE(mid.out.find("scan.columns: L = 1, forward scan: tiles of 1024 rows x 1 position (1 "
+                         "chunk); 256 threads = 8 x 1 warps (rows x positions), lanes 32 x 1, 4 "
+                         "rows x 1 position per access, 1 step; 2 register words per element\n"),
+            std::string::npos)
+      << mid.out;
+  CliResult rows = kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape",
+                         "M=2,N=100", "--arch", "sm_90", "--explain"});
+  ASSERT_EQ(rows.code, 0) << show(rows);
+  EXPECT_NE(rows.out.find("tiles of 8 rows x 128 positions (1 chunk); 256 threads = 1 x 8 warps "
+                          "(rows x positions), lanes 8 x 4, 1 row x 4 positions per access, 1 "
+                          "step; 2 register words per element\n"),
+            std::string::npos)
+      << rows.out;
+  CliResult softmax = kdsl({"emit", "stdlib/softmax.kdsl", "-k", "softmax", "--dtype", "f32",
+                            "--shape", "N=1", "--arch", "sm_90", "--explain"});
+  ASSERT_EQ(softmax.code, 0) << show(softmax);
+  EXPECT_NE(softmax.out.find("register-resident: about 1 register per thread holds the cached "
+                             "vectors (budget 40)"),
+            std::string::npos)
+      << softmax.out;
+}
+
 // --seed is a whole number from 0 to 2^64 - 1: a negative seed is not wrapped around.
 TEST_F(CliTest, SeedsOutOfRangeAreUsageErrors) {
   auto run = [&](const std::string& seed) {
@@ -974,6 +1115,12 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/no/dir/y.npy"}), 1,
        "kdsl: error: --out y=" + t + "/no/dir/y.npy: cannot write into " + t +
            "/no/dir: no such directory"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/a.npy", "--out",
+            "rstd=" + t + "/r.npy", "--out", "y=" + t + "/b.npy"}),
+       2, "kdsl run: usage error: --out sets 'y' twice: y=" + t + "/a.npy and y=" + t + "/b.npy"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t}), 1,
+       "kdsl: error: --out y=" + t + ": " + t + " is a directory; give a file name, e.g. " + t +
+           "/y.npy"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "eps=small"}), 2,
        "kdsl run: usage error: --arg eps=small: 'small' is not a number"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "gamma=1"}), 1,

@@ -346,7 +346,7 @@ TEST(SemaGenerics, BindingOutsideTheDomainIsAnArgumentError) {
     lower_kernel(*p.module, "rms_norm", {}, diags);
     FAIL() << "no exception";
   } catch (const ArgumentError& e) {
-    EXPECT_STREQ(e.what(), "kernel 'rms_norm' has 1 generics but 0 dtypes were given");
+    EXPECT_STREQ(e.what(), "kernel 'rms_norm' has 1 generic but 0 dtypes were given");
   }
   try {
     lower_kernel(*p.module, "rms_nrom", {DType::f32}, diags);

@@ -11,6 +11,7 @@
 #include "src/harness.h"
 #include "src/log.h"
 #include "src/runtime_impl.h"
+#include "src/text_util.h"
 
 namespace kdsl::cli {
 namespace {
@@ -92,8 +93,8 @@ int bench(const BenchOptions& o) {
   if (!o.json) {
     std::cout << fmt::format(
                      "{}: copy bandwidth {:.0f} GB/s (1 GiB device-to-device); median of "
-                     "{} runs after {} warm-up, L2 {}\n",
-                     dev.name, copy_gbps, o.reps, o.warmup,
+                     "{} after {} warm-up, L2 {}\n",
+                     dev.name, copy_gbps, counted(o.reps, "run", "runs"), o.warmup,
                      o.no_flush ? "not flushed" : "flushed before each run")
               << header << "\n"
               << std::flush;

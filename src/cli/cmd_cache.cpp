@@ -40,6 +40,15 @@ const char* state(const CacheStats& s) {
   return s.unusable.empty() ? "on" : "not usable";
 }
 
+// Throws Error when the cache is on but its directory cannot be used (the reason `stats` shows):
+// `list`, `clear` and `prune` would otherwise report an empty cache.
+void require_usable(const DiskCache& cache) {
+  if (!cache.config().enabled) return;
+  if (const std::string why = cache.problem(); !why.empty()) {
+    throw Error(fmt::format("the cache directory is not usable: {}", why));
+  }
+}
+
 int stats(const CacheOptions& o) {
   DiskCache cache(CacheConfig::from_env());
   CacheStats s = cache.stats();
@@ -72,6 +81,7 @@ int stats(const CacheOptions& o) {
 
 int list(const CacheOptions& o) {
   DiskCache cache(CacheConfig::from_env());
+  require_usable(cache);
   std::vector<CacheEntryInfo> entries = cache.list();
   if (o.json) {
     nlohmann::json all = nlohmann::json::array();
@@ -114,6 +124,7 @@ int remove(const CacheOptions& o, bool prune) {
     config.max_bytes = *bytes;
   }
   DiskCache cache(config);
+  require_usable(cache);
   CacheRemoval r = prune ? cache.prune() : cache.clear();
   CacheStats after = cache.stats();
   if (o.json) {

@@ -153,6 +153,11 @@ nlohmann::json signature_json(const KernelSignature& sig) {
   return j;
 }
 
+// Said on stderr when a file has no kernels, rather than printing nothing at all.
+std::string no_kernels_note(const std::string& file) {
+  return fmt::format("{} defines no kernels (a kernel is a function decorated with @kernel)", file);
+}
+
 }  // namespace
 
 Command register_list(CLI::App& app) {
@@ -169,10 +174,12 @@ Command register_list(CLI::App& app) {
       "For each kernel: its signature (generics with their allowed dtypes, tensors with roles, "
       "dtypes and shapes, scalars with defaults), the first line of its docstring, and which shape "
       "symbols are specialized (compile-time constants: each value is its own binary) or "
-      "run-time.\n"
+      "run-time. A file without kernels prints nothing on stdout (--json: []) and a note on "
+      "stderr.\n"
       "Example: kdsl list stdlib/rms_norm.kdsl");
   return {sub, [o]() {
             auto fe = load_module(o->file);
+            if (fe->kernels.empty()) print_note(no_kernels_note(o->file));
             if (o->json) {
               nlohmann::json all = nlohmann::json::array();
               for (const KernelSignature& sig : fe->kernels) all.push_back(signature_json(sig));

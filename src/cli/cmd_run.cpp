@@ -13,6 +13,7 @@
 #include "src/log.h"
 #include "src/npy.h"
 #include "src/runtime_impl.h"
+#include "src/text_util.h"
 #include "src/verify.h"
 
 namespace kdsl::cli {
@@ -40,11 +41,12 @@ bool verify_outputs(const Problem& p, const std::vector<HostTensor>& reference, 
     const Tolerance tol = output_tolerance(p, t, reference[t]);
     Comparison c = compare(p.tensors[t], reference[t], tol);
     std::string line = fmt::format(
-        "verify {}: {} ({} values, max abs error {:.3g}, tolerance rtol {:g} atol {:g} against the "
-        "CPU float64 reference)",
-        tp.name, c.ok ? "ok" : "FAILED", c.checked, c.max_abs_error, tol.rtol, tol.atol);
+        "verify {}: {} ({}, max abs error {:.3g}, tolerance rtol {:g} atol {:g} against the CPU "
+        "float64 reference)",
+        tp.name, c.ok ? "ok" : "FAILED", counted(c.checked, "value", "values"), c.max_abs_error,
+        tol.rtol, tol.atol);
     if (!c.ok) {
-      line += fmt::format("; {} mismatches, worst at {}", c.mismatches,
+      line += fmt::format("; {}, worst at {}", counted(c.mismatches, "mismatch", "mismatches"),
                           describe_worst(p.tensors[t], c));
     }
     if (print) std::cout << line << "\n";
@@ -184,11 +186,12 @@ int run(const RunOptions& o) {
     double gbps = static_cast<double>(bytes) / (t.median_us * 1e3);
     if (!o.json) {
       std::cout << fmt::format(
-          "bench: {:.2f} us median ({} runs after {} warm-up, L2 {}; min {:.2f}, max {:.2f}), "
+          "bench: {:.2f} us median ({} after {} warm-up, L2 {}; min {:.2f}, max {:.2f}), "
           "{:.0f} GB/s over {} bytes, {:.3f} of the same-run copy bandwidth ({:.0f} GB/s, 1 GiB "
           "device-to-device)\n",
-          t.median_us, t.reps, o.warmup, o.no_flush ? "not flushed" : "flushed", t.min_us, t.max_us,
-          gbps, bytes, gbps / copy_gbps, copy_gbps);
+          t.median_us, counted(t.reps, "run", "runs"), o.warmup,
+          o.no_flush ? "not flushed" : "flushed", t.min_us, t.max_us, gbps, bytes, gbps / copy_gbps,
+          copy_gbps);
     }
     report["bench"] = {{"median_us", t.median_us}, {"min_us", t.min_us},
                        {"max_us", t.max_us},       {"reps", t.reps},

@@ -280,6 +280,24 @@ std::string shape_values_text(const std::map<std::string, int64_t>& shape) {
   return s.empty() ? "-" : s;
 }
 
+namespace {
+
+// Adds --schedule. An empty string means the option was not given, so a given value that is empty
+// or only blanks (`--schedule ""`, a variable that expanded to nothing) is refused here rather
+// than read as no hint, as --shape "" is refused.
+void add_schedule_option(CLI::App& app, std::string& into, const std::string& help) {
+  CLI::Validator not_blank(
+      [](std::string& text) -> std::string {
+        if (!trim_blanks(text).empty()) return "";
+        return "empty schedule hint: expected KEY=INTEGER items separated by commas, e.g. "
+               "group=512,prefetch=1";
+      },
+      "KEY=INTEGER,...");
+  app.add_option("--schedule", into, help)->check(not_blank);
+}
+
+}  // namespace
+
 void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch, bool with_schedule) {
   app.add_option("file", o.file, "The .kdsl file")->required();
   app.add_option("-k,--kernel", o.kernel, "Kernel name (kdsl list FILE shows them)")->required();
@@ -292,13 +310,14 @@ void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch, bool wi
                    "GPU architecture to compile for, e.g. sm_90 (default: this GPU's, else sm_90)");
   }
   if (!with_schedule) return;
-  app.add_option("--schedule", o.schedule,
-                 "Override the scheduler (expert). Row kernels: vec=, group=, cache_rows=, "
-                 "cache_invariant=, prefetch=, pack=, stream=, persistent=, smem_columns=, "
-                 "min_ctas=, cluster= (CTAs per row, sm_90+), stage= (rows staged in shared "
-                 "memory: 0, 2 to 8); e.g. group=512,prefetch=1. Scan kernels: t= (steps), lp= "
-                 "(lanes along the positions), wp= (warps along them), vr= (rows per access); "
-                 "e.g. t=8,lp=4,vr=4");
+  add_schedule_option(
+      app, o.schedule,
+      "Override the scheduler (expert). Row kernels: vec=, group=, cache_rows=, "
+      "cache_invariant=, prefetch=, pack=, stream=, persistent=, smem_columns=, "
+      "min_ctas=, cluster= (CTAs per row, sm_90+), stage= (rows staged in shared "
+      "memory: 0, 2 to 8); e.g. group=512,prefetch=1. Scan kernels: t= (steps), lp= "
+      "(lanes along the positions), wp= (warps along them), vr= (rows per access); "
+      "e.g. t=8,lp=4,vr=4");
 }
 
 std::shared_ptr<const FrontEnd> load_module(const std::string& path) {
@@ -418,7 +437,7 @@ void add_spec_list_options(CLI::App& app, SpecListOptions& o) {
   add_list_option(app, "--shape", o.shape,
                   "Shape symbol values, lists allowed: --shape M=4096,N=1024,4096,8192 "
                   "(repeatable; every combination is used)");
-  app.add_option("--schedule", o.schedule, "Override the scheduler (expert), as for kdsl run");
+  add_schedule_option(app, o.schedule, "Override the scheduler (expert), as for kdsl run");
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include "src/log.h"
 #include "src/npy.h"
@@ -243,8 +244,12 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
 std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
                                                          const std::vector<std::string>& out) {
   std::vector<std::pair<int, std::string>> files;
+  std::map<std::string, std::string> given;  // output name -> its --out
   for (const std::string& item : out) {
     auto [name, path] = split_assign(item, "--out", "NAME=FILE.npy");
+    if (auto [first, fresh] = given.emplace(name, item); !fresh) {
+      throw UsageError(fmt::format("--out sets '{}' twice: {} and {}", name, first->second, item));
+    }
     int index = -1;
     for (size_t t = 0; t < p.ir.tensors.size(); ++t) {
       if (p.ir.tensors[t].name == name && p.ir.tensors[t].role != ir::Role::in) {
@@ -255,9 +260,13 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
       throw ArgumentError(fmt::format("--out {}: kernel '{}' has no output '{}' (outputs: {})",
                                       item, p.ir.name, name, tensor_names(*p.sig, false)));
     }
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      throw Error(fmt::format("--out {}: {} is a directory; give a file name, e.g. {}/{}.npy", item,
+                              path, path, name));
+    }
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
     if (dir.empty()) dir = ".";
-    std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0) {
       throw Error(fmt::format(
           "--out {}: cannot write into {}: {}", item, dir.string(),

@@ -27,8 +27,9 @@ struct DataOptions {
 /// one-line messages for every mismatch.
 Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::json& report);
 
-/// Checks --out NAME=PATH against the kernel's outputs (before anything runs). Returns
-/// (IR tensor index, path) pairs.
+/// Checks --out NAME=PATH against the kernel's outputs (before anything runs): UsageError for a
+/// NAME given twice, Error for a PATH that is a directory or in a directory that cannot be
+/// written. Returns (IR tensor index, path) pairs.
 std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
                                                          const std::vector<std::string>& out);
 
