@@ -2,6 +2,7 @@
 #include "log.h"
 #include "text_util.h"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -226,7 +227,7 @@ std::string directory_problem(const fs::path& dir, bool create) {
   if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", dir.string());
   // Listing the entries (stats, list, clear, prune) needs read permission; compiling opens them by
   // name, which a directory it may search but not list allows.
-  if (!create && ::access(dir.c_str(), R_OK | X_OK) != 0) {
+  if (!create && ::faccessat(AT_FDCWD, dir.c_str(), R_OK | X_OK, AT_EACCESS) != 0) {
     return fmt::format("cannot read {}: {}", dir.string(), std::strerror(errno));
   }
   if (st.st_uid != ::geteuid()) {

@@ -617,7 +617,7 @@ void RowEmitter::emit_phase(int p) {
     t_.line("acc{0} = kdsl_welford_shifted(K{0}, S{0}, Q{0}, n{0});", r);
   }
   // Combine the threads' partial states: butterfly within the group's warp, then (G > 32)
-  // through shared memory in warp order.
+  // through shared memory (below).
   int width = std::min(g_, 32);
   for (ir::ValueId r : reductions) {
     auto sp = spelling(r);

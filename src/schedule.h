@@ -7,7 +7,8 @@
 //   allow it (16-byte aligned base and row strides, unit stride along the row), 16 bytes wide.
 //   A CTA holds R = threads / G groups. The body runs in phases separated by reductions; a
 //   reduction combines each thread's partial state with butterfly shuffles in a fixed lane order
-//   and, for G > 32, the warps' results through shared memory in warp order (deterministic).
+//   and, for G > 32, the warps' results through shared memory: a second butterfly over the
+//   warps on one CTA per row group, the warps in order on a cluster (deterministic either way).
 //   Names by G: rows.subwarp (G < 32, several rows per warp), rows.warp (G = 32), rows.cta.
 //
 //   Grids. One CTA per R rows ("one CTA per row group") when no state is carried across rows:

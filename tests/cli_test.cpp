@@ -354,6 +354,13 @@ TEST_F(CliTest, CompileWithTheCacheOffSaysNothingWasStored) {
   EXPECT_EQ(r.code, 0) << show(r);
   EXPECT_EQ(r.err, "kdsl: note: the disk cache is off (KDSL_CACHE): nothing was stored\n");
   EXPECT_EQ(kdsl({"cache", "list"}).out, "no entries in " + cache_dir() + "\n");
+  // With an entry on disk, listing with the cache off says the cache is off, not that it is
+  // empty.
+  ASSERT_EQ(kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16", "--arch", "sm_90"}).code,
+            0);
+  CliResult listed = kdsl({"cache", "list"}, {{"KDSL_CACHE", "off"}});
+  EXPECT_EQ(listed.code, 0) << show(listed);
+  EXPECT_EQ(listed.out, "the cache is off (KDSL_CACHE); nothing listed\n");
   // --json says so per result.
   CliResult j =
       kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16", "--arch", "sm_90", "--json"},
@@ -1118,8 +1125,16 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/a.npy", "--out",
             "rstd=" + t + "/r.npy", "--out", "y=" + t + "/b.npy"}),
        2, "kdsl run: usage error: --out sets 'y' twice: y=" + t + "/a.npy and y=" + t + "/b.npy"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/a.npy", "--out",
+            "rstd=" + t + "/./a.npy"}),
+       2,
+       "kdsl run: usage error: --out y=" + t + "/a.npy and rstd=" + t +
+           "/./a.npy name the same file; one would overwrite the other"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t}), 1,
        "kdsl: error: --out y=" + t + ": " + t + " is a directory; give a file name, e.g. " + t +
+           "/y.npy"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/"}), 1,
+       "kdsl: error: --out y=" + t + "/: " + t + "/ is a directory; give a file name, e.g. " + t +
            "/y.npy"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "eps=small"}), 2,
        "kdsl run: usage error: --arg eps=small: 'small' is not a number"},

@@ -2,8 +2,8 @@
 # Fourteenth session, on the GPU machine after scripts/device/stage.sh (carry .device):
 #   s14.sh sweep  schedule hints on the backward rows furthest from copy (N = 32768 on clusters
 #                 with staged rows, N = 8192, 4096 and 1024) and on the forward rows torch.compile
-#                 won in Y; variants compiled in parallel first, then two rounds alternating,
-#                 --verify on the first
+#                 won in Y; variants compiled in parallel first, then two rounds (the whole
+#                 list, twice), --verify in the first
 #   s14.sh ncu ["FILE KERNEL SHAPE [HINT]"...]
 #                 Nsight Compute on the defaults: duration, DRAM throughput, occupancy and its
 #                 register/shared-memory limits, and the warp stall reasons per issued instruction
@@ -97,7 +97,7 @@ for r in rows[1:]:
       for b in .device/bin/kdsl_old $k; do
         $b compile stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 >/dev/null 2>&1 &
       done
-      [ "$(jobs -r | wc -l)" -ge 16 ] && wait -n
+      while [ "$(jobs -r | wc -l)" -ge 16 ]; do wait -n; done
     done
     wait
     for c in "${cases[@]}"; do
@@ -112,11 +112,12 @@ for r in rows[1:]:
     done
     ;;
   abc)  # run S4: A = kdsl_old, B = kdsl, C = kdsl with the environment in $ENV_C, two rounds
+    : "${ENV_C:?set ENV_C to the environment of variant C, e.g. KDSL_EXP_X=1}"
     VARIANTS="B: C:${ENV_C// /,}" ROUNDS=2 bash "$0" multi
     ;;
   multi)  # codegen variants of one binary by experiment toggles: A = kdsl_old, then one per
           # environment in $VARIANTS ("NAME:VAR=VAL,VAR=VAL NAME2:..." ; "B:" = no toggle); $ROUNDS
-          # rounds (1).
+          # rounds (1). Commas separate variables, so a value cannot contain one.
           # The KDSL_EXP_* switches of runs S4 and S5 (bench/RESULTS.md) lived only in that run's
           # working tree; the committed code has none, so use "B:".
     nvidia-smi --query-gpu=name,uuid --format=csv,noheader

@@ -97,7 +97,9 @@ int list(const CacheOptions& o) {
     return kOk;
   }
   if (entries.empty()) {
-    std::cout << fmt::format("no entries in {}\n", cache.config().dir.string());
+    std::cout << (cache.config().enabled
+                      ? fmt::format("no entries in {}\n", cache.config().dir.string())
+                      : std::string("the cache is off (KDSL_CACHE); nothing listed\n"));
     return kOk;
   }
   std::cout << fmt::format("{:<19}  {:>10}  {:<8}  {:<32}  {}\n", "last use", "size", "arch", "key",

@@ -244,11 +244,20 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
 std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
                                                          const std::vector<std::string>& out) {
   std::vector<std::pair<int, std::string>> files;
-  std::map<std::string, std::string> given;  // output name -> its --out
+  std::map<std::string, std::string> given;              // output name -> its --out
+  std::map<std::filesystem::path, std::string> targets;  // file (absolute, normal) -> its --out
   for (const std::string& item : out) {
     auto [name, path] = split_assign(item, "--out", "NAME=FILE.npy");
     if (auto [first, fresh] = given.emplace(name, item); !fresh) {
       throw UsageError(fmt::format("--out sets '{}' twice: {} and {}", name, first->second, item));
+    }
+    std::error_code canon_ec;
+    std::filesystem::path target = std::filesystem::weakly_canonical(path, canon_ec);
+    if (canon_ec) target = std::filesystem::absolute(path).lexically_normal();
+    if (auto [first, fresh] = targets.emplace(target, item); !fresh) {
+      throw UsageError(
+          fmt::format("--out {} and {} name the same file; one would overwrite the other",
+                      first->second, item));
     }
     int index = -1;
     for (size_t t = 0; t < p.ir.tensors.size(); ++t) {
@@ -262,8 +271,10 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
     }
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
+      std::string dir = path;
+      while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
       throw Error(fmt::format("--out {}: {} is a directory; give a file name, e.g. {}/{}.npy", item,
-                              path, path, name));
+                              path, dir, name));
     }
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
     if (dir.empty()) dir = ".";

@@ -287,13 +287,16 @@ template <class T> __device__ __forceinline__ kdsl_arg<T> kdsl_shfl(kdsl_arg<T> 
   return {kdsl_shfl(v.v, o), kdsl_shfl(v.i, o)};
 }
 // Combines whose two operand orders give the same result: IEEE addition commutes (only a NaN
-// result's payload bits could depend on the order; it is a NaN either way).
+// result's payload bits could depend on the order; it is a NaN either way). This holds while the
+// operands are values, not products the compiler could fuse into an FMA on one lane only: the
+// callers pass accumulators (sums started at +0) and values loaded from memory.
 template <class Op, class T> struct kdsl_commutes { static constexpr bool value = false; };
 template <> struct kdsl_commutes<kdsl_op_sum, float> { static constexpr bool value = true; };
 template <> struct kdsl_commutes<kdsl_op_sum, double> { static constexpr bool value = true; };
 // Butterfly reduction over aligned groups of W lanes (W a power of two, at most 32). Each step
 // combines (lower lane, higher lane) in that order, so every lane ends with identical bits.
 template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduce(T v, Op op) {
+  static_assert(W >= 1 && W <= 32 && (W & (W - 1)) == 0, "W: a power of two, at most 32");
   const int lane = static_cast<int>(threadIdx.x & 31u);
 #pragma unroll
   for (int o = W / 2; o > 0; o >>= 1) {
