@@ -969,29 +969,26 @@ TEST_F(CliTest, EmptyScheduleHintIsAUsageError) {
 
 // The explain counts in the singular for one: "1 chunk", "1 step", "1 position".
 TEST_F(CliTest, ExplainCountsOneInTheSingular) {
-  CliResult mid = kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum_mid", "--dtype", "f32", "--shape",
-                        "B=1,L=1,D=64", "--arch", "sm_90", "--explain"});
-  ASSERT_EQ(mid.code, 0) << show(mid);
-  EXPECT_NE(mid.out.find("scan.columns: L = 1, forward scan: tiles of 1024 rows x 1 position (1 "
-                         "chunk); 256 threads = 8 x 1 warps (rows x positions), lanes 32 x 1, 4 "
-                         "rows x 1 position per access, 1 step; 2 register words per element\n"),
-            std::string::npos)
-      << mid.out;
-  CliResult rows = kdsl({"emit", "stdlib/scan.kdsl", "-k", "cumsum", "--dtype", "f32", "--shape",
-                         "M=2,N=100", "--arch", "sm_90", "--explain"});
-  ASSERT_EQ(rows.code, 0) << show(rows);
-  EXPECT_NE(rows.out.find("tiles of 8 rows x 128 positions (1 chunk); 256 threads = 1 x 8 warps "
-                          "(rows x positions), lanes 8 x 4, 1 row x 4 positions per access, 1 "
-                          "step; 2 register words per element\n"),
-            std::string::npos)
-      << rows.out;
-  CliResult softmax = kdsl({"emit", "stdlib/softmax.kdsl", "-k", "softmax", "--dtype", "f32",
-                            "--shape", "N=1", "--arch", "sm_90", "--explain"});
-  ASSERT_EQ(softmax.code, 0) << show(softmax);
-  EXPECT_NE(softmax.out.find("register-resident: about 1 register per thread holds the cached "
-                             "vectors (budget 40)"),
-            std::string::npos)
-      << softmax.out;
+  struct Case {
+    const char *file, *kernel, *shape, *says;
+  };
+  for (const Case& c : std::initializer_list<Case>{
+           {"stdlib/scan.kdsl", "cumsum_mid", "B=1,L=1,D=64",
+            "scan.columns: L = 1, forward scan: tiles of 1024 rows x 1 position (1 chunk); 256 "
+            "threads = 8 x 1 warps (rows x positions), lanes 32 x 1, 4 rows x 1 position per "
+            "access, 1 step; 2 register words per element\n"},
+           {"stdlib/scan.kdsl", "cumsum", "M=2,N=100",
+            "tiles of 8 rows x 128 positions (1 chunk); 256 threads = 1 x 8 warps (rows x "
+            "positions), lanes 8 x 4, 1 row x 4 positions per access, 1 step; 2 register words "
+            "per element\n"},
+           {"stdlib/softmax.kdsl", "softmax", "N=1",
+            "register-resident: about 1 register per thread holds the cached vectors (budget "
+            "40)"}}) {
+    CliResult r = kdsl({"emit", c.file, "-k", c.kernel, "--dtype", "f32", "--shape", c.shape,
+                        "--arch", "sm_90", "--explain"});
+    ASSERT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.kernel << ":\n" << r.out;
+  }
 }
 
 // --seed is a whole number from 0 to 2^64 - 1: a negative seed is not wrapped around.
