@@ -7,6 +7,7 @@
 #include "math_ref.h"
 #include "numeric.h"
 #include "sema_internal.h"
+#include "text.h"
 
 namespace kdsl::sema {
 
@@ -65,10 +66,6 @@ bool is_bool_result(ir::UnaryFn fn) {
 
 Form join(Form a, Form b) {
   return a == Form::vector || b == Form::vector ? Form::vector : Form::scalar;
-}
-
-std::string plural(size_t n, const char* word, const char* words) {
-  return fmt::format("{} {}", n, n == 1 ? word : words);
 }
 
 }  // namespace
@@ -789,11 +786,11 @@ bool Lowerer::parse_view(const ast::Expr& e, int32_t tensor, ir::View* out) {
   const ir::TensorParam& t = kernel_->tensors[tensor];
   size_t n = e.args.size() - 1;
   if (n != t.shape.size()) {
-    diags().error(
-        e.loc,
-        fmt::format("'{}' has {} but is indexed with {}", t.name,
-                    plural(t.shape.size(), "axis", "axes"), plural(n, "index", "indices")),
-        e.span());
+    diags().error(e.loc,
+                  fmt::format("'{}' has {} but is indexed with {}", t.name,
+                              counted(static_cast<int64_t>(t.shape.size()), "axis", "axes"),
+                              counted(static_cast<int64_t>(n), "index", "indices")),
+                  e.span());
     return false;
   }
   auto symbol_name = [&](const ir::Extent& x) {
@@ -1031,8 +1028,8 @@ Value Lowerer::call(const ast::Expr& e) {
 Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e, std::vector<Value>& args) {
   auto arity = [&](size_t lo, size_t hi) {
     if (args.size() >= lo && args.size() <= hi) return true;
-    std::string expect =
-        lo == hi ? plural(lo, "argument", "arguments") : fmt::format("{} to {} arguments", lo, hi);
+    std::string expect = lo == hi ? counted(static_cast<int64_t>(lo), "argument", "arguments")
+                                  : fmt::format("{} to {} arguments", lo, hi);
     diags().error(e.loc, fmt::format("{}() takes {} ({} given)", name, expect, args.size()),
                   e.span());
     return false;

@@ -5,6 +5,7 @@
 
 #include "kdsl/error.h"
 #include "sema_internal.h"
+#include "text.h"
 
 namespace kdsl::sema {
 
@@ -755,9 +756,10 @@ ir::Kernel kernel_from_signature(const KernelSignature& sig, const std::vector<D
 
 void check_binding(const KernelSignature& sig, const std::vector<DType>& binding) {
   if (binding.size() != sig.generics.size()) {
-    throw ArgumentError(fmt::format("kernel '{}' has {} generic{} but {} dtype{} given", sig.name,
-                                    sig.generics.size(), sig.generics.size() == 1 ? "" : "s",
-                                    binding.size(), binding.size() == 1 ? " was" : "s were"));
+    throw ArgumentError(
+        fmt::format("kernel '{}' has {} but {} given", sig.name,
+                    counted(static_cast<int64_t>(sig.generics.size()), "generic", "generics"),
+                    counted(static_cast<int64_t>(binding.size()), "dtype was", "dtypes were")));
   }
   for (size_t g = 0; g < binding.size(); ++g) {
     const auto& dom = sig.generics[g].domain;

@@ -2,8 +2,9 @@
 #pragma once
 
 #include <cctype>
-#include <cstdint>
 #include <string>
+
+#include "dsl/text.h"  // counted
 
 namespace kdsl {
 
@@ -12,11 +13,6 @@ inline std::string trim_blanks(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t");
   if (b == std::string::npos) return "";
   return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
-/// A count and its noun, singular for exactly one: "1 chunk", "0 chunks", "8 chunks".
-inline std::string counted(int64_t n, const char* one, const char* many) {
-  return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
 /// An environment word as compared: spaces and tabs around it removed, lower case
