@@ -49,6 +49,8 @@ class Emitter {
   /// Pipelined with the next tile's phase-A loads copied by cp.async into shared memory (staging
   /// arrays stg<a>), read into registers when the tile starts.
   bool staged() const { return pipelined() && s_.async_copy; }
+  // Phase B scans the thread's elements again from its prefix (ScanSchedule::rescan).
+  bool rescan() const { return s_.rescan && s_.blocked && !pipelined(); }
   /// Look-back with packed words (kdsl_sc_pk_*): every state component is 32 bits wide and
   /// together they take at most three words, the fourth being the status.
   bool packed() const;
@@ -62,6 +64,7 @@ class Emitter {
                            const std::string& offset, int delta, const std::string& sfx,
                            const std::string& vs);
   void emit_lane_scan(size_t i, const std::string& x);
+  std::string element_state(size_t i, std::map<At, std::string>& memo);
   void emit_prefix_steps(size_t i);
   void emit_constants();
   std::vector<ir::ValueId> row_nodes() const;

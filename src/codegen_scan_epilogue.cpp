@@ -21,6 +21,18 @@ void Emitter::emit_phase_b() {
       t_.line("{} pa{}[VR];", cuda::reg_type(k_.node(k_.stores[j].value).type.dtype), j);
     }
   }
+  // Rescanning, each row's prefix Z runs along the thread's elements: Z[VR], with the rows
+  // inside the steps so that a step's rows are finished (and packed for the store) together. The
+  // loads are made opaque first: else the compiler keeps phase A's converted elements live
+  // through the look-back instead of the packed loads.
+  if (rescan()) {
+    for (size_t a = 0; a < p_.accesses.size(); ++a) {
+      if (!p_.accesses[a].phase_a) continue;
+      t_.line("#pragma unroll");
+      t_.line("for (int j = 0; j < T; ++j) kdsl_sc_opaque(R{}[j]);", a);
+    }
+    for (size_t i = 0; i < p_.states.size(); ++i) t_.line("{} Z{}[VR];", state_type(i), i);
+  }
   t_.line("#pragma unroll");
   t_.line("for (int v = 0; v < VR; ++v) {{");
   t_.in();
@@ -41,18 +53,32 @@ void Emitter::emit_phase_b() {
   }
   if (s_.blocked) {
     for (size_t i = 0; i < p_.states.size(); ++i) {
-      t_.line("const {0} Z{1} = {0}_op(Y{1}, pr{1}[v]);  // ... and before the thread",
-              state_type(i), i);
+      if (rescan()) {
+        t_.line("Z{1}[v] = {0}_op(Y{1}, pr{1}[v]);  // ... and before the thread", state_type(i),
+                i);
+      } else {
+        t_.line("const {0} Z{1} = {0}_op(Y{1}, pr{1}[v]);  // ... and before the thread",
+                state_type(i), i);
+      }
     }
   }
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     if (p_.stores[j].how != StorePlan::How::tile_partial) continue;
     t_.line("pa{}[v] = {};", j, cuda::zero(k_.node(k_.stores[j].value).type.dtype));
   }
+  if (rescan()) {
+    t_.out();
+    t_.line("}}");
+  }
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
   t_.line("const long long q0 = {};", q0_expr(""));
+  if (rescan()) {
+    t_.line("#pragma unroll");
+    t_.line("for (int v = 0; v < VR; ++v) {{");
+    t_.in();
+  }
   t_.line("#pragma unroll");
   t_.line("for (int vp = 0; vp < VP; ++vp) {{");
   t_.in();
@@ -60,15 +86,26 @@ void Emitter::emit_phase_b() {
   t_.line("const bool qv = ALL_VALID || q < L;");
   t_.line("const long long tp = REV ? L - 1 - q : q;");
   t_.line("(void)qv; (void)tp;");
+  std::map<At, std::string> memo;
   bool any_exclusive = false;
   for (const State& st : p_.states) any_exclusive |= st.exclusive;
-  if (s_.blocked && any_exclusive) {
+  if (s_.blocked && any_exclusive && !rescan()) {
     // The element before (j, vp) in the thread: (j, vp - 1), or (j - 1, VP - 1).
     t_.line("const int pj = vp > 0 ? j : j - 1, pvp = vp > 0 ? vp - 1 : VP - 1;");
   }
   for (size_t i = 0; i < p_.states.size(); ++i) {
     const std::string ty = state_type(i);
-    if (!s_.blocked) {
+    if (rescan()) {
+      // Z: the prefix before the element, then through it (inclusive) or up to it (exclusive).
+      t_.line("const {} e{} = {};", ty, i, element_state(i, memo));
+      if (p_.states[i].exclusive) {
+        t_.line("const {0} o{1} = Z{1}[v];", ty, i);
+        t_.line("if (qv) Z{0}[v] = {1}_op(Z{0}[v], e{0});", i, ty);
+      } else {
+        t_.line("if (qv) Z{0}[v] = {1}_op(Z{0}[v], e{0});", i, ty);
+        t_.line("const {0} o{1} = Z{1}[v];", ty, i);
+      }
+    } else if (!s_.blocked) {
       t_.line("const {0} o{1} = {0}_op(Y{1}, s{1}[j][v * VP + vp]);", ty, i);
     } else if (p_.states[i].exclusive) {
       t_.line(
@@ -80,7 +117,6 @@ void Emitter::emit_phase_b() {
     }
     t_.line("(void)o{};", i);
   }
-  std::map<At, std::string> memo;
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     const StorePlan& sp = p_.stores[j];
     const ir::Store& st = k_.stores[j];

@@ -542,11 +542,24 @@ void Emitter::emit_lane_scan(size_t i, const std::string& x) {
   t_.line("const {} tot = kdsl_sc_shfl_idx(x, (LP - 1) * LR + lr);", ty);
 }
 
+// State i's element at the current position, as an expression of its type.
+std::string Emitter::element_state(size_t i, std::map<At, std::string>& memo) {
+  const State& st = p_.states[i];
+  std::string e = fmt::format("{}{{", state_type(i));
+  for (size_t c = 0; c < st.args.size(); ++c) e += (c ? ", " : "") + elem(st.args[c], 0, memo);
+  if (st.custom()) e += ", 1";
+  return e + "}";
+}
+
 void Emitter::emit_phase_a() {
   t_.line("// phase A: the carried states' elements, scanned in the thread, across lanes, over");
-  t_.line("// steps; s: each element's prefix within the warp (exclusive for exclusive scans)");
+  if (rescan()) {
+    t_.line("// steps; only the thread's total is kept (phase B scans its elements again)");
+  } else {
+    t_.line("// steps; s: each element's prefix within the warp (exclusive for exclusive scans)");
+  }
   for (size_t i = 0; i < p_.states.size(); ++i) {
-    t_.line("{} s{}[T][VR * VP];", state_type(i), i);
+    if (!rescan()) t_.line("{} s{}[T][VR * VP];", state_type(i), i);
     if (s_.blocked)
       t_.line("{} pr{}[VR];  // the prefix before the thread within the warp", state_type(i), i);
   }
@@ -571,14 +584,8 @@ void Emitter::emit_phase_a() {
   t_.line("(void)tp;");
   std::map<At, std::string> memo;
   for (size_t i = 0; i < p_.states.size(); ++i) {
-    const State& st = p_.states[i];
     const std::string ty = state_type(i);
-    std::vector<std::string> vals;
-    for (ir::ValueId a : st.args) vals.push_back(elem(a, 0, memo));
-    std::string e = fmt::format("{}{{", ty);
-    for (size_t c = 0; c < vals.size(); ++c) e += (c ? ", " : "") + vals[c];
-    if (st.custom()) e += ", 1";
-    t_.line("const {} e{} = {}}};", ty, i, e);
+    t_.line("const {} e{} = {};", ty, i, element_state(i, memo));
     t_.line("if (vp == 0) {{");
     t_.in();
     t_.line("a{0} = qv ? e{0} : {1}_empty();", i, ty);
@@ -588,12 +595,16 @@ void Emitter::emit_phase_a() {
     t_.line("a{0} = {1}_op(a{0}, e{0});", i, ty);
     t_.out();
     t_.line("}}");
-    t_.line("s{0}[j][v * VP + vp] = a{0};", i);
+    if (!rescan()) t_.line("s{0}[j][v * VP + vp] = a{0};", i);
   }
   t_.out();
   t_.line("}}");
   for (size_t i = 0; i < p_.states.size(); ++i) {
     const std::string ty = state_type(i);
+    if (rescan()) {
+      t_.line("cy{0} = j == 0 ? a{0} : {1}_op(cy{0}, a{0});", i, ty);
+      continue;
+    }
     if (s_.blocked) {
       // The thread's own positions are consecutive: a sequential scan over its steps now, the
       // lane scan once after them.

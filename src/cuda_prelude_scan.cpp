@@ -66,6 +66,27 @@ __device__ __forceinline__ double kdsl_sc_shfl_idx(double v, int s) { return __s
 __device__ __forceinline__ int kdsl_sc_shfl_idx(int v, int s) { return __shfl_sync(0xffffffffu, v, s); }
 __device__ __forceinline__ long long kdsl_sc_shfl_idx(long long v, int s) { return __shfl_sync(0xffffffffu, v, s); }
 __device__ __forceinline__ kdsl_c64 kdsl_sc_shfl_idx(kdsl_c64 v, int s) { return {kdsl_sc_shfl_idx(v.re, s), kdsl_sc_shfl_idx(v.im, s)}; }
+// Hides a register array's values from common-subexpression elimination (an empty asm that may
+// change each word), so that what was computed from them is computed again where needed, not
+// held: a rescanning tile converts its packed 16-bit loads again in phase B.
+template <class S, int N> __device__ __forceinline__ void kdsl_sc_opaque(S (&a)[N]) {
+  if constexpr ((sizeof(S) * N) % 4 == 0) {
+    unsigned w[sizeof(S) * N / 4];
+    memcpy(w, a, sizeof(w));
+#pragma unroll
+    for (int i = 0; i < static_cast<int>(sizeof(S) * N / 4); ++i) asm volatile("" : "+r"(w[i]));
+    memcpy(a, w, sizeof(w));
+  } else {
+    static_assert(sizeof(S) == 2, "kdsl_sc_opaque: 16-bit elements or whole 32-bit words");
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      unsigned short h;
+      memcpy(&h, &a[i], 2);
+      asm volatile("" : "+h"(h));
+      memcpy(&a[i], &h, 2);
+    }
+  }
+}
 // N consecutive elements in one access of N * sizeof(S) bytes (16, 8 or 4; else element by
 // element). The pointer must be aligned to the access size.
 template <int N, class S> __device__ __forceinline__ void kdsl_sc_vld(const S* p, S* o) {

@@ -136,7 +136,8 @@ const std::vector<ScheduleKey>& scan_keys() {
       {"window", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
       {"pipeline", "0, 1 or 2", [](int v) { return v >= 0 && v <= 2; }},
       {"ctas", "0 to 32", [](int v) { return v >= 0 && v <= 32; }},
-      {"packed", "0 or 1", [](int v) { return v == 0 || v == 1; }}};
+      {"packed", "0 or 1", [](int v) { return v == 0 || v == 1; }},
+      {"rescan", "0 or 1", [](int v) { return v == 0 || v == 1; }}};
   return keys;
 }
 
@@ -153,7 +154,7 @@ ScanHints read_hints() {
     h.items = parse_schedule_items(
         h.text, "KDSL_SCAN_SCHEDULE", scan_keys(),
         "t (1 to 64), lp, wp, window (1 to 32), vr (1 to 16), powers of two; pipeline (0, 1, 2), "
-        "ctas (0 to 32), packed (0 or 1)");
+        "ctas (0 to 32), packed (0 or 1), rescan (0 or 1)");
   } catch (const ScheduleHintError& e) {
     throw ArgumentError(e.what());
   }
@@ -192,6 +193,8 @@ void apply_hints(ScanSchedule& s, const ScanHints& h) {
       s.window = v;
     } else if (key == "packed") {
       s.packed = v != 0;
+    } else if (key == "rescan") {
+      s.rescan = v != 0;
     } else if (key == "ctas") {
       s.min_ctas = v;
     } else if (key == "pipeline") {
@@ -493,6 +496,12 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
               "{}; the look-back needs a thread per row (raise wp or lp, or lower vr)", msg));
     }
     throw InternalError(msg);
+  }
+  s.rescan = s.rescan && s.blocked && !s.pipeline;
+  if (s.rescan) {
+    s.reasons.push_back(
+        "rescan: a thread keeps its loaded elements, not their local prefixes, through the "
+        "look-back and scans them again from the prefix before it");
   }
   s.ctas_per_sm = std::max(1, 2048 / s.threads());
   if (s.min_ctas > 0) {

@@ -82,6 +82,11 @@ struct ScanSchedule {
   bool packed = true;  // look-back: states of at most 3 words published with their status in
                        // one 16-byte word per row (else per-tile flags, fenced)
   int min_ctas = 0;    // __launch_bounds__' minimum CTAs per SM (caps the registers; 0: none)
+  // scan.columns: phase A keeps only each thread's carry, and phase B scans the thread's elements
+  // again from the prefix before it, so the loads stay live through the look-back instead of the
+  // local prefixes (half the register words for packed 16-bit loads; the combine runs twice per
+  // element either way). Not with pipelining, whose phase A loads the next tile.
+  bool rescan = false;
   // Who set the tile's layout keys (t, lp, wp, vr): "" the scheduler, else "KDSL_SCAN_SCHEDULE"
   // or "schedule hint ..." (layout_hint: the caller's hint), for errors the layout causes later
   // (codegen: a tile whose shared memory exceeds the static limit).

@@ -315,6 +315,9 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
   replace_all(src, R"(asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = 1.f / x;");
   replace_all(src, R"(asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));)", "r = a / b;");
   replace_all(src, R"(asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = sqrtf(x);");
+  // The rescanning scan tile's barrier to common-subexpression elimination: no effect on values.
+  replace_all(src, R"(asm volatile("" : "+r"(w[i]));)", "");
+  replace_all(src, R"(asm volatile("" : "+h"(h));)", "");
   if (src.find("asm(") != std::string::npos || src.find("asm volatile(") != std::string::npos) {
     throw std::runtime_error("cuda_emu: unhandled inline assembly in the generated source");
   }
