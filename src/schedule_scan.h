@@ -50,6 +50,13 @@
 // of tile n + 1 are in flight, in registers (pipeline=1) or as cp.async copies into shared memory
 // (pipeline=2). Neither is the default: both measured slower on the H200 (more registers or more
 // shared-memory traffic per element than the latency they hide).
+//
+// Optional rescanning (rescan=1, scan.columns without pipelining): phase A keeps only each
+// thread's total and phase B scans the thread's elements again from the prefix before it, so the
+// loads stay live through the look-back instead of the local prefixes. With packed 16-bit loads
+// ptxas (CUDA 13.0, sm_90) gives bf16 cumsum_mid at (1, 32768, 2048) 80 registers instead of 116
+// (three CTAs per SM instead of two) and linear_recurrence 93 instead of 124, unspilled. Not the
+// default: not yet timed on a GPU (bench/experiments/s15.sh holds the planned runs).
 #pragma once
 
 #include <cstdint>
@@ -108,7 +115,8 @@ bool needs_scan_schedule(const ir::Kernel& k);
 /// steps per thread, the lanes and warps along the positions, the rows per access (scan.columns;
 /// any of t, lp, wp or vr starts from the element-access layout, not the 2-row one) and the
 /// pipelining (pipeline=1: the next tile's loads into registers, 2: into
-/// shared memory by cp.async, 0: none) and the CTAs per SM the registers must allow, for
+/// shared memory by cp.async, 0: none), the rescanning tile (rescan=1, ScanSchedule::rescan) and
+/// the CTAs per SM the registers must allow, for
 /// experiments (the source, hence the cache key, changes with them). `hint`'s t, lp, wp and vr
 /// (`--schedule`, `kdsl tune`'s record) override the same keys of the variable, the same way.
 /// Throws kdsl::SourceError when the kernel's scans cannot run in one pass (e.g. scans in

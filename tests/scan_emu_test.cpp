@@ -5,6 +5,10 @@
 // C++ compiler.
 #include <fmt/format.h>
 
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gpu_test_util.h"
@@ -243,6 +247,39 @@ TEST_F(ScanEmu, ScheduleVariants) {
       Problem p = make_problem(module(), ps);
       emu::expect_emulated_matches_reference(p, fmt::format("{} with {}", kernel, hint));
       if (HasFailure()) return;
+    }
+  }
+}
+
+// The rescanning tile (KDSL_SCAN_SCHEDULE rescan=1: phase B scans each thread's elements again
+// from the prefix before it) on stdlib kernels with inclusive, exclusive and reverse scans, an
+// initial state, shifted inputs and column reductions; 16-byte accesses of 2 rows (D even) with
+// several chunks, and element accesses (D odd).
+TEST_F(ScanEmu, RescanningTilesMatchTheInterpreter) {
+  struct Unset {
+    ~Unset() { unsetenv("KDSL_SCAN_SCHEDULE"); }
+  } unset;
+  std::vector<std::pair<std::string, DType>> cases = {
+      {"cumsum_mid", DType::bf16},           {"cumsum_reverse_exclusive_mid", DType::bf16},
+      {"linear_recurrence", DType::bf16},    {"linear_recurrence_h0_bwd", DType::bf16},
+      {"linear_recurrence_bwd", DType::f32}, {"cumprod_exclusive_mid_bwd", DType::f16}};
+  if (kAsan) cases.resize(2);
+  uint64_t seed = 500;
+  for (const char* hint : {"rescan=1", "rescan=1,vr=2,lp=2,t=4"}) {
+    setenv("KDSL_SCAN_SCHEDULE", hint, 1);
+    for (const auto& [name, dtype] : cases) {
+      std::optional<testing::ScanKernel> k;
+      for (const testing::ScanKernel& c : testing::stdlib_scan_kernels()) {
+        if (c.kernel == name && !c.complex) k = c;
+      }
+      ASSERT_TRUE(k && k->middle) << name;
+      auto fe = testing::front_end(k->file);
+      for (auto [b, l, d] : {std::tuple<int64_t, int64_t, int64_t>{2, 700, 24}, {3, 333, 5}}) {
+        Problem p = testing::scan_problem(fe, *k, dtype, b, l, d, seed++);
+        emu::expect_emulated_matches_reference(
+            p, fmt::format("{} {} ({}, {}, {}) with {}", name, dtype_name(dtype), b, l, d, hint));
+        if (HasFailure()) return;
+      }
     }
   }
 }
