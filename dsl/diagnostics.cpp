@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "kdsl/error.h"
 
 namespace kdsl {
@@ -45,6 +47,58 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+// The length of the UTF-8 sequence at text[i] if it is a valid one of a printable character
+// (not a C1 control, U+0080 to U+009F), else 0.
+size_t printable_utf8(std::string_view text, size_t i) {
+  const auto b = static_cast<unsigned char>(text[i]);
+  const size_t n = b >= 0xf0 && b <= 0xf4 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 && b < 0xe0 ? 2 : 0;
+  if (n == 0 || i + n > text.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return 0;
+  }
+  if (b == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) return 0;  // C1 controls
+  return n;
+}
+
+// Source line `line` as a diagnostic shows it: control bytes and bytes that are not UTF-8 (a
+// binary file, a stray escape sequence) as \xHH, never sent to the terminal; a long line as a
+// window of about 160 bytes around column `col` (1-based), with "..." where it is cut. `marker`
+// gets the blanks (tabs where the line has them) that put a caret under the column.
+std::string shown_line(std::string_view line, uint32_t col, std::string* marker) {
+  constexpr size_t kWindow = 160, kBefore = 80;
+  const size_t at = col > 0 ? col - 1 : 0;
+  size_t begin = 0, end = line.size();
+  if (line.size() > kWindow + 40) {
+    begin = at > kBefore ? at - kBefore : 0;
+    end = std::min(line.size(), begin + kWindow);
+  }
+  std::string out;
+  if (begin > 0) {
+    out += "...";
+    *marker += "   ";
+  }
+  for (size_t i = begin; i < end;) {
+    const auto b = static_cast<unsigned char>(line[i]);
+    size_t n = 1;
+    std::string piece;
+    if (b == '\t' || (b >= 0x20 && b < 0x7f)) {
+      piece = std::string(1, line[i]);
+    } else if (b >= 0x80 && (n = printable_utf8(line, i)) > 0) {
+      piece = std::string(line.substr(i, n));
+    } else {
+      n = 1;
+      piece = fmt::format("\\x{:02x}", b);
+    }
+    out += piece;
+    if (i < at)
+      *marker += b == '\t' ? std::string("\t")
+                           : std::string(b >= 0x80 && piece.size() == n ? 1 : piece.size(), ' ');
+    i += n;
+  }
+  if (end < line.size()) out += "...";
+  return out;
+}
+
 }  // namespace
 
 std::string render_diagnostic(const Diagnostic& d, bool color) {
@@ -72,15 +126,12 @@ std::string render_diagnostic(const Diagnostic& d, bool color) {
   out += "\n";
   if (d.loc.valid()) {
     std::string_view line = d.loc.file->line_text(d.loc.line);
-    out.append(line);
-    out += "\n";
     std::string marker;
-    for (uint32_t i = 0; i + 1 < d.loc.col && i < line.size(); ++i) {
-      marker += line[i] == '\t' ? '\t' : ' ';
-    }
+    out += shown_line(line, d.loc.col, &marker);
+    out += "\n";
     uint32_t room =
         d.loc.col <= line.size() ? static_cast<uint32_t>(line.size()) - d.loc.col + 1 : 1;
-    uint32_t len = std::max<uint32_t>(1, std::min(d.length, room));
+    uint32_t len = std::max<uint32_t>(1, std::min({d.length, room, 120u}));
     out += green;
     out += marker + "^" + std::string(len - 1, '~');
     out += reset;

@@ -229,6 +229,15 @@ std::unique_ptr<ast::Module> parse_module(std::shared_ptr<const SourceFile> file
                                           Diagnostics& diags) {
   auto m = std::make_unique<ast::Module>();
   m->file = std::move(file);
+  // A NUL byte never occurs in text: the file is binary (or mis-encoded, e.g. UTF-16), and
+  // parsing it would only report some unmatched bracket.
+  if (const size_t nul = m->file->text().find('\0'); nul != std::string::npos) {
+    diags
+        .error(SourceLoc::at(m->file.get(), static_cast<uint32_t>(nul)),
+               "a NUL byte: this is not a text file")
+        .hint = ".kdsl files are UTF-8 text (is this a binary or a UTF-16 file?)";
+    return m;
+  }
   const std::vector<LogicalLine> lines = layout(*m->file, diags);
   Assembler(lines, *m->file, diags).module(*m);
   return m;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace kdsl {
 namespace {
 
@@ -16,6 +18,31 @@ TEST(Diagnostics, RendersLocationLineCaretAndHint) {
             "        ^~\n"
             "hint: did you mean 'x'?\n");
   EXPECT_TRUE(diags.has_errors());
+}
+
+// Control bytes and bytes that are not UTF-8 are shown as \xHH (never sent to the terminal),
+// valid UTF-8 as written; the caret stays under the reported column.
+TEST(Diagnostics, EscapesControlBytesAndKeepsTheCaretAligned) {
+  SourceFile f("k.kdsl", std::string("y = \x1b[31m\xff\xc3\xa9 + zz\n", 17));
+  Diagnostics diags;
+  diags.error(SourceLoc::at(&f, 15), "unknown name 'zz'", 2);
+  EXPECT_EQ(diags.render(),
+            "k.kdsl:1:16: error: unknown name 'zz'\n"
+            "y = \\x1b[31m\\xff\xc3\xa9 + zz\n"
+            "                    ^~\n");
+}
+
+// A long line is shown as a window around the column, cut with "...".
+TEST(Diagnostics, ShowsAWindowOfALongLine) {
+  const std::string line = "y = " + std::string(300, 'a') + " + zz + " + std::string(300, 'b');
+  SourceFile f("k.kdsl", line + "\n");
+  Diagnostics diags;
+  diags.error(SourceLoc::at(&f, 307), "unknown name 'zz'", 2);
+  const std::string out = diags.render();
+  const std::string shown =
+      "..." + std::string(77, 'a') + " + zz + " + std::string(75, 'b') + "...";
+  EXPECT_EQ(out, "k.kdsl:1:308: error: unknown name 'zz'\n" + shown + "\n" + std::string(83, ' ') +
+                     "^~\n");
 }
 
 TEST(Diagnostics, ClosestNameFindsTyposOnly) {

@@ -112,6 +112,15 @@ TEST(Parser, DiagnosticsUnderlineTheOffendingToken) {
   EXPECT_EQ(q.diags.all().at(1).length, 4u);  // the target `f(a)`
 }
 
+// A NUL byte (a binary or UTF-16 file) is one error at its position, not a parse of the bytes.
+TEST(Parser, ANulByteIsNotText) {
+  Parsed p(std::string("def f(x):\n    return x\0\x01 ((\n", 27));
+  EXPECT_EQ(p.errors(), Strings{"2:13: a NUL byte: this is not a text file"});
+  EXPECT_EQ(p.diags.all().at(0).hint,
+            ".kdsl files are UTF-8 text (is this a binary or a UTF-16 file?)");
+  EXPECT_TRUE(p.module->functions.empty());
+}
+
 TEST(Parser, Precedence) {
   EXPECT_EQ(expr("-x**2"), "(-(x ** 2))");
   EXPECT_EQ(expr("-a ** -b"), "(-(a ** (-b)))");
