@@ -263,30 +263,38 @@ bool is_shard_name(const std::string& name) {
          });
 }
 
+// Calls fn for each entry of directory `dir`; never throws: a directory that cannot be opened,
+// or a read that fails part-way, ends the listing there (range-for over a directory_iterator
+// would throw from its increment).
+template <class Fn>
+void each_entry(const fs::path& dir, Fn&& fn) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) fn(*it);
+}
+
 // Lists the files of the cache; never throws (unreadable parts are skipped). Only regular files
 // (or links to them) are entries, temporary or lock files: anything else under a shard, such as a
 // directory named like an entry, is neither counted nor listed nor removed.
 Scan scan(const fs::path& dir) {
   Scan out;
-  std::error_code ec;
-  for (const auto& shard : fs::directory_iterator(dir, ec)) {
-    if (!is_shard_name(shard.path().filename().string()) || !shard.is_directory(ec)) continue;
-    std::error_code ec2;
-    for (const auto& file : fs::directory_iterator(shard.path(), ec2)) {
+  each_entry(dir, [&](const fs::directory_entry& shard) {
+    std::error_code ec;
+    if (!is_shard_name(shard.path().filename().string()) || !shard.is_directory(ec)) return;
+    each_entry(shard.path(), [&](const fs::directory_entry& file) {
       const std::string name = file.path().filename().string();
       // One error code each: a call that succeeds clears the code it is given.
       std::error_code type_ec, size_ec, time_ec;
-      if (!file.is_regular_file(type_ec)) continue;  // not a file, or removed while we looked
+      if (!file.is_regular_file(type_ec)) return;  // not a file, or removed while we looked
       ScannedFile f{file.path(), file.file_size(size_ec), file.last_write_time(time_ec)};
-      if (size_ec || time_ec) continue;  // removed while we looked
+      if (size_ec || time_ec) return;  // removed while we looked
       if (name.ends_with(kEntrySuffix))
         out.entries.push_back(f);
       else if (is_temp_file_name(name))
         out.temps.push_back(f);
       else if (name.ends_with(std::string(kEntrySuffix) + ".lock"))
         out.locks.push_back(f.path);
-    }
-  }
+    });
+  });
   return out;
 }
 
@@ -504,9 +512,11 @@ CacheRemoval DiskCache::clear() {
   }
   for (const auto& t : s.temps) fs::remove(t.path, ec);
   for (const auto& l : s.locks) fs::remove(l, ec);
-  for (const auto& shard : fs::directory_iterator(config_.dir, ec)) {
-    if (is_shard_name(shard.path().filename().string())) fs::remove(shard.path(), ec);  // if empty
-  }
+  std::vector<fs::path> shards;  // removed after the listing, not while iterating
+  each_entry(config_.dir, [&](const fs::directory_entry& shard) {
+    if (is_shard_name(shard.path().filename().string())) shards.push_back(shard.path());
+  });
+  for (const auto& shard : shards) fs::remove(shard, ec);  // if empty
   return removed;
 }
 
