@@ -55,7 +55,11 @@ TEST_F(CliTest, EverySubcommandHasHelpWithAnExample) {
     CliResult r = kdsl(cmd);
     EXPECT_EQ(r.code, 0) << show(r);
     EXPECT_NE(r.out.find("Example"), std::string::npos) << cmd[0] << "\n" << show(r);
+    // --schedule shows what it takes, not CLI11's type name joined to its validator's.
+    EXPECT_EQ(r.out.find("TEXT:KEY"), std::string::npos) << cmd[0] << "\n" << show(r);
   }
+  CliResult emit = kdsl({"emit", "--help"});
+  EXPECT_NE(emit.out.find("--schedule KEY=INTEGER,..."), std::string::npos) << show(emit);
   CliResult top = kdsl({"--help"});
   EXPECT_NE(top.out.find("Exit codes: 0 ok, 1 user error, 2 usage error, 3 verification failed, "
                          "4 no GPU"),

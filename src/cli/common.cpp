@@ -292,8 +292,8 @@ void add_schedule_option(CLI::App& app, std::string& into, const std::string& he
         return "empty schedule hint: expected KEY=INTEGER items separated by commas, e.g. "
                "group=512,prefetch=1";
       },
-      "KEY=INTEGER,...");
-  app.add_option("--schedule", into, help)->check(not_blank);
+      "");
+  app.add_option("--schedule", into, help)->type_name("KEY=INTEGER,...")->check(not_blank);
 }
 
 }  // namespace
