@@ -1123,6 +1123,9 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/no/dir/y.npy"}), 1,
        "kdsl: error: --out y=" + t + "/no/dir/y.npy: cannot write into " + t +
            "/no/dir: no such directory"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/junk.npy/y.npy"}), 1,
+       "kdsl: error: --out y=" + t + "/junk.npy/y.npy: cannot write into " + t +
+           "/junk.npy: not a directory"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/a.npy", "--out",
             "rstd=" + t + "/r.npy", "--out", "y=" + t + "/b.npy"}),
        2, "kdsl run: usage error: --out sets 'y' twice: y=" + t + "/a.npy and y=" + t + "/b.npy"},

@@ -279,9 +279,10 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
     if (dir.empty()) dir = ".";
     if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0) {
-      throw Error(fmt::format(
-          "--out {}: cannot write into {}: {}", item, dir.string(),
-          std::filesystem::exists(dir, ec) ? "permission denied" : "no such directory"));
+      const char* why = !std::filesystem::exists(dir, ec)         ? "no such directory"
+                        : !std::filesystem::is_directory(dir, ec) ? "not a directory"
+                                                                  : "permission denied";
+      throw Error(fmt::format("--out {}: cannot write into {}: {}", item, dir.string(), why));
     }
     files.emplace_back(index, path);
   }
