@@ -348,6 +348,18 @@ bool sixteen_bit_generics(const ir::Kernel& k) {
 
 }  // namespace
 
+std::string math_override() {
+  switch (math_mode()) {
+    case MathMode::by_data:
+      return "";
+    case MathMode::accurate:
+      return "accurate";
+    case MathMode::approx:
+      return "approx";
+  }
+  return "";
+}
+
 bool approx_math(const ir::Kernel& k) {
   const MathMode m = math_mode();
   return m == MathMode::by_data ? sixteen_bit_generics(k) : m == MathMode::approx;

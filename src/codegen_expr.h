@@ -37,6 +37,10 @@ std::string zero(DType t);
 /// for every kernel; throws kdsl::ArgumentError for another value. f64 math and the square root
 /// of f16 arithmetic are never approximated.
 bool approx_math(const ir::Kernel& k);
+
+/// KDSL_MATH as a word for keys: "" when unset or "auto" (math by the data's dtypes), else
+/// "accurate" or "approx". Throws kdsl::ArgumentError for another value.
+std::string math_override();
 /// One line saying which f32 math approx_math chose and why (the generated source's header and
 /// `kdsl emit --explain`). Throws kdsl::ArgumentError as approx_math does.
 std::string math_note(const ir::Kernel& k);

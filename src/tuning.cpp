@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cache.h"
+#include "codegen_expr.h"
 #include "kdsl/error.h"
 #include "log.h"
 #include "schedule_scan.h"
@@ -146,8 +147,11 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
 std::string tuning_key(const std::string& kernel, const Specialization& spec) {
   std::string dtypes;
   for (DType t : spec.binding) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(t));
-  return fmt::format("{}:{}:n{}:a{:x}:c{:x}", kernel, dtypes, spec.vector_extent, spec.aligned_mask,
-                     spec.contiguous_mask);
+  // KDSL_MATH changes the generated code, so a schedule measured under it is kept apart; unset
+  // (or auto) the key has no suffix, as records made before the suffix existed.
+  const std::string math = cuda::math_override();
+  return fmt::format("{}:{}:n{}:a{:x}:c{:x}{}", kernel, dtypes, spec.vector_extent,
+                     spec.aligned_mask, spec.contiguous_mask, math.empty() ? "" : ":math=" + math);
 }
 
 TuningDb* TuningDb::default_db() {

@@ -24,7 +24,9 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
                                             const DeviceTarget& target);
 
 /// The key of a specialization in the database: kernel, dtypes, vector length, alignment and
-/// contiguity bits, e.g. "rms_norm:bf16:n8192:a1f:c1f".
+/// contiguity bits, e.g. "rms_norm:bf16:n8192:a1f:c1f", and ":math=accurate" or ":math=approx"
+/// when KDSL_MATH sets the f32 math (it changes the generated code). Throws
+/// kdsl::ArgumentError for a malformed KDSL_MATH.
 std::string tuning_key(const std::string& kernel, const Specialization& spec);
 
 /// A measured winner: the schedule hint (empty: the default was fastest) and the times, us.

@@ -132,6 +132,18 @@ TEST(Tuning, ScanHintsSetTheLayoutOrAreRefused) {
 TEST(Tuning, KeyNamesKernelDtypesLengthAndLayoutBits) {
   Specialization spec{{DType::bf16}, 8192, 0x1f, 0x1b};
   EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b");
+  // KDSL_MATH changes the generated code: a schedule timed under it gets its own record.
+  struct Unset {
+    ~Unset() { unsetenv("KDSL_MATH"); }
+  } unset;
+  setenv("KDSL_MATH", "auto", 1);
+  EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b");
+  setenv("KDSL_MATH", "Accurate", 1);
+  EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b:math=accurate");
+  setenv("KDSL_MATH", "approx", 1);
+  EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b:math=approx");
+  setenv("KDSL_MATH", "fast", 1);
+  EXPECT_THROW(tuning_key("rms_norm", spec), ArgumentError);
 }
 
 class TuningDbTest : public ::testing::Test {
