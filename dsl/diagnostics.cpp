@@ -1,6 +1,8 @@
 #include "diagnostics.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -47,55 +49,115 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-// The length of the UTF-8 sequence at text[i] if it is a valid one of a printable character
-// (not a C1 control, U+0080 to U+009F), else 0.
-size_t printable_utf8(std::string_view text, size_t i) {
-  const auto b = static_cast<unsigned char>(text[i]);
-  const size_t n = b >= 0xf0 && b <= 0xf4 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 && b < 0xe0 ? 2 : 0;
-  if (n == 0 || i + n > text.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) return 0;
+// The length (2 to 4) of the well-formed UTF-8 sequence at text[i], with its code point in *cp;
+// 0 if the bytes there are not one (a lone continuation byte, an overlong form, a surrogate, a
+// value above U+10FFFF, a truncated sequence).
+size_t utf8_sequence(std::string_view text, size_t i, char32_t* cp) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const unsigned char b = at(0);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (b >= 0xc2 && b <= 0xdf) {
+    n = 2;
+  } else if (b >= 0xe0 && b <= 0xef) {
+    n = 3;
+    if (b == 0xe0) lo = 0xa0;
+    if (b == 0xed) hi = 0x9f;
+  } else if (b >= 0xf0 && b <= 0xf4) {
+    n = 4;
+    if (b == 0xf0) lo = 0x90;
+    if (b == 0xf4) hi = 0x8f;
   }
-  if (b == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) return 0;  // C1 controls
+  if (n == 0 || i + n > text.size() || at(1) < lo || at(1) > hi) return 0;
+  char32_t c = b & (0xff >> (n + 1));
+  for (size_t k = 1; k < n; ++k) {
+    if (k > 1 && (at(k) & 0xc0) != 0x80) return 0;
+    c = (c << 6) | (at(k) & 0x3f);
+  }
+  *cp = c;
   return n;
 }
 
-// Source line `line` as a diagnostic shows it: control bytes and bytes that are not UTF-8 (a
-// binary file, a stray escape sequence) as \xHH, never sent to the terminal; a long line as a
-// window of about 160 bytes around column `col` (1-based), with "..." where it is cut. `marker`
-// gets the blanks (tabs where the line has them) that put a caret under the column.
-std::string shown_line(std::string_view line, uint32_t col, std::string* marker) {
+// Code points a terminal would act on rather than show: C1 controls, and the invisible marks
+// that reorder or hide text (bidirectional controls, zero-width characters, line separators, the
+// byte-order mark).
+bool hidden_code_point(char32_t c) {
+  return (c >= 0x80 && c <= 0x9f) || c == 0x061c || (c >= 0x200b && c <= 0x200f) ||
+         (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
+}
+
+// One displayed unit of a source line: its bytes, its text on the terminal and its width.
+struct Piece {
+  size_t begin = 0, bytes = 1;
+  std::string text;
+  size_t width = 1;
+};
+
+// The line split into what a diagnostic shows: ASCII and well-formed UTF-8 as written (one
+// column each), a tab as a tab, other bytes (control bytes, a binary file) as \xHH and hidden
+// code points as \u{HHHH}, so that nothing in a source file can drive the terminal.
+std::vector<Piece> pieces(std::string_view line) {
+  std::vector<Piece> out;
+  for (size_t i = 0; i < line.size();) {
+    Piece p;
+    p.begin = i;
+    const auto b = static_cast<unsigned char>(line[i]);
+    char32_t cp = 0;
+    if (b == '\t' || (b >= 0x20 && b < 0x7f)) {
+      p.text = std::string(1, line[i]);
+    } else if (b >= 0x80 && (p.bytes = utf8_sequence(line, i, &cp)) > 0) {
+      p.text = hidden_code_point(cp) ? fmt::format("\\u{{{:04x}}}", static_cast<uint32_t>(cp))
+                                     : std::string(line.substr(i, p.bytes));
+    } else {
+      p.bytes = 1;
+      p.text = fmt::format("\\x{:02x}", b);
+    }
+    if (p.text.size() > 1 && p.text[0] == '\\') p.width = p.text.size();
+    i += p.bytes;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// Source line `line` as a diagnostic shows it (pieces() above), a long one as a window of about
+// 160 columns around column `col` (1-based, in bytes), cut with "...". `marker` gets the blanks
+// (tabs where the line has them) that put a caret under the column; `underline` the columns that
+// the `length` bytes from there take on screen (at least 1), within the window.
+std::string shown_line(std::string_view line, uint32_t col, uint32_t length, std::string* marker,
+                       size_t* underline) {
   constexpr size_t kWindow = 160, kBefore = 80;
+  const std::vector<Piece> all = pieces(line);
   const size_t at = col > 0 ? col - 1 : 0;
-  size_t begin = 0, end = line.size();
-  if (line.size() > kWindow + 40) {
-    begin = at > kBefore ? at - kBefore : 0;
-    end = std::min(line.size(), begin + kWindow);
+  size_t caret = 0;  // the piece under the caret (all.size(): past the end)
+  while (caret < all.size() && all[caret].begin + all[caret].bytes <= at) ++caret;
+  size_t total = 0;
+  for (const Piece& p : all) total += p.width;
+  size_t first = 0, last = all.size();  // the window [first, last)
+  if (total > kWindow + 40) {
+    size_t w = 0;
+    first = caret;
+    while (first > 0 && w + all[first - 1].width <= kBefore) w += all[--first].width;
+    last = first;
+    for (w = 0; last < all.size() && w + all[last].width <= kWindow; ++last) w += all[last].width;
+    last = std::max(last, std::min(caret + 1, all.size()));
   }
   std::string out;
-  if (begin > 0) {
+  if (first > 0) {
     out += "...";
     *marker += "   ";
   }
-  for (size_t i = begin; i < end;) {
-    const auto b = static_cast<unsigned char>(line[i]);
-    size_t n = 1;
-    std::string piece;
-    if (b == '\t' || (b >= 0x20 && b < 0x7f)) {
-      piece = std::string(1, line[i]);
-    } else if (b >= 0x80 && (n = printable_utf8(line, i)) > 0) {
-      piece = std::string(line.substr(i, n));
-    } else {
-      n = 1;
-      piece = fmt::format("\\x{:02x}", b);
+  *underline = 0;
+  for (size_t k = first; k < last; ++k) {
+    const Piece& p = all[k];
+    out += p.text;
+    if (k < caret) {
+      *marker += p.text == "\t" ? std::string("\t") : std::string(p.width, ' ');
+    } else if (p.begin < at + std::max<uint32_t>(length, 1)) {
+      *underline += p.width;
     }
-    out += piece;
-    if (i < at)
-      *marker += b == '\t' ? std::string("\t")
-                           : std::string(b >= 0x80 && piece.size() == n ? 1 : piece.size(), ' ');
-    i += n;
   }
-  if (end < line.size()) out += "...";
+  if (last < all.size()) out += "...";
+  *underline = std::max<size_t>(*underline, 1);
   return out;
 }
 
@@ -127,13 +189,11 @@ std::string render_diagnostic(const Diagnostic& d, bool color) {
   if (d.loc.valid()) {
     std::string_view line = d.loc.file->line_text(d.loc.line);
     std::string marker;
-    out += shown_line(line, d.loc.col, &marker);
+    size_t underline = 1;
+    out += shown_line(line, d.loc.col, d.length, &marker, &underline);
     out += "\n";
-    uint32_t room =
-        d.loc.col <= line.size() ? static_cast<uint32_t>(line.size()) - d.loc.col + 1 : 1;
-    uint32_t len = std::max<uint32_t>(1, std::min({d.length, room, 120u}));
     out += green;
-    out += marker + "^" + std::string(len - 1, '~');
+    out += marker + "^" + std::string(underline - 1, '~');
     out += reset;
     out += "\n";
   }

@@ -45,6 +45,44 @@ TEST(Diagnostics, ShowsAWindowOfALongLine) {
                      "^~\n");
 }
 
+// What is not well-formed UTF-8 is escaped byte by byte: a lead byte beyond F4, an overlong
+// form, a surrogate, a truncated sequence. Code points that reorder or hide text (a
+// right-to-left override, a zero-width space, a byte-order mark) are shown as \u{...}. The
+// underline spans the columns the reported bytes take on screen.
+TEST(Diagnostics, EscapesMalformedUtf8AndHiddenCodePoints) {
+  auto shown = [](const std::string& line, uint32_t offset, uint32_t length) {
+    SourceFile f("k.kdsl", line + "\n");
+    Diagnostics diags;
+    diags.error(SourceLoc::at(&f, offset), "e", length);
+    const std::string out = diags.render();
+    return out.substr(out.find('\n') + 1);  // the line and the caret
+  };
+  EXPECT_EQ(shown("# \xff\x80\x80 x", 6, 1), "# \\xff\\x80\\x80 x\n               ^\n");
+  EXPECT_EQ(shown("# \xe0\x80\x80 x", 6, 1), "# \\xe0\\x80\\x80 x\n               ^\n");
+  EXPECT_EQ(shown("# \xed\xa0\x80 x", 6, 1), "# \\xed\\xa0\\x80 x\n               ^\n");
+  EXPECT_EQ(shown("# \xe2\x80 x", 5, 1), "# \\xe2\\x80 x\n           ^\n");
+  EXPECT_EQ(shown("a\xe2\x80\xae = b", 5, 1), "a\\u{202e} = b\n          ^\n");
+  EXPECT_EQ(shown("\xef\xbb\xbfx = \xe2\x80\x8by", 3, 1), "\\u{feff}x = \\u{200b}y\n        ^\n");
+  // Four-byte and two-byte characters are one column each; the underline counts columns.
+  EXPECT_EQ(shown("s = \"\xf0\x9f\x99\x82\xc3\xa9\" + 1", 4, 8),
+            "s = \"\xf0\x9f\x99\x82\xc3\xa9\" + 1\n    ^~~~\n");
+}
+
+// A window never starts inside a character.
+TEST(Diagnostics, AWindowStartsOnACharacter) {
+  std::string line = "y = ";
+  for (int i = 0; i < 300; ++i) line += "\xc3\xa9";  // 300 x U+00E9, 2 bytes each
+  line += " + zz";
+  SourceFile f("k.kdsl", line + "\n");
+  Diagnostics diags;
+  diags.error(SourceLoc::at(&f, static_cast<uint32_t>(line.size() - 2)), "unknown name 'zz'", 2);
+  const std::string out = diags.render();
+  std::string expect_line = "...";
+  for (int i = 0; i < 77; ++i) expect_line += "\xc3\xa9";
+  expect_line += " + zz";
+  EXPECT_EQ(out.substr(out.find('\n') + 1), expect_line + "\n" + std::string(83, ' ') + "^~\n");
+}
+
 TEST(Diagnostics, ClosestNameFindsTyposOnly) {
   EXPECT_EQ(closest_name("rsqrtt", {"rsqrt", "sqrt", "exp"}), "rsqrt");
   EXPECT_EQ(closest_name("banana", {"rsqrt", "sqrt", "exp"}), "");
