@@ -36,7 +36,7 @@ const char* storage_type(DType t) {
     case DType::bf16:
       return "kdsl_u16";
     case DType::b8:
-      return "unsigned char";
+      return "kdsl_u8";  // one word, so that kdsl_u8{} value-initializes it
     default:
       return reg_type(t);
   }

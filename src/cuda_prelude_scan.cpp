@@ -77,13 +77,13 @@ template <class S, int N> __device__ __forceinline__ void kdsl_sc_opaque(S (&a)[
     for (int i = 0; i < static_cast<int>(sizeof(S) * N / 4); ++i) asm volatile("" : "+r"(w[i]));
     memcpy(a, w, sizeof(w));
   } else {
-    static_assert(sizeof(S) == 2, "kdsl_sc_opaque: 16-bit elements or whole 32-bit words");
+    static_assert(sizeof(S) <= 2, "kdsl_sc_opaque: 8- or 16-bit elements, or whole 32-bit words");
 #pragma unroll
     for (int i = 0; i < N; ++i) {
-      unsigned short h;
-      memcpy(&h, &a[i], 2);
+      unsigned short h = 0;
+      memcpy(&h, &a[i], sizeof(S));
       asm volatile("" : "+h"(h));
-      memcpy(&a[i], &h, 2);
+      memcpy(&a[i], &h, sizeof(S));
     }
   }
 }

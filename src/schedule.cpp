@@ -287,6 +287,17 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
     s.reasons.push_back(
         "persistent=0 does not apply: column reductions accumulate across a CTA's rows");
   }
+  if (const int64_t fits = pow2_ceil(vectors);
+      !internal && (hint.group || hint.cluster) && s.group > fits) {
+    // Allowed (kdsl tune times such variants), but said: those threads only take part in the
+    // reductions.
+    s.reasons.push_back(fmt::format(
+        "schedule hint {}: {} threads per row for {} vector{}: {} of them hold no element ({} "
+        "covers the row)",
+        hint.str(), s.group, vectors, vectors == 1 ? "" : "s", s.group - vectors,
+        64 * cluster > fits ? fmt::format("group={} without a cluster", fits)
+                            : fmt::format("group={}", fits)));
+  }
 
   // Register budget for cached vectors: enough that at least 1024 threads (more rows in
   // flight) fit on an SM: 64 registers per thread, minus about 24 for indices and temporaries.

@@ -497,7 +497,13 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     }
     throw InternalError(msg);
   }
-  s.rescan = s.rescan && s.blocked && !s.pipeline;
+  if (s.rescan && (!s.blocked || s.pipeline)) {
+    s.rescan = false;
+    s.reasons.push_back(fmt::format(
+        "KDSL_SCAN_SCHEDULE rescan=1 ignored: {}",
+        !s.blocked ? "it applies to scans along a middle axis (scan.columns), not the last"
+                   : "pipelining loads the next tile in phase A"));
+  }
   if (s.rescan) {
     s.reasons.push_back(
         "rescan: a thread keeps its loaded elements, not their local prefixes, through the "

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "scoped_env.h"
 #include "src/cache.h"
 
 namespace kdsl::testing {
@@ -50,28 +51,6 @@ class CaptureSink : public spdlog::sinks::base_sink<std::mutex> {
 
  private:
   std::vector<std::pair<spdlog::level::level_enum, std::string>> messages_;
-};
-
-/// Sets an environment variable for one scope (unset when value is null).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr)
-      ::setenv(name, value, 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
 };
 
 /// A fresh temporary directory per test (removed afterwards) and captured warnings.

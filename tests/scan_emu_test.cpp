@@ -14,6 +14,7 @@
 #include "gpu_test_util.h"
 #include "scan_emu_util.h"
 #include "scan_test_inputs.h"
+#include "scoped_env.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -90,6 +91,21 @@ def sums_rev(x: Tensor[f32, (M, N)], *, rev_ex: Out[f32, (M, N)], lse: Out[f32, 
         lse[m, :] = logcumsumexp(v, reverse=True)
         mn[m, :] = cummin(v, reverse=True)
         total[m] = max(v) - first(v)
+
+
+@kernel
+def masked_mid[T: (f32, bf16)](x: Tensor[T, (B, L, D)], keep: Tensor[bool, (B, L, D)],
+                               *, y: Out[T, (B, L, D)], kept: Out[f32, (B, D)]):
+    for b, d in parallel(B, D):
+        v = where(keep[b, :, d], f32(x[b, :, d]), 0.0)
+        y[b, :, d] = T(cumsum(v, reverse=True))
+        kept[b, d] = sum(where(keep[b, :, d], 1.0, 0.0))
+
+
+@kernel
+def masked_rows(x: Tensor[f32, (M, N)], keep: Tensor[bool, (M, N)], *, y: Out[f32, (M, N)]):
+    for m in parallel(M):
+        y[m, :] = cumsum(where(keep[m, :], x[m, :], 0.0), exclusive=True)
 
 
 @kernel
@@ -189,16 +205,14 @@ TEST_F(ScanEmu, BuiltinScansAlongTheLastAxis) {
 }
 
 TEST_F(ScanEmu, UserCombineFunctionWithoutInitReverseAndExclusive) {
-  struct Unset {
-    ~Unset() { unsetenv("KDSL_SCAN_SCHEDULE"); }
-  } unset;
+  testing::ScanScheduleEnv env("");
   uint64_t seed = 300;
   // The default schedule, then the staged (cp.async) pipeline along contiguous rows.
   for (auto [M, N, hint] : {std::tuple<int64_t, int64_t, const char*>{2, 9000, ""},
                             {4, 33, ""},
                             {2, 9000, "pipeline=2"},
                             {3, 4099, "pipeline=2,window=1"}}) {
-    setenv("KDSL_SCAN_SCHEDULE", hint, 1);
+    env.set(hint);
     ProblemSpec ps;
     ps.kernel = "custom_rows";
     ps.shapes = {{"M", M}, {"N", N}};
@@ -214,9 +228,7 @@ TEST_F(ScanEmu, UserCombineFunctionWithoutInitReverseAndExclusive) {
 // per look-back), the pipelined loop, other tile shapes, 16-byte accesses of several rows (D = 24
 // is a multiple of every VR tried).
 TEST_F(ScanEmu, ScheduleVariants) {
-  struct Unset {
-    ~Unset() { unsetenv("KDSL_SCAN_SCHEDULE"); }
-  } unset;
+  testing::ScanScheduleEnv env("");
   uint64_t seed = 400;
   std::vector<const char*> hints = {"window=1",
                                     "window=2,pipeline=1",
@@ -236,7 +248,7 @@ TEST_F(ScanEmu, ScheduleVariants) {
   // only time there.
   if (kAsan) hints = {"vr=4", "pipeline=2", "packed=0,window=2,pipeline=1"};
   for (const char* hint : hints) {
-    setenv("KDSL_SCAN_SCHEDULE", hint, 1);
+    env.set(hint);
     for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
       ProblemSpec ps;
       ps.kernel = kernel;
@@ -251,22 +263,52 @@ TEST_F(ScanEmu, ScheduleVariants) {
   }
 }
 
+// Bool tensors as scan inputs (1-byte elements: their loads, zero fill and rescanning), along a
+// middle axis (16-byte accesses of 2 rows with D even, element accesses with D odd) and the last.
+TEST_F(ScanEmu, BoolInputs) {
+  testing::ScanScheduleEnv env("");
+  uint64_t seed = 600;
+  for (const char* hint : {"", "rescan=1"}) {
+    env.set(hint);
+    for (DType t : {DType::f32, DType::bf16}) {
+      for (auto [b, l, d] : {std::tuple<int64_t, int64_t, int64_t>{2, 700, 24}, {3, 333, 5}}) {
+        ProblemSpec ps;
+        ps.kernel = "masked_mid";
+        ps.binding = {t};
+        ps.shapes = {{"B", b}, {"L", l}, {"D", d}};
+        ps.seed = seed++;
+        Problem p = make_problem(module(), ps);
+        emu::expect_emulated_matches_reference(
+            p, fmt::format("masked_mid {} ({}, {}, {}) with '{}'", dtype_name(t), b, l, d, hint));
+        if (HasFailure()) return;
+      }
+    }
+  }
+  ProblemSpec ps;
+  ps.kernel = "masked_rows";
+  ps.shapes = {{"M", 3}, {"N", 5000}};
+  ps.seed = seed;
+  Problem p = make_problem(module(), ps);
+  emu::expect_emulated_matches_reference(p, "masked_rows M=3 N=5000");
+}
+
 // The rescanning tile (KDSL_SCAN_SCHEDULE rescan=1: phase B scans each thread's elements again
 // from the prefix before it) on stdlib kernels with inclusive, exclusive and reverse scans, an
-// initial state, shifted inputs and column reductions; 16-byte accesses of 2 rows (D even) with
-// several chunks, and element accesses (D odd).
+// initial state, shifted inputs and a column reduction (rg_lru_bwd's dLambda); 16-byte accesses of
+// 2 rows (D even) with several chunks, and element accesses (D odd).
 TEST_F(ScanEmu, RescanningTilesMatchTheInterpreter) {
-  struct Unset {
-    ~Unset() { unsetenv("KDSL_SCAN_SCHEDULE"); }
-  } unset;
-  std::vector<std::pair<std::string, DType>> cases = {
-      {"cumsum_mid", DType::bf16},           {"cumsum_reverse_exclusive_mid", DType::bf16},
-      {"linear_recurrence", DType::bf16},    {"linear_recurrence_h0_bwd", DType::bf16},
-      {"linear_recurrence_bwd", DType::f32}, {"cumprod_exclusive_mid_bwd", DType::f16}};
+  testing::ScanScheduleEnv env("");
+  std::vector<std::pair<std::string, DType>> cases = {{"cumsum_mid", DType::bf16},
+                                                      {"cumsum_reverse_exclusive_mid", DType::bf16},
+                                                      {"linear_recurrence", DType::bf16},
+                                                      {"linear_recurrence_h0_bwd", DType::bf16},
+                                                      {"linear_recurrence_bwd", DType::f32},
+                                                      {"cumprod_exclusive_mid_bwd", DType::f16},
+                                                      {"rg_lru_bwd", DType::bf16}};
   if (kAsan) cases.resize(2);
   uint64_t seed = 500;
   for (const char* hint : {"rescan=1", "rescan=1,vr=2,lp=2,t=4"}) {
-    setenv("KDSL_SCAN_SCHEDULE", hint, 1);
+    env.set(hint);
     for (const auto& [name, dtype] : cases) {
       std::optional<testing::ScanKernel> k;
       for (const testing::ScanKernel& c : testing::stdlib_scan_kernels()) {

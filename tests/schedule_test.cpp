@@ -17,6 +17,7 @@
 
 #include "cache_test_util.h"
 #include "kdsl/error.h"
+#include "scoped_env.h"
 #include "src/compiler.h"
 #include "src/launch_plan.h"
 #include "src/schedule_scan.h"
@@ -524,6 +525,24 @@ TEST(RowSchedule, ClusterRuleNamesWhatDoesNotFitAndLeavesRequestedStreamingAlone
 }
 
 // A group too small for the row suggests a larger one only where one exists.
+// A hint that gives a row more threads than it has vectors is followed, and the explain says so
+// with the group that covers the row; the default and a covering hint say nothing.
+TEST(RowSchedule, OversizedGroupOrClusterHintsAreNoted) {
+  // bf16, N = 1024: 128 vectors of 8.
+  Chosen g = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 1024, "group=1024");
+  EXPECT_EQ(g.s.group, 1024);
+  EXPECT_TRUE(has_reason(g.s,
+                         "schedule hint group=1024: 1024 threads per row for 128 vectors: 896 of "
+                         "them hold no element (group=128 covers the row)"))
+      << reasons(g.s);
+  Chosen c = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 1024, "cluster=8");
+  EXPECT_TRUE(has_reason(c.s, "(group=128 without a cluster covers the row)")) << reasons(c.s);
+  for (const char* hint : {"", "group=128", "group=64"}) {
+    Chosen d = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 1024, hint);
+    EXPECT_FALSE(has_reason(d.s, "hold no element")) << hint << "\n" << reasons(d.s);
+  }
+}
+
 TEST(RowSchedule, TooManyElementsPerThreadSuggestsWhatExists) {
   auto error = [](DType t, int64_t n, const std::string& hint,
                   const std::string& arch = "sm_90") -> std::string {
@@ -580,29 +599,7 @@ ScanSchedule choose_scan(const std::string& file, const std::string& kernel, DTy
 }
 
 // Sets KDSL_SCAN_SCHEDULE for one scope (unset when empty), restoring the previous value.
-class ScanScheduleEnv {
- public:
-  explicit ScanScheduleEnv(const char* value) {
-    if (const char* old = std::getenv("KDSL_SCAN_SCHEDULE")) old_ = old;
-    if (*value) {
-      setenv("KDSL_SCAN_SCHEDULE", value, 1);
-    } else {
-      unsetenv("KDSL_SCAN_SCHEDULE");
-    }
-  }
-  ~ScanScheduleEnv() {
-    if (old_) {
-      setenv("KDSL_SCAN_SCHEDULE", old_->c_str(), 1);
-    } else {
-      unsetenv("KDSL_SCAN_SCHEDULE");
-    }
-  }
-  ScanScheduleEnv(const ScanScheduleEnv&) = delete;
-  ScanScheduleEnv& operator=(const ScanScheduleEnv&) = delete;
-
- private:
-  std::optional<std::string> old_;
-};
+using testing::ScanScheduleEnv;
 
 // The middle-axis layout measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md, ninth to
 // eleventh sessions): memory-bound kernels take accesses of 2 rows, 16 lanes along the rows and 8
@@ -777,9 +774,11 @@ TEST(ScanSchedule, VariableReadsAsTheScheduleHint) {
   EXPECT_EQ(variable_message("packed=-5"), "KDSL_SCAN_SCHEDULE 'packed=-5': packed is 0 or 1");
   EXPECT_EQ(variable_message("pipeline=3"),
             "KDSL_SCAN_SCHEDULE 'pipeline=3': pipeline is 0, 1 or 2");
-  EXPECT_EQ(variable_message("group=256"),
-            "KDSL_SCAN_SCHEDULE 'group=256': keys are t (1 to 64), lp, wp, window (1 to 32), vr "
-            "(1 to 16), powers of two; pipeline (0, 1, 2), ctas (0 to 32), packed (0 or 1)");
+  EXPECT_EQ(
+      variable_message("group=256"),
+      "KDSL_SCAN_SCHEDULE 'group=256': keys are t (1 to 64), lp, wp, window (1 to 32), vr "
+      "(1 to 16), powers of two; pipeline (0, 1, 2), ctas (0 to 32), packed (0 or 1), rescan (0 or "
+      "1)");
   {
     ScanScheduleEnv env(" packed = 0 , pipeline = 2 ");
     ScanSchedule s = choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768);

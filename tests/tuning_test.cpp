@@ -9,6 +9,7 @@
 #include <set>
 
 #include "kdsl/error.h"
+#include "scoped_env.h"
 #include "src/compiler.h"
 #include "src/runtime_impl.h"
 #include "src/schedule_scan.h"
@@ -133,16 +134,13 @@ TEST(Tuning, KeyNamesKernelDtypesLengthAndLayoutBits) {
   Specialization spec{{DType::bf16}, 8192, 0x1f, 0x1b};
   EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b");
   // KDSL_MATH changes the generated code: a schedule timed under it gets its own record.
-  struct Unset {
-    ~Unset() { unsetenv("KDSL_MATH"); }
-  } unset;
-  setenv("KDSL_MATH", "auto", 1);
+  testing::ScopedEnv math("KDSL_MATH", "auto");
   EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b");
-  setenv("KDSL_MATH", "Accurate", 1);
+  math.set("Accurate");
   EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b:math=accurate");
-  setenv("KDSL_MATH", "approx", 1);
+  math.set("approx");
   EXPECT_EQ(tuning_key("rms_norm", spec), "rms_norm:bf16:n8192:a1f:c1b:math=approx");
-  setenv("KDSL_MATH", "fast", 1);
+  math.set("fast");
   EXPECT_THROW(tuning_key("rms_norm", spec), ArgumentError);
 }
 

@@ -5,6 +5,7 @@
 // f32 math: approximate (every float generic is f16 or bf16): ex2.approx, rcp.approx, div.full and sqrt.approx for exp, exp2, sigmoid, silu, softplus, expm1 (a polynomial near 0), / and sqrt
 // ---- kdsl prelude: storage conversions, complex numbers, reductions ----
 typedef unsigned short kdsl_u16;
+typedef unsigned char kdsl_u8;  // bool tensors (b8)
 
 __device__ __forceinline__ float kdsl_inf_f() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ float kdsl_nan_f() { return __int_as_float(0x7fffffff); }
