@@ -514,7 +514,10 @@ CacheRemoval DiskCache::clear() {
   for (const auto& l : s.locks) fs::remove(l, ec);
   std::vector<fs::path> shards;  // removed after the listing, not while iterating
   each_entry(config_.dir, [&](const fs::directory_entry& shard) {
-    if (is_shard_name(shard.path().filename().string())) shards.push_back(shard.path());
+    std::error_code type_ec;  // a file named like a shard is not the cache's: left alone
+    if (is_shard_name(shard.path().filename().string()) && shard.is_directory(type_ec)) {
+      shards.push_back(shard.path());
+    }
   });
   for (const auto& shard : shards) fs::remove(shard, ec);  // if empty
   return removed;

@@ -688,5 +688,18 @@ TEST_F(CacheTest, DirectoriesNamedLikeEntriesAreNotEntries) {
   EXPECT_EQ(cache.stats().bytes, 0u);
 }
 
+// clear() removes the empty shard folders it leaves, but not a file that has a shard's name.
+TEST_F(CacheTest, ClearLeavesFilesNamedLikeShards) {
+  CacheConfig cfg = config();
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  const fs::path file = cfg.dir / (entry.parent_path().filename() == "cd" ? "ce" : "cd");
+  write_file(file, "not the cache's");
+  EXPECT_EQ(cache.clear().entries, 1u);
+  EXPECT_FALSE(fs::exists(entry.parent_path()));
+  EXPECT_TRUE(fs::is_regular_file(file));
+}
+
 }  // namespace
 }  // namespace kdsl
