@@ -176,6 +176,14 @@ TEST_F(CliTest, EmitIrCudaExplainPtx) {
   CliResult ir = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "bf16", "--ir"});
   EXPECT_EQ(ir.code, 0) << show(ir);
   EXPECT_TRUE(ir.out.starts_with("kernel rms_norm[T=bf16](x: Tensor[bf16, (M, N)]")) << ir.out;
+  // The IR comes before scheduling: a hint there is refused, not ignored.
+  CliResult ir_hint =
+      kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "bf16", "--ir", "--schedule", "t=4"});
+  EXPECT_EQ(ir_hint.code, 2) << show(ir_hint);
+  EXPECT_EQ(ir_hint.err,
+            "kdsl emit: usage error: --schedule chooses the schedule of the generated code: use it "
+            "with --cuda, --ptx, --sass or --explain, not --ir\n")
+      << show(ir_hint);
 
   std::vector<std::string> spec = {"emit",   kRms,      "-k",    "rms_norm", "-D",
                                    "T=bf16", "--shape", "N=256", "--arch",   "sm_90"};

@@ -43,6 +43,13 @@ int emit(const EmitOptions& o) {
         "--explain shows the schedule of the generated code: use it alone or with "
         "--cuda, --ptx or --sass, not --ir");
   }
+  if (o.ir && !o.k.schedule.empty()) {
+    // The IR comes before scheduling: a hint would be ignored, and one that cannot apply would
+    // go unreported.
+    throw UsageError(
+        "--schedule chooses the schedule of the generated code: use it with --cuda, --ptx, "
+        "--sass or --explain, not --ir");
+  }
   std::optional<Disassembler> dis;
   if (o.sass) {
     dis = find_disassembler();
