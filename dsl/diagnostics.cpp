@@ -103,7 +103,7 @@ std::vector<Piece> pieces(std::string_view line) {
     p.begin = i;
     const auto b = static_cast<unsigned char>(line[i]);
     char32_t cp = 0;
-    if (b == '\t' || (b >= 0x20 && b < 0x7f)) {
+    if (b == '\t' || b == '\n' || (b >= 0x20 && b < 0x7f)) {
       p.text = std::string(1, line[i]);
     } else if (b >= 0x80 && (p.bytes = utf8_sequence(line, i, &cp)) > 0) {
       p.text = hidden_code_point(cp) ? fmt::format("\\u{{{:04x}}}", static_cast<uint32_t>(cp))
@@ -118,6 +118,16 @@ std::vector<Piece> pieces(std::string_view line) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  for (const Piece& p : pieces(text)) out += p.text;
+  return out;
+}
+
+namespace {
 
 // Source line `line` as a diagnostic shows it (pieces() above), a long one as a window of about
 // 160 columns around column `col` (1-based, in bytes), cut with "...". `marker` gets the blanks

@@ -24,6 +24,12 @@ struct Diagnostic {
 /// Renders one diagnostic compiler-style. With `color`, uses ANSI colors (for terminals).
 std::string render_diagnostic(const Diagnostic& d, bool color = false);
 
+/// `text` safe to print on a terminal: control bytes (newlines and tabs kept), bytes that are not
+/// well-formed UTF-8 and code points that reorder or hide text are shown as \xHH or \u{HHHH},
+/// as the source lines of diagnostics are. For messages that echo what a user or a file gave (a
+/// file name, a docstring, an environment variable).
+std::string terminal_safe(std::string_view text);
+
 /// Collects diagnostics across passes so that a run reports every error it can, not just the first.
 /// Not thread-safe; one per compilation.
 class Diagnostics {

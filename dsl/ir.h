@@ -136,6 +136,7 @@ struct Node {
   bool has_init = false;      // scan: args carry initial values
   std::vector<Type> results;  // scan: the result types (one per scanned value)
   SourceLoc loc;
+  uint32_t length = 0;  // bytes of source from loc that the expression spans (0: not known)
 };
 
 /// A scan's combine function, (left..., right...) -> (out...), on scalars. Its nodes use Op::arg

@@ -332,6 +332,7 @@ Value Lowerer::vector_of_tensor(int32_t tensor, const ast::Expr& at) {
     n.view = {ir::AxisIndex{ir::AxisIndex::Kind::vector, 0}};
     n.type = {t.dtype, Form::vector};
     n.loc = at.loc;
+    n.length = at.span();
     return Value::of(builder_->add(std::move(n)), {t.dtype, Form::vector});
   }
   diags().error(at.loc,
@@ -628,6 +629,8 @@ Value Lowerer::unary_math(ir::UnaryFn fn, const Value& a0, const ast::Expr& at) 
     ok = t == DType::c64;
   } else if (fn == ir::UnaryFn::neg) {
     ok = t != DType::b8;
+  } else if (fn == ir::UnaryFn::lnot) {
+    ok = t == DType::b8;
   }
   if (!ok) {
     const char* need =
@@ -676,6 +679,7 @@ Value Lowerer::reduce(ir::ReduceKind kind, const Value& a0, const ast::Expr& at,
   bool arg = kind == ir::ReduceKind::argmax || kind == ir::ReduceKind::argmin;
   n.type = {arg ? DType::i64 : acc, Form::scalar};
   n.loc = at.loc;
+  n.length = at.span();
   ir::Type type = n.type;
   return Value::of(builder_->add(std::move(n)), type);
 }
@@ -930,6 +934,7 @@ Value Lowerer::subscript(const ast::Expr& e) {
     for (const auto& a : n.view) vec |= a.kind == ir::AxisIndex::Kind::vector;
     n.type = {t.dtype, vec ? Form::vector : Form::scalar};
     n.loc = e.loc;
+    n.length = e.span();
     ir::Type type = n.type;
     return Value::of(builder_->add(std::move(n)), type);
   }

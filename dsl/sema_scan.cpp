@@ -426,6 +426,7 @@ Value Lowerer::scan_call(const std::string& name, const ast::Expr& e, std::vecto
   n.op = Op::scan;
   n.fn = static_cast<uint8_t>(builtin ? builtin->kind : ir::ScanKind::custom);
   n.loc = e.loc;
+  n.length = e.span();
   for (const Value& v : values) {
     n.args.push_back(v.id);
     n.results.push_back({v.type.dtype, Form::vector});
@@ -486,6 +487,7 @@ Value Lowerer::first_last(const std::string& name, const ast::Expr& e, std::vect
   n.args = {v.id};
   n.type = {v.type.dtype, Form::scalar};
   n.loc = at.loc;
+  n.length = at.span();
   ir::Type type = n.type;
   return Value::of(builder_->add(std::move(n)), type);
 }
@@ -579,6 +581,7 @@ Value Lowerer::shift_call(const ast::Expr& e, std::vector<Value>& args) {
   n.args = {v.id, fill.id};
   n.type = v.type;
   n.loc = e.loc;
+  n.length = e.span();
   ir::Type type = n.type;
   return Value::of(builder_->add(std::move(n)), type);
 }

@@ -499,17 +499,22 @@ std::vector<CacheEntryInfo> DiskCache::list() const {
   return out;
 }
 
+void CacheRemoval::remove(const fs::path& path, uint64_t size) {
+  std::error_code ec;
+  if (fs::remove(path, ec)) {
+    ++entries;
+    bytes += size;
+  } else if (ec) {  // (not an error: removed by another process meanwhile)
+    if (failed++ == 0) failure = ec.message();
+  }
+}
+
 CacheRemoval DiskCache::clear() {
   CacheRemoval removed;
   if (!config_.enabled) return removed;
   Scan s = scan(config_.dir);
   std::error_code ec;
-  for (const auto& e : s.entries) {
-    if (fs::remove(e.path, ec)) {
-      ++removed.entries;
-      removed.bytes += e.bytes;
-    }
-  }
+  for (const auto& e : s.entries) removed.remove(e.path, e.bytes);
   for (const auto& t : s.temps) fs::remove(t.path, ec);
   for (const auto& l : s.locks) fs::remove(l, ec);
   std::vector<fs::path> shards;  // removed after the listing, not while iterating
@@ -543,11 +548,9 @@ CacheRemoval DiskCache::evict(const fs::path& keep) const {
   for (const auto& e : s.entries) {
     if (total <= config_.max_bytes) break;
     if (e.path == keep) continue;
-    if (fs::remove(e.path, ec)) {
-      total -= e.bytes;
-      ++removed.entries;
-      removed.bytes += e.bytes;
-    }
+    const uint64_t before = removed.entries;
+    removed.remove(e.path, e.bytes);
+    if (removed.entries > before) total -= e.bytes;
   }
   log().info(
       "kdsl cache: evicted {} least recently used entries ({} bytes) to stay within the "

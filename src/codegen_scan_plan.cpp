@@ -19,13 +19,21 @@ bool has_kind(const ir::View& v, ir::AxisIndex::Kind kind) {
 [[noreturn]] void unsupported(const ir::Kernel& k, ir::ValueId id, SourceLoc loc,
                               const std::string& msg, const std::string& hint) {
   // Nodes made by sema for an expression may have no location; use the closest operand's.
-  for (ir::ValueId at = id; !loc.valid() && at >= 0;) {
+  // The underline: the span of the node (or first operand) that starts at the location.
+  uint32_t length = 1;
+  const bool given = loc.valid();
+  for (ir::ValueId at = id; at >= 0;) {
     const ir::Node& n = k.node(at);
-    loc = n.loc;
+    if (!given && !loc.valid()) loc = n.loc;
+    if (loc.valid() && n.loc.valid() && n.loc.offset == loc.offset) {
+      length = std::max(n.length, 1u);
+      break;
+    }
     at = n.args.empty() ? -1 : n.args[0];
   }
   Diagnostic d;
   d.loc = loc;
+  d.length = length;
   d.message = msg + " (in the GPU scan schedule)";
   d.hint = hint;
   throw SourceError(loc.valid() ? render_diagnostic(d)

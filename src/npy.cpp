@@ -1,11 +1,13 @@
 #include "npy.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "kdsl/error.h"
@@ -161,8 +163,21 @@ void write_npy(const std::string& path, const HostTensor& t) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::ofstream out(path, std::ios::binary);
-  if (!out) bad(path, std::string("cannot write: ") + std::strerror(errno));
+  // A regular file is written to a temporary file beside it, then renamed over it: a failed
+  // write (a full disk) leaves neither a truncated file nor a damaged old one. Anything else that
+  // exists (a device, a pipe) is written in place. Every byte is flushed and checked.
+  std::error_code ec;
+  const bool in_place =
+      std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec);
+  const std::string target = in_place ? path : fmt::format("{}.tmp.{}", path, ::getpid());
+  auto fail = [&](const char* what, int err) {
+    std::error_code rm;
+    if (!in_place) std::filesystem::remove(target, rm);
+    bad(path, fmt::format("{}: {}", what, err ? std::strerror(err) : "I/O error"));
+  };
+  std::ofstream out(target, std::ios::binary | std::ios::trunc);
+  if (!out) fail("cannot write", errno);
+  errno = 0;
   out.write(kMagic, 6);
   char version[2] = {1, 0};
   out.write(version, 2);
@@ -172,7 +187,13 @@ void write_npy(const std::string& path, const HostTensor& t) {
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   out.write(reinterpret_cast<const char*>(t.bytes.data()),
             static_cast<std::streamsize>(t.bytes.size()));
-  if (!out) bad(path, std::string("write failed: ") + std::strerror(errno));
+  out.flush();
+  out.close();
+  if (out.fail()) fail("write failed", errno);
+  if (!in_place) {
+    std::filesystem::rename(target, path, ec);
+    if (ec) fail("cannot write", ec.value());
+  }
 }
 
 }  // namespace kdsl

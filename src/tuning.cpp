@@ -216,7 +216,7 @@ void TuningDb::record(const std::string& gpu, const std::string& key,
   std::string tmp = path().string() + fmt::format(".tmp{}", ::getpid());
   {
     std::ofstream out(tmp);
-    out << db.dump(2) << "\n";
+    out << db.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     if (!out) {
       ::close(lock);
       throw Error(fmt::format("cannot write {}", tmp));

@@ -150,6 +150,37 @@ TEST_F(CliTest, ListShowsSignaturesDocsAndSpecializedSymbols) {
 }
 
 // A file without kernels lists nothing, and a note says so rather than leaving the output blank.
+// What a file or the command line gives is echoed without driving the terminal, and --json
+// survives bytes that are not UTF-8 (replaced by U+FFFD).
+TEST_F(CliTest, EchoedTextIsTerminalSafeAndJsonSurvivesBadUtf8) {
+  write_file(path("esc.kdsl"),
+             "@kernel\n"
+             "def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n"
+             "    \"\"\"Doubles x.\x1b]0;title\x07\x1b[2J \xff\"\"\"\n"
+             "    for m in parallel(M):\n"
+             "        y[m, :] = x[m, :] * 2.0\n");
+  CliResult r = kdsl({"list", path("esc.kdsl")});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("Doubles x.\\x1b]0;title\\x07\\x1b[2J \\xff"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  CliResult j = kdsl({"list", path("esc.kdsl"), "--json"});
+  EXPECT_EQ(j.code, 0) << show(j);
+  EXPECT_EQ(nlohmann::json::parse(j.out).at(0).at("doc"),
+            "Doubles x.\x1b]0;title\x07\x1b[2J \xef\xbf\xbd");
+  CliResult missing = kdsl({"check", path("no\x1b[2Jfile.kdsl")});
+  EXPECT_EQ(missing.code, 1) << show(missing);
+  EXPECT_NE(missing.err.find("no\\x1b[2Jfile.kdsl"), std::string::npos) << missing.err;
+}
+
+// A failed write of --out (here a full device) is an error, not a success with a short file.
+TEST_F(CliTest, RunOutWriteFailureIsAnError) {
+  if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "skipped: no /dev/full";
+  CliResult r = kdsl({"run", kRms, "-k", "rms_norm", "--device", "cpu", "--dtype", "f32", "--shape",
+                      "M=4,N=8", "--out", "y=/dev/full"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_EQ(r.err, "kdsl: error: /dev/full: write failed: No space left on device\n") << show(r);
+}
+
 TEST_F(CliTest, ListSaysWhenAFileDefinesNoKernels) {
   write_file(path("empty.kdsl"), "");
   write_file(path("comments.kdsl"), "# only a comment\n\n");

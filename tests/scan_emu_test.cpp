@@ -97,7 +97,7 @@ def sums_rev(x: Tensor[f32, (M, N)], *, rev_ex: Out[f32, (M, N)], lse: Out[f32, 
 def masked_mid[T: (f32, bf16)](x: Tensor[T, (B, L, D)], keep: Tensor[bool, (B, L, D)],
                                *, y: Out[T, (B, L, D)], kept: Out[f32, (B, D)]):
     for b, d in parallel(B, D):
-        v = where(keep[b, :, d], f32(x[b, :, d]), 0.0)
+        v = where(not keep[b, :, d], 0.0, f32(x[b, :, d]))
         y[b, :, d] = T(cumsum(v, reverse=True))
         kept[b, d] = sum(where(keep[b, :, d], 1.0, 0.0))
 
@@ -105,7 +105,7 @@ def masked_mid[T: (f32, bf16)](x: Tensor[T, (B, L, D)], keep: Tensor[bool, (B, L
 @kernel
 def masked_rows(x: Tensor[f32, (M, N)], keep: Tensor[bool, (M, N)], *, y: Out[f32, (M, N)]):
     for m in parallel(M):
-        y[m, :] = cumsum(where(keep[m, :], x[m, :], 0.0), exclusive=True)
+        y[m, :] = cumsum(where(not keep[m, :] or x[m, :] > 3.0, 0.0, x[m, :]), exclusive=True)
 
 
 @kernel
@@ -263,8 +263,9 @@ TEST_F(ScanEmu, ScheduleVariants) {
   }
 }
 
-// Bool tensors as scan inputs (1-byte elements: their loads, zero fill and rescanning), along a
-// middle axis (16-byte accesses of 2 rows with D even, element accesses with D odd) and the last.
+// Bool tensors as scan inputs (1-byte elements: their loads, zero fill and rescanning; `not` on
+// them), along a middle axis (16-byte accesses of 2 rows with D even, element accesses with D odd)
+// and the last.
 TEST_F(ScanEmu, BoolInputs) {
   testing::ScanScheduleEnv env("");
   uint64_t seed = 600;

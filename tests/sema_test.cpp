@@ -269,6 +269,38 @@ def k(x: Tensor[f16, (M, N)], *, y: Out[f16, (M, N)], z: Out[i64, (M,)]):
   EXPECT_EQ(k.node(z.args[1]).number, 1099511627776.0);
 }
 
+// `not` takes and gives bool (SPEC sections 3 and 8): on a bool tensor's row, a comparison, a
+// bool scalar parameter and a module constant; on a float it is an error.
+TEST(SemaLogic, NotTakesAndGivesBool) {
+  ir::Kernel k = lower(R"(
+X = not True
+@kernel
+def k(x: Tensor[f32, (M, N)], mask: Tensor[bool, (M, N)], flip: bool = False,
+      *, a: Out[f32, (M, N)], b: Out[f32, (M, N)], c: Out[f32, (M,)]):
+    for m in parallel(M):
+        a[m, :] = where(not mask[m, :], x[m, :], 0.0)
+        b[m, :] = where(not (x[m, :] > 0.0) or X, x[m, :], 1.0)
+        c[m] = 1.0 if not flip else 2.0
+)",
+                       "k");
+  const ir::Node& a = stored(k, "a");
+  ASSERT_EQ(a.op, ir::Op::select);
+  const ir::Node& cond = k.node(a.args[0]);
+  EXPECT_EQ(cond.op, ir::Op::unary);
+  EXPECT_EQ(static_cast<ir::UnaryFn>(cond.fn), ir::UnaryFn::lnot);
+  EXPECT_EQ(cond.type, (ir::Type{DType::b8, ir::Form::vector}));
+  Parsed bad(R"(
+@kernel
+def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):
+    for m in parallel(M):
+        y[m, :] = where(not x[m, :], 1.0, 0.0)
+)");
+  Diagnostics diags;
+  EXPECT_FALSE(lower_kernel(*bad.module, "k", {}, diags).has_value());
+  EXPECT_NE(diags.render().find("'not' needs a bool operand, not "), std::string::npos)
+      << diags.render();
+}
+
 TEST(SemaLiterals, TypedConstantsAndFloatLiteralsDoNotAdapt) {
   const std::string head =
       "EPS: f32 = 1e-6\n@kernel\ndef k(x: Tensor[f16, (M, N)], i: i32, *, y: Out[f16, (M, N)]):\n"

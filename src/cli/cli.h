@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -186,5 +187,10 @@ void print_note(const std::string& note);
 
 /// "1.5 KiB", "12.0 MiB".
 std::string human_bytes(uint64_t bytes);
+
+/// `j` as --json prints it (indented by 2). Strings that are not UTF-8 (a file name, a docstring,
+/// a directory taken from the environment) have their bad bytes replaced by U+FFFD instead of
+/// failing the whole output.
+std::string json_text(const nlohmann::json& j);
 
 }  // namespace kdsl::cli

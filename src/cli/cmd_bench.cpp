@@ -147,7 +147,7 @@ int bench(const BenchOptions& o) {
     nlohmann::json report = {
         {"device", dev.name}, {"copy_GBps", copy_gbps},    {"reps", o.reps},
         {"warmup", o.warmup}, {"l2_flushed", !o.no_flush}, {"results", results}};
-    std::cout << report.dump(2) << "\n";
+    std::cout << json_text(report) << "\n";
   }
   // A hint that cannot apply to a specialization is the command line's fault: exit code 2.
   return hint_errors ? kUsage : failed ? kUserError : kOk;

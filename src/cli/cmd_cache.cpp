@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "dsl/text.h"
 #include "src/cache.h"
 
 namespace kdsl::cli {
@@ -63,7 +64,7 @@ int stats(const CacheOptions& o) {
                         {"bytes", s.bytes},
                         {"max_bytes", s.max_bytes},
                         {"entries_by_arch", by_arch}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kOk;
   }
   std::cout << fmt::format("{:<22}{}\n", "cache directory", s.dir.string());
@@ -93,7 +94,7 @@ int list(const CacheOptions& o) {
                      {"last_use", unix_seconds(e.last_use)},
                      {"path", e.path.string()}});
     }
-    std::cout << all.dump(2) << "\n";
+    std::cout << json_text(all) << "\n";
     return kOk;
   }
   if (entries.empty()) {
@@ -129,12 +130,20 @@ int remove(const CacheOptions& o, bool prune) {
   require_usable(cache);
   CacheRemoval r = prune ? cache.prune() : cache.clear();
   CacheStats after = cache.stats();
+  // Entries that stay because they could not be removed make the command fail (exit 1), after
+  // its usual report.
+  const std::string failed =
+      r.failed == 0 ? ""
+                    : fmt::format("could not remove {} from {}: {}",
+                                  counted(static_cast<int64_t>(r.failed), "entry", "entries"),
+                                  after.dir.string(), r.failure);
   if (o.json) {
-    nlohmann::json j = {{"dir", after.dir.string()},    {"enabled", after.enabled},
-                        {"removed_entries", r.entries}, {"removed_bytes", r.bytes},
-                        {"entries", after.entries},     {"bytes", after.bytes},
-                        {"max_bytes", after.max_bytes}};
-    std::cout << j.dump(2) << "\n";
+    nlohmann::json j = {
+        {"dir", after.dir.string()}, {"enabled", after.enabled},   {"removed_entries", r.entries},
+        {"removed_bytes", r.bytes},  {"failed_entries", r.failed}, {"failure", r.failure},
+        {"entries", after.entries},  {"bytes", after.bytes},       {"max_bytes", after.max_bytes}};
+    std::cout << json_text(j) << "\n";
+    if (!failed.empty()) throw Error(failed);
     return kOk;
   }
   if (!after.enabled) {
@@ -147,6 +156,7 @@ int remove(const CacheOptions& o, bool prune) {
                            human_bytes(after.bytes));
   if (prune) std::cout << fmt::format(", size limit {}", limit_text(after.max_bytes));
   std::cout << "\n";
+  if (!failed.empty()) throw Error(failed);
   return kOk;
 }
 

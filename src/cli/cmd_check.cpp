@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "dsl/diagnostics.h"
 #include "dsl/parser.h"
 
 namespace kdsl::cli {
@@ -183,13 +184,13 @@ Command register_list(CLI::App& app) {
             if (o->json) {
               nlohmann::json all = nlohmann::json::array();
               for (const KernelSignature& sig : fe->kernels) all.push_back(signature_json(sig));
-              std::cout << all.dump(2) << "\n";
+              std::cout << json_text(all) << "\n";
               return kOk;
             }
             for (const KernelSignature& sig : fe->kernels) {
               std::cout << signature_line(sig) << "\n";
               std::string doc = sig.docstring.substr(0, sig.docstring.find('\n'));
-              if (!doc.empty()) std::cout << "    " << doc << "\n";
+              if (!doc.empty()) std::cout << "    " << terminal_safe(doc) << "\n";
               std::string spec, dyn;
               for (const ir::Symbol& s : sig.symbols) {
                 std::string& into = s.specialized ? spec : dyn;

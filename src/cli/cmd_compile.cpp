@@ -217,7 +217,7 @@ int compile(const CompileOptions& o) {
         {"results", results},   {"compiled", compiled},     {"hits", hits},
         {"failed", failed},     {"not_stored", not_stored}, {"seconds", seconds},
         {"nvrtc_ms", nvrtc_ms}, {"threads", threads},       {"nvrtc", nvrtc_version()}};
-    std::cout << report.dump(2) << "\n";
+    std::cout << json_text(report) << "\n";
   } else {
     std::cout << fmt::format(
         "{} specialization{}: {} compiled, {} disk-cache hit{}, {} failed in "

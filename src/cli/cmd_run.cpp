@@ -130,7 +130,7 @@ int run(const RunOptions& o) {
           p.ir.name, report["dtype"].get<std::string>(), shape_values_text(shape), ms);
     }
     finish_outputs(o, p, files, report);
-    if (o.json) std::cout << report.dump(2) << "\n";
+    if (o.json) std::cout << json_text(report) << "\n";
     return kOk;
   }
 
@@ -200,7 +200,7 @@ int run(const RunOptions& o) {
                        {"copy_GBps", copy_gbps},   {"ratio_to_copy", gbps / copy_gbps}};
   }
   finish_outputs(o, p, files, report);
-  if (o.json) std::cout << report.dump(2) << "\n";
+  if (o.json) std::cout << json_text(report) << "\n";
   return code;
 }
 

@@ -108,15 +108,14 @@ int tune(const TuneOptions& o) {
     }
   }
   if (o.json) {
-    std::cout << nlohmann::json({{"key", key},
-                                 {"gpu", target.name},
-                                 {"shape", shape_text},
-                                 {"best", best_hint},
-                                 {"recorded", recorded},
-                                 {"best_us", best_us},
-                                 {"default_us", default_us},
-                                 {"candidates", rows}})
-                     .dump(2)
+    std::cout << json_text({{"key", key},
+                            {"gpu", target.name},
+                            {"shape", shape_text},
+                            {"best", best_hint},
+                            {"recorded", recorded},
+                            {"best_us", best_us},
+                            {"default_us", default_us},
+                            {"candidates", rows}})
               << "\n";
   }
   return kOk;

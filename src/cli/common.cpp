@@ -274,6 +274,10 @@ std::string binding_text(const KernelSignature& sig, const std::vector<DType>& b
   return s.empty() ? "-" : s;
 }
 
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string shape_values_text(const std::map<std::string, int64_t>& shape) {
   std::string s;
   for (const auto& [name, v] : shape) s += fmt::format("{}{}={}", s.empty() ? "" : ",", name, v);

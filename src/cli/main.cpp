@@ -6,6 +6,7 @@
 #include <new>
 
 #include "cli.h"
+#include "dsl/diagnostics.h"
 #include "src/log.h"
 
 namespace {
@@ -47,6 +48,12 @@ std::string command_name(const CLI::App& app) {
   return name;
 }
 
+// An exception's message as printed: what it echoes from the user (a file name, an argument, a
+// variable) cannot drive the terminal.
+std::string safe(const std::exception& e) {
+  return kdsl::terminal_safe(e.what());
+}
+
 // One line for a command line CLI11 could not parse.
 int usage_error(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
   std::string name;
@@ -72,7 +79,8 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e, int argc, char** 
                ? std::string("unknown command '") + argv[i] + "' (commands: " + subs + ")"
                : "a command is required (" + subs + ")";
   }
-  std::cerr << name << ": usage error: " << what << " (see " << name << " --help)\n";
+  std::cerr << name << ": usage error: " << kdsl::terminal_safe(what) << " (see " << name
+            << " --help)\n";
   return kdsl::cli::kUsage;
 }
 
@@ -119,28 +127,28 @@ int main(int argc, char** argv) {
     }
     return kdsl::cli::kUsage;
   } catch (const kdsl::cli::UsageError& e) {
-    std::cerr << name << ": usage error: " << e.what() << "\n";
+    std::cerr << name << ": usage error: " << safe(e) << "\n";
     return kdsl::cli::kUsage;
   } catch (const kdsl::ScheduleHintError& e) {  // a --schedule hint that cannot apply
-    std::cerr << name << ": usage error: --schedule: " << e.what() << "\n";
+    std::cerr << name << ": usage error: --schedule: " << safe(e) << "\n";
     return kdsl::cli::kUsage;
   } catch (const kdsl::cli::NoGpuError& e) {
-    std::cerr << "kdsl: " << e.what() << "\n";
+    std::cerr << "kdsl: " << safe(e) << "\n";
     return kdsl::cli::kNoGpu;
   } catch (const kdsl::SourceError& e) {
-    std::cerr << e.what();
+    std::cerr << safe(e);
     return kdsl::cli::kUserError;
   } catch (const kdsl::InternalError& e) {
-    std::cerr << "kdsl: internal error (a bug in kdsl; please report it): " << e.what() << "\n";
+    std::cerr << "kdsl: internal error (a bug in kdsl; please report it): " << safe(e) << "\n";
     return kdsl::cli::kUserError;
   } catch (const kdsl::Error& e) {
-    std::cerr << "kdsl: error: " << e.what() << "\n";
+    std::cerr << "kdsl: error: " << safe(e) << "\n";
     return kdsl::cli::kUserError;
   } catch (const std::bad_alloc&) {
     std::cerr << "kdsl: error: out of memory\n";
     return kdsl::cli::kUserError;
   } catch (const std::exception& e) {
-    std::cerr << "kdsl: internal error (a bug in kdsl; please report it): " << e.what() << "\n";
+    std::cerr << "kdsl: internal error (a bug in kdsl; please report it): " << safe(e) << "\n";
     return kdsl::cli::kUserError;
   }
 }
