@@ -181,7 +181,7 @@ std::string render_diagnostic(const Diagnostic& d, bool color) {
   std::string out;
   out += bold;
   if (d.loc.file) {
-    out += d.loc.file->path();
+    out += terminal_safe(d.loc.file->path());
     if (d.loc.line > 0) {
       out += ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col);
     }

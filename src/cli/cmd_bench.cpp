@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "dsl/diagnostics.h"
 #include "inputs.h"
 #include "src/driver.h"
 #include "src/gpu_bench.h"
@@ -137,7 +138,7 @@ int bench(const BenchOptions& o) {
       if (!o.json) {
         std::cout << fmt::format("{:<20} {:<6} {:<22} {:>10}\n", row.kernel, row.dtype, row.shape,
                                  "FAILED");
-        std::cerr << "kdsl: error: " << row.error << "\n";
+        std::cerr << "kdsl: error: " << terminal_safe(row.error) << "\n";
       }
       j["error"] = row.error;
     }

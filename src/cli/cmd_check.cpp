@@ -22,7 +22,7 @@ bool check_file(const std::string& path) {
       throw Error("cannot read '" + path + "': it is a directory");
     file = SourceFile::read(path);
   } catch (const Error& e) {
-    std::cerr << "kdsl: error: " << e.what() << "\n";
+    std::cerr << "kdsl: error: " << terminal_safe(e.what()) << "\n";
     return false;
   }
   Diagnostics diags;
@@ -30,7 +30,7 @@ bool check_file(const std::string& path) {
   if (!diags.has_errors()) check_module(*m, diags);
   std::cerr << diags.render(use_color());
   if (diags.has_errors()) {
-    std::cerr << fmt::format("{}: {} error{}\n", path, diags.error_count(),
+    std::cerr << fmt::format("{}: {} error{}\n", terminal_safe(path), diags.error_count(),
                              diags.error_count() == 1 ? "" : "s");
     return false;
   }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dsl/diagnostics.h"
 #include "src/cache.h"
 #include "src/log.h"
 #include "src/nvrtc.h"
@@ -139,7 +140,7 @@ int compile(const CompileOptions& o) {
     if (jobs[i].status == Job::kFailed && !lines) {
       bar.clear();
       std::cerr << fmt::format("{}{} ({}): {}\n", error_prefix(jobs[i].error), jobs[i].symbol,
-                               jobs[i].target.arch, trim_newlines(jobs[i].error));
+                               jobs[i].target.arch, terminal_safe(trim_newlines(jobs[i].error)));
     }
     while (printed < jobs.size() && jobs[printed].status != Job::kPending) {
       const Job& j = jobs[printed++];
@@ -147,7 +148,7 @@ int compile(const CompileOptions& o) {
       bar.clear();
       std::cout << job_line(j) << "\n" << std::flush;
       if (j.status == Job::kFailed) {
-        std::cerr << error_prefix(j.error) << trim_newlines(j.error) << "\n";
+        std::cerr << error_prefix(j.error) << terminal_safe(trim_newlines(j.error)) << "\n";
       }
     }
     bar.update(done, jobs[i].symbol);
