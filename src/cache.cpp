@@ -499,14 +499,15 @@ std::vector<CacheEntryInfo> DiskCache::list() const {
   return out;
 }
 
-void CacheRemoval::remove(const fs::path& path, uint64_t size) {
+bool CacheRemoval::remove(const fs::path& path, uint64_t size) {
   std::error_code ec;
   if (fs::remove(path, ec)) {
     ++entries;
     bytes += size;
-  } else if (ec) {  // (not an error: removed by another process meanwhile)
-    if (failed++ == 0) failure = ec.message();
+    return true;
   }
+  if (ec && failed++ == 0) failure = ec.message();  // (no error: another process removed it)
+  return false;
 }
 
 CacheRemoval DiskCache::clear() {
@@ -548,9 +549,7 @@ CacheRemoval DiskCache::evict(const fs::path& keep) const {
   for (const auto& e : s.entries) {
     if (total <= config_.max_bytes) break;
     if (e.path == keep) continue;
-    const uint64_t before = removed.entries;
-    removed.remove(e.path, e.bytes);
-    if (removed.entries > before) total -= e.bytes;
+    if (removed.remove(e.path, e.bytes)) total -= e.bytes;
   }
   log().info(
       "kdsl cache: evicted {} least recently used entries ({} bytes) to stay within the "

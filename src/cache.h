@@ -99,8 +99,8 @@ struct CacheRemoval {
   uint64_t failed = 0;   ///< Entry files that could not be removed (e.g. a read-only directory).
   std::string failure;   ///< Why the first of them could not be, e.g. "Permission denied".
 
-  /// Counts the removal of entry `path` of `bytes` bytes, or why it failed.
-  void remove(const std::filesystem::path& path, uint64_t bytes);
+  /// Removes entry `path` of `bytes` bytes and counts it, or why it failed; true if removed.
+  bool remove(const std::filesystem::path& path, uint64_t bytes);
 };
 
 /// A cache directory. Thread-safe; any number of processes may share the directory.

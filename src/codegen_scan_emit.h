@@ -49,8 +49,9 @@ class Emitter {
   /// Pipelined with the next tile's phase-A loads copied by cp.async into shared memory (staging
   /// arrays stg<a>), read into registers when the tile starts.
   bool staged() const { return pipelined() && s_.async_copy; }
-  // Phase B scans the thread's elements again from its prefix (ScanSchedule::rescan).
-  bool rescan() const { return s_.rescan && s_.blocked && !pipelined(); }
+  // Phase B scans the thread's elements again from its prefix (ScanSchedule::rescan; the
+  // scheduler keeps it only for scan.columns without pipelining).
+  bool rescan() const { return s_.rescan; }
   /// Look-back with packed words (kdsl_sc_pk_*): every state component is 32 bits wide and
   /// together they take at most three words, the fourth being the status.
   bool packed() const;
