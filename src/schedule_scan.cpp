@@ -117,6 +117,14 @@ struct ScanHints {
     throw ArgumentError(fmt::format("{}: {}", source(), msg));
   }
 
+  // The last value given for `key`, else `fallback`.
+  int value(const std::string& key, int fallback) const {
+    for (auto it = items.rbegin(); it != items.rend(); ++it) {
+      if (it->first == key) return it->second;
+    }
+    return fallback;
+  }
+
   // A key of the tile's layout (t, lp, wp, vr) is set: the overrides then apply to the
   // element-access layout they were written against, not to the default 2-row one.
   bool sets_layout() const {
@@ -340,8 +348,8 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // scan.columns over a long sequence, f32, f16 or bf16 tensors, little math per element:
   // accesses of VR = 2 rows (8 bytes of f32, 4 of f16/bf16), 16 lanes along the rows and 2 along
   // the positions, and as many elements per thread (a power of two up to 64) as about 208
-  // register words hold (16-bit loads packed in pairs), 8 to 32 steps so that a tile spans at
-  // least 128 positions.
+  // register words hold (256 for rescanning 16-bit tensors, below; 16-bit loads packed in pairs),
+  // 8 to 32 steps so that a tile spans at least 128 positions.
   // Measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md):
   // - ninth session (T6), 8-byte accesses (VR = 8 / size) against the element accesses of
   //   32-byte rows before them, which issue 2 to 4 times the load instructions per byte: f32
@@ -362,7 +370,21 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // Little math per element over a long middle-axis sequence: the memory-bound 2-row layout
   // (below, or an override that lands on it) with its budget of register words of elements.
   const bool light = s.columns && float32_or_less && len > 256 && element_math(k) < 2;
-  constexpr int kLightBudget = 208;
+  // 16-bit tensors there rescan by default (ScanSchedule::rescan): the packed loads, not the f32
+  // local prefixes, stay live through the look-back, so the same registers hold more elements.
+  // Measured on the H200 (sixteenth session, bench/results/scan_2026-12-01_s16.txt; same binary,
+  // two rounds, us at (1, 32768, 2048) bf16, default -> rescan):
+  // - cumsum_mid (32 steps either way) 89.3 -> 86.2; at (1, 32768, 1024) 54.5 -> 52.2; at
+  //   (4, 2048, 2048) 30.0 -> 30.6;
+  // - linear_recurrence_bwd (16 steps either way) 215.8 -> 203.5; 121.2 -> 116.2; 66.7 -> 62.5;
+  // - linear_recurrence: rescan at 16 steps 135.7 -> 136.8, at 32 steps 121.5 (the budget
+  //   below); 83.8 -> 76.2; 44.3 -> 42.6. The backward recurrence at 32 steps spills: 341 us.
+  // f32 kernels are not measured this way (their loads take whole registers) and do not rescan.
+  // (KDSL_SCAN_SCHEDULE's rescan=0 gives the previous default, pipelining no rescanning: both
+  // with the budget of 208 words.)
+  const bool rescan16 = light && vmax == 2 && hints.value("rescan", 1) != 0 &&
+                        hints.value("pipeline", 0) == 0;
+  const int light_budget = rescan16 ? 256 : 208;
   auto sets_ctas = [](const ScanHints& h) {
     return std::any_of(h.items.begin(), h.items.end(),
                        [](const auto& kv) { return kv.first == "ctas"; });
@@ -375,7 +397,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     s.lp = 2;
     const int half = element_half_words(k, true);
     int e = 8;
-    while (e * 2 <= 64 && e * 2 * half <= 2 * kLightBudget) e *= 2;
+    while (e * 2 <= 64 && e * 2 * half <= 2 * light_budget) e *= 2;
     s.t = std::clamp(e / s.vr, 8, 32);
     // The budget (words of elements; the loads and the prefixes are not all live at once) was
     // measured with two CTAs of 256 threads per SM (128 registers a thread); the launch bounds
@@ -418,6 +440,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         "register words of elements per thread (much math per element: bound by instructions)",
         s.t, s.t * s.vr * words));
   }
+  s.rescan = rescan16;
   apply_hints(s, hints);
   apply_hints(s, given);  // the caller's hint over the variable's
   if (s.t == 0) {
@@ -439,7 +462,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // launch bounds, so the default's layout given as a hint compiles to the default's code; more
   // steps than the budget holds (tune's doubled t) are left to ptxas; a `ctas` key wins.
   if (set_layout && !ctas_keyed && light && s.vr == 2 && s.lp == 2 && s.wr == 1 && s.wp == 8 &&
-      s.t * s.vr * element_half_words(k, true) <= 2 * kLightBudget) {
+      s.t * s.vr * element_half_words(k, true) <= 2 * light_budget) {
     s.min_ctas = 2;
   }
   if (set_layout) {
@@ -477,7 +500,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   // An override's tile is bounded by its registers: past about 1024 words of elements per thread
   // (four times the 255 registers a thread can have) the kernel spills most of them and NVRTC
-  // takes minutes (t=64,vr=16 on a c64 recurrence: 8192 words). The defaults hold at most 208.
+  // takes minutes (t=64,vr=16 on a c64 recurrence: 8192 words). The defaults hold at most 256.
   if (const int64_t held = int64_t{s.t} * s.vp * s.vr * words; set_layout && held > 1024) {
     (given.sets_layout() ? given : hints)
         .fail(fmt::format("the tile holds about {} register words of elements per thread ({} x "
@@ -499,10 +522,10 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   }
   if (s.rescan && (!s.blocked || s.pipeline)) {
     s.rescan = false;
-    s.reasons.push_back(fmt::format(
-        "KDSL_SCAN_SCHEDULE rescan=1 ignored: {}",
-        !s.blocked ? "it applies to scans along a middle axis (scan.columns), not the last"
-                   : "pipelining loads the next tile in phase A"));
+    const char* why = !s.blocked
+                          ? "it applies to scans along a middle axis (scan.columns), not the last"
+                          : "pipelining loads the next tile in phase A";
+    s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE rescan=1 ignored: {}", why));
   }
   if (s.rescan) {
     s.reasons.push_back(

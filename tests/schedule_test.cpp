@@ -621,7 +621,8 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
       {"scan.kdsl", "cumsum_mid", DType::f32, 32768, 2, 16, 2, 32},
       {"scan.kdsl", "cumsum_mid", DType::bf16, 32768, 2, 16, 2, 32},
       {"linear_recurrence.kdsl", "linear_recurrence", DType::f32, 32768, 2, 16, 2, 16},
-      {"linear_recurrence.kdsl", "linear_recurrence", DType::bf16, 32768, 2, 16, 2, 16},
+      // rescanning 16-bit tensors: a budget of 256 words holds 64 elements of 8 half words
+      {"linear_recurrence.kdsl", "linear_recurrence", DType::bf16, 32768, 2, 16, 2, 32},
       // 32 elements of packed 16-bit loads fit the budget, 32 of f32 do not
       {"linear_recurrence.kdsl", "linear_recurrence_bwd", DType::bf16, 32768, 2, 16, 2, 16},
       {"linear_recurrence.kdsl", "linear_recurrence_bwd", DType::f32, 4097, 2, 16, 2, 8},
@@ -645,6 +646,34 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
     EXPECT_EQ(s.t, c.steps);
     EXPECT_EQ(s.lr * s.lp, 32);
     EXPECT_LE(s.td(), s.threads());  // one look-back thread per row of a tile
+    // The 16-bit memory-bound layout rescans (measured faster on the H200, sixteenth session);
+    // f32, the instruction-bound and the element-access layouts do not.
+    EXPECT_EQ(s.rescan, c.t == DType::bf16 && c.vr == 2 && c.lr == 16) << "rescan";
+  }
+  // rescan=0 gives the previous default (16 steps for linear_recurrence bf16); pipelining, which
+  // loads the next tile in phase A, does not rescan either; rescan=1 on f32 does.
+  {
+    ScanScheduleEnv env("rescan=0");
+    ScanSchedule s = choose_scan("linear_recurrence.kdsl", "linear_recurrence", DType::bf16, 32768);
+    EXPECT_FALSE(s.rescan);
+    EXPECT_EQ(s.t, 16);
+  }
+  {
+    ScanScheduleEnv env("pipeline=1");
+    ScanSchedule s = choose_scan("linear_recurrence.kdsl", "linear_recurrence", DType::bf16, 32768);
+    EXPECT_FALSE(s.rescan);
+    EXPECT_EQ(s.t, 16);
+  }
+  {
+    ScanScheduleEnv env("pipeline=1,rescan=1");
+    ScanSchedule s = choose_scan("scan.kdsl", "cumsum_mid", DType::bf16, 32768);
+    EXPECT_FALSE(s.rescan);
+    EXPECT_NE(fmt::format("{}", fmt::join(s.reasons, "\n")).find("rescan=1 ignored"),
+              std::string::npos);
+  }
+  {
+    ScanScheduleEnv env("rescan=1");
+    EXPECT_TRUE(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768).rescan);
   }
   // Overrides of the layout start from the element-access one they were measured against, and
   // a tile with more rows than threads is the override's error, not an internal one.
