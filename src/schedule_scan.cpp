@@ -382,8 +382,8 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // f32 kernels are not measured this way (their loads take whole registers) and do not rescan.
   // (KDSL_SCAN_SCHEDULE's rescan=0 gives the previous default, pipelining no rescanning: both
   // with the budget of 208 words.)
-  const bool rescan16 = light && vmax == 2 && hints.value("rescan", 1) != 0 &&
-                        hints.value("pipeline", 0) == 0;
+  const bool rescan16 =
+      light && vmax == 2 && hints.value("rescan", 1) != 0 && hints.value("pipeline", 0) == 0;
   const int light_budget = rescan16 ? 256 : 208;
   auto sets_ctas = [](const ScanHints& h) {
     return std::any_of(h.items.begin(), h.items.end(),
