@@ -379,11 +379,14 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // - linear_recurrence_bwd (16 steps either way) 215.8 -> 203.5; 121.2 -> 116.2; 66.7 -> 62.5;
   // - linear_recurrence: rescan at 16 steps 135.7 -> 136.8, at 32 steps 121.5 (the budget
   //   below); 83.8 -> 76.2; 44.3 -> 42.6. The backward recurrence at 32 steps spills: 341 us.
-  // f32 kernels are not measured this way (their loads take whole registers) and do not rescan.
-  // (KDSL_SCAN_SCHEDULE's rescan=0 gives the previous default, pipelining no rescanning: both
-  // with the budget of 208 words.)
-  const bool rescan16 =
-      light && vmax == 2 && hints.value("rescan", 1) != 0 && hints.value("pipeline", 0) == 0;
+  // f32 kernels are not measured this way (their loads take whole registers) and do not rescan;
+  // neither do kernels with elementwise math (phase B would evaluate it again) or without a scan
+  // (shift, first/last, column sums: nothing to scan again). (KDSL_SCAN_SCHEDULE's rescan=0
+  // gives the previous default, pipelining no rescanning: both with the budget of 208 words.)
+  const bool any_scan = std::any_of(k.nodes.begin(), k.nodes.end(),
+                                    [](const ir::Node& n) { return n.op == ir::Op::scan; });
+  const bool rescan16 = light && vmax == 2 && element_math(k) == 0 && any_scan &&
+                        hints.value("rescan", 1) != 0 && hints.value("pipeline", 0) == 0;
   const int light_budget = rescan16 ? 256 : 208;
   auto sets_ctas = [](const ScanHints& h) {
     return std::any_of(h.items.begin(), h.items.end(),
@@ -407,8 +410,10 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     s.min_ctas = 2;
     s.reasons.push_back(fmt::format(
         "{}-byte accesses of {} rows, {}-byte lines per position and warp, {} steps: about {} "
-        "register words of elements per thread (few transcendentals per element: memory-bound)",
-        s.vr * vmin, s.vr, s.lr * s.vr * vmin, s.t, s.t * s.vr * half / 2));
+        "register words of elements per thread, loads and prefixes, within a budget of {}{} (few "
+        "transcendentals per element: memory-bound)",
+        s.vr * vmin, s.vr, s.lr * s.vr * vmin, s.t, s.t * s.vr * half / 2, light_budget,
+        rescan16 ? " (rescanning: the prefixes are not held through the look-back)" : ""));
   }
   // The same over 16-bit tensors with much elementwise math (RG-LRU), which is bound by its
   // instructions: accesses of VR = 2 rows, the 32 lanes along the rows (a 128-byte line per
@@ -443,6 +448,13 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   s.rescan = rescan16;
   apply_hints(s, hints);
   apply_hints(s, given);  // the caller's hint over the variable's
+  if (s.rescan && s.vr < 2 && hints.value("rescan", 0) == 0) {
+    // An override's element accesses (vr=1) keep 16-bit loads unpacked: rescanning saves no
+    // registers there and was not measured, so only an explicit rescan=1 gets it.
+    s.rescan = false;
+    s.reasons.push_back(
+        "no rescanning: element accesses (one row each) keep 16-bit loads unpacked");
+  }
   if (s.t == 0) {
     // Register words of elements per thread: about 80 along middle axes (measured on the H200 at
     // (1, 32768, 2048): fewer steps mean more chunks, each a step of the look-back chain; more

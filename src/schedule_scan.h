@@ -56,9 +56,10 @@
 // loads stay live through the look-back instead of the local prefixes. With packed 16-bit loads
 // ptxas (CUDA 13.0, sm_90) gives bf16 cumsum_mid at (1, 32768, 2048) 80 registers instead of 116
 // (three CTAs per SM instead of two) and linear_recurrence 93 instead of 124, unspilled. The
-// default for light 16-bit middle-axis scans (3-6% faster on the H200, and linear_recurrence 11%
-// with the twice longer tiles the freed registers allow; schedule_scan.cpp has the figures);
-// KDSL_SCAN_SCHEDULE=rescan=0 turns it off.
+// default for 16-bit middle-axis scans without elementwise math on the 2-row layout (on the H200
+// at L = 32768, bf16: cumsum_mid 3% and linear_recurrence_bwd 6% faster, linear_recurrence 11%
+// with the twice longer tiles the freed registers allow; cumsum_mid at (4, 2048, 2048) 2% slower;
+// schedule_scan.cpp has the figures); KDSL_SCAN_SCHEDULE=rescan=0 turns it off.
 #pragma once
 
 #include <cstdint>

@@ -294,9 +294,10 @@ TEST_F(ScanEmu, BoolInputs) {
 }
 
 // The rescanning tile (ScanSchedule::rescan, the default for 16-bit light middle-axis scans, or
-// KDSL_SCAN_SCHEDULE rescan=1: phase B scans each thread's elements again from the prefix before it) on stdlib kernels with inclusive, exclusive and reverse scans, an
-// initial state, shifted inputs and a column reduction (rg_lru_bwd's dLambda); 16-byte accesses of
-// 2 rows (D even) with several chunks, and element accesses (D odd).
+// KDSL_SCAN_SCHEDULE rescan=1: phase B scans each thread's elements again from the prefix before
+// it) on stdlib kernels with inclusive, exclusive and reverse scans, an initial state, shifted
+// inputs and a column reduction (rg_lru_bwd's dLambda); 16-byte accesses of 2 rows (D even) with
+// several chunks, and element accesses (D odd).
 TEST_F(ScanEmu, RescanningTilesMatchTheInterpreter) {
   testing::ScanScheduleEnv env("");
   std::vector<std::pair<std::string, DType>> cases = {{"cumsum_mid", DType::bf16},

@@ -675,6 +675,29 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
     ScanScheduleEnv env("rescan=1");
     EXPECT_TRUE(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768).rescan);
   }
+  // f16 rescans as bf16 does; short sequences (element accesses) do not.
+  EXPECT_TRUE(choose_scan("linear_recurrence.kdsl", "linear_recurrence", DType::f16, 32768).rescan);
+  EXPECT_FALSE(choose_scan("scan.kdsl", "cumsum_mid", DType::bf16, 256).rescan);
+  EXPECT_TRUE(choose_scan("scan.kdsl", "cumsum_mid", DType::bf16, 257).rescan);
+  // A layout override keeps the default's rescanning with 2-row accesses (a tuned record of the
+  // default layout compiles to the default's code) but not with element accesses (unpacked
+  // loads: nothing saved, not measured), unless rescan=1 asks for it.
+  {
+    ScanScheduleEnv env("t=32,lp=2,vr=2");
+    ScanSchedule s = choose_scan("linear_recurrence.kdsl", "linear_recurrence", DType::bf16, 32768);
+    EXPECT_TRUE(s.rescan);
+    EXPECT_EQ(s.min_ctas, 2);
+  }
+  {
+    ScanScheduleEnv env("t=8");
+    EXPECT_FALSE(
+        choose_scan("linear_recurrence.kdsl", "linear_recurrence", DType::bf16, 32768).rescan);
+  }
+  {
+    ScanScheduleEnv env("t=8,rescan=1");
+    EXPECT_TRUE(
+        choose_scan("linear_recurrence.kdsl", "linear_recurrence", DType::bf16, 32768).rescan);
+  }
   // Overrides of the layout start from the element-access one they were measured against, and
   // a tile with more rows than threads is the override's error, not an internal one.
   {
