@@ -189,7 +189,9 @@ class Lowerer {
   Value scan_call(const std::string& name, const ast::Expr& e, std::vector<Value>& args);
   Value shift_call(const ast::Expr& e, std::vector<Value>& args);
   Value first_last(const std::string& name, const ast::Expr& e, std::vector<Value>& args);
-  bool scan_values(const ast::Expr& at, Value v, bool builtin, std::vector<Value>* out);
+  // `given` (optional): each value's dtype before the accumulator's widening (i32 -> i64).
+  bool scan_values(const ast::Expr& at, Value v, bool builtin, std::vector<Value>* out,
+                   std::vector<DType>* given = nullptr);
   bool scan_options(const std::string& name, const ast::Expr& e, size_t k, bool custom,
                     const std::vector<Value>& values, ir::Node* node);
   int32_t combine_region(const ast::FunctionDef& fn, const ast::Expr& e,

@@ -143,7 +143,8 @@ const char* region_misuse(const ir::Node& n) {
 
 }  // namespace
 
-bool Lowerer::scan_values(const ast::Expr& at, Value v, bool builtin, std::vector<Value>* out) {
+bool Lowerer::scan_values(const ast::Expr& at, Value v, bool builtin, std::vector<Value>* out,
+                          std::vector<DType>* given) {
   std::vector<Value> elems;
   if (v.kind == Kind::tuple) {
     if (builtin || v.elems.empty()) {
@@ -169,6 +170,7 @@ bool Lowerer::scan_values(const ast::Expr& at, Value v, bool builtin, std::vecto
                     at.span());
       return false;
     }
+    if (given) given->push_back(x.type.dtype);
     x = cast(x, accumulator_dtype(x.type.dtype), &at);
     if (x.is_error()) return false;
     out->push_back(x);
@@ -393,7 +395,8 @@ Value Lowerer::scan_call(const std::string& name, const ast::Expr& e, std::vecto
   std::vector<Value> values;
   const ast::FunctionDef* fn = nullptr;
   if (builtin) {
-    if (!scan_values(*e.args[1], args[0], true, &values)) return Value::error();
+    std::vector<DType> given;
+    if (!scan_values(*e.args[1], args[0], true, &values, &given)) return Value::error();
     DType t = values[0].type.dtype;
     bool ok = true;
     if (builtin->kind == ir::ScanKind::max || builtin->kind == ir::ScanKind::min)
@@ -401,7 +404,7 @@ Value Lowerer::scan_call(const std::string& name, const ast::Expr& e, std::vecto
     if (builtin->kind == ir::ScanKind::logaddexp) ok = is_float(t);
     if (!ok) {
       diags().error(e.args[1]->loc,
-                    fmt::format("{}() does not apply to {} values", name, dtype_name(t)),
+                    fmt::format("{}() does not apply to {} values", name, dtype_name(given[0])),
                     e.args[1]->span());
       return Value::error();
     }

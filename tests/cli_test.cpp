@@ -1043,8 +1043,9 @@ TEST_F(CliTest, SeedsOutOfRangeAreUsageErrors) {
   for (const char* seed : {"-1", "18446744073709551616", "1.5"}) {
     CliResult r = run(seed);
     EXPECT_EQ(r.code, 2) << show(r);
-    EXPECT_EQ(r.err, std::string("kdsl run: usage error: --seed: Value ") + seed +
-                         " not in range 0 to 18446744073709551615 (see kdsl run --help)\n");
+    EXPECT_EQ(r.err, std::string("kdsl run: usage error: --seed: '") + seed +
+                         "' is not a whole number from 0 to 18446744073709551615 (see kdsl run "
+                         "--help)\n");
   }
   CliResult largest = run("18446744073709551615");
   EXPECT_EQ(largest.code, 0) << show(largest);
@@ -1083,8 +1084,7 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {{"tune", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=8,N=8", "--schedule",
         "vec=4"},
        2,
-       "kdsl tune: usage error: The following arguments were not expected: vec=4 --schedule "
-       "(see kdsl tune --help)"},
+       "kdsl tune: usage error: unexpected arguments '--schedule', 'vec=4' (see kdsl tune --help)"},
       {cmd({"--dtype", "f32", "--in", "x=" + t + "/x3d.npy"}), 1,
        "kdsl: error: " + t + "/x3d.npy: has shape (2, 4, 1) but 'x' has shape (M, N)"},
       {cmd({"--dtype", "f32", "--in", "w=" + t + "/x24.npy"}), 1,
@@ -1118,7 +1118,8 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,M=5"}), 2,
        "kdsl run: usage error: --shape sets M twice"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--reps", "0"}), 2,
-       "kdsl run: usage error: --reps: Value 0 not in range 1 to 100000 (see kdsl run --help)"},
+       "kdsl run: usage error: --reps: '0' is not a whole number from 1 to 100000 (see kdsl run "
+       "--help)"},
       {cmd({"--dtype", "bf16", "--shape", "M=4,N=8", "--schedule", "group=64,group=64"}), 2,
        "kdsl run: usage error: --schedule: schedule hint 'group=64,group=64': group is given "
        "twice"},
@@ -1141,20 +1142,27 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"-D", "U=f32", "--shape", "M=4,N=8"}), 1,
        "kdsl: error: kernel 'rms_norm' has no generic named U"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--frobnicate"}), 2,
-       "kdsl run: usage error: The following argument was not expected: --frobnicate (see kdsl "
-       "run --help)"},
+       "kdsl run: usage error: unexpected argument '--frobnicate' (see kdsl run --help)"},
       {{"run", kRms, "--dtype", "f32"},
        2,
        "kdsl run: usage error: --kernel is required (see kdsl run --help)"},
+      // An unknown option is named before a missing required one, and CLI11's wording of
+      // repeated or out-of-range values is kdsl's.
+      {{"run", kRms, "--foo"},
+       2,
+       "kdsl run: usage error: unexpected argument '--foo' (see kdsl run --help)"},
+      {{"run"}, 2, "kdsl run: usage error: a .kdsl file is required (see kdsl run --help)"},
+      {cmd({"--dtype", "f32", "--dtype", "bf16", "--shape", "M=4,N=8"}), 2,
+       "kdsl run: usage error: --dtype is given 2 times; it takes one value (see kdsl run --help)"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--device", "tpu"}), 2,
-       "kdsl run: usage error: --device: tpu not in {gpu,cpu} (see kdsl run --help)"},
+       "kdsl run: usage error: --device: 'tpu' is not one of gpu, cpu (see kdsl run --help)"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--in", "x"}), 2,
        "kdsl run: usage error: bad --in 'x': expected NAME=FILE.npy or NAME=const:VALUE"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--in", "q=const:1"}), 1,
        "kdsl: error: --in q=const:1: kernel 'rms_norm' has no input tensor 'q' (inputs: x, w)"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--in", "x=const:one"}), 2,
-       "kdsl run: usage error: --in x=const:one: 'one' is not a number (e.g. const:1.5, "
-       "const:-inf, const:nan)"},
+       "kdsl run: usage error: --in x=const:one: 'one' is not a decimal number (e.g. const:1.5, "
+       "const:-2e-3, const:-inf, const:nan)"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "z=" + t + "/z.npy"}), 1,
        "kdsl: error: --out z=" + t +
            "/z.npy: kernel 'rms_norm' has no output 'z' (outputs: y, "
@@ -1180,7 +1188,18 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
        "kdsl: error: --out y=" + t + "/: " + t + "/ is a directory; give a file name, e.g. " + t +
            "/y.npy"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "eps=small"}), 2,
-       "kdsl run: usage error: --arg eps=small: 'small' is not a number"},
+       "kdsl run: usage error: --arg eps=small: 'small' is not a decimal number (e.g. --arg "
+       "eps=1e-5)"},
+      // Numbers beyond their type are out of range, not "not a number"; hexadecimal is refused
+      // by --arg as by --shape.
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "eps=1e999"}), 2,
+       "kdsl run: usage error: --arg eps=1e999: '1e999' is out of the range of f64"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "eps=0x10"}), 2,
+       "kdsl run: usage error: --arg eps=0x10: '0x10' is not a decimal number (e.g. --arg "
+       "eps=1e-5)"},
+      {cmd({"--dtype", "f32", "--shape", "M=99999999999999999999,N=8"}), 2,
+       "kdsl run: usage error: bad --shape entry 'M=99999999999999999999': a size is at most "
+       "9223372036854775807 (2^63 - 1); e.g. --shape M=1024,N=4096,8192"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "gamma=1"}), 1,
        "kdsl: error: kernel 'rms_norm' has no scalar parameter 'gamma'"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--verify"}), 2,

@@ -176,6 +176,8 @@ ShapeLists parse_shape_lists(const std::vector<std::string>& options) {
       size_t used = 0;
       try {
         v = std::stoll(value, &used);
+      } catch (const std::out_of_range&) {
+        throw bad(item, "a size is at most 9223372036854775807 (2^63 - 1)");
       } catch (const std::exception&) {
         used = 0;
       }

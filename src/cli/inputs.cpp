@@ -23,15 +23,23 @@ std::pair<std::string, std::string> split_assign(const std::string& s, const cha
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
-std::optional<double> parse_number(const std::string& text) {
+// A decimal number (or inf, -inf, nan) for --arg and --in NAME=const:; `what` starts the error
+// (the option as given) and `examples` ends it. Hexadecimal is refused as --shape refuses it, and a
+// value beyond f64 is called out of range rather than not a number.
+double parse_number(const std::string& text, const std::string& what, const char* examples) {
   size_t used = 0;
   double v = 0;
+  const bool hex = text.find_first_of("xX") != std::string::npos;
   try {
-    v = std::stod(text, &used);
+    if (!hex) v = std::stod(text, &used);
+  } catch (const std::out_of_range&) {
+    throw UsageError(fmt::format("{}: '{}' is out of the range of f64", what, text));
   } catch (const std::exception&) {
-    return std::nullopt;
+    used = 0;
   }
-  if (used != text.size()) return std::nullopt;
+  if (hex || text.empty() || used != text.size()) {
+    throw UsageError(fmt::format("{}: '{}' is not a decimal number ({})", what, text, examples));
+  }
   return v;
 }
 
@@ -196,13 +204,8 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
       if (s.name == name) throw UsageError(fmt::format("--in sets '{}' twice", name));
     }
     if (value.starts_with("const:")) {
-      src.constant = parse_number(value.substr(6));
-      if (!src.constant) {
-        throw UsageError(
-            fmt::format("--in {}: '{}' is not a number (e.g. const:1.5, const:-inf, "
-                        "const:nan)",
-                        item, value.substr(6)));
-      }
+      src.constant = parse_number(value.substr(6), "--in " + item,
+                                  "e.g. const:1.5, const:-2e-3, const:-inf, const:nan");
     } else {
       src.path = value;
     }
@@ -233,10 +236,9 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
   }
   for (const std::string& a : d.args) {
     auto [name, value] = split_assign(a, "--arg", "NAME=NUMBER");
-    auto v = parse_number(value);
-    if (!v) throw UsageError(fmt::format("--arg {}: '{}' is not a number", a, value));
+    const double v = parse_number(value, "--arg " + a, "e.g. --arg eps=1e-5");
     if (ps.scalars.count(name)) throw UsageError(fmt::format("--arg sets '{}' twice", name));
-    ps.scalars[name] = *v;
+    ps.scalars[name] = v;
   }
   return make_problem(sel.fe, ps);
 }

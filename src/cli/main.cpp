@@ -1,9 +1,13 @@
 // kdsl: the command line. See docs/cli.md.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
 #include <iostream>
 #include <new>
+#include <regex>
+#include <string>
+#include <vector>
 
 #include "cli.h"
 #include "dsl/diagnostics.h"
@@ -54,11 +58,46 @@ std::string safe(const std::exception& e) {
   return kdsl::terminal_safe(e.what());
 }
 
+// CLI11's messages for values it rejected, in kdsl's words: the option, what was given, what it
+// takes. An unknown argument is named before a missing required one (CLI11 checks requirements
+// first, so `kdsl run FILE --foo` said "--kernel is required").
+std::string plain_parse_error(const CLI::App& app, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  static const std::regex range(R"(^(\S+): Value (.*) not in range (\S+) to (\S+)$)");
+  static const std::regex repeated(R"(^(\S+): At Most 1 required but received (\d+)$)");
+  static const std::regex member(R"(^(\S+): (.*) not in \{(.*)\}$)");
+  std::smatch m;
+  if (std::regex_match(what, m, range)) {
+    return fmt::format("{}: '{}' is not a whole number from {} to {}", m[1].str(), m[2].str(),
+                       m[3].str(), m[4].str());
+  }
+  if (std::regex_match(what, m, repeated)) {
+    return fmt::format("{} is given {} times; it takes one value", m[1].str(), m[2].str());
+  }
+  if (std::regex_match(what, m, member)) {
+    return fmt::format("{}: '{}' is not one of {}", m[1].str(), m[2].str(),
+                       std::regex_replace(m[3].str(), std::regex(","), ", "));
+  }
+  // (A missing command keeps CLI11's text: usage_error names the unknown command and the list.)
+  if ((dynamic_cast<const CLI::RequiredError*>(&e) && what != "A subcommand is required") ||
+      dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    const std::vector<std::string> extra = app.remaining(true);
+    if (!extra.empty()) {
+      std::string list;
+      for (const std::string& a : extra) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", a);
+      return fmt::format("unexpected argument{} {}", extra.size() > 1 ? "s" : "", list);
+    }
+  }
+  if (what == "file is required") return "a .kdsl file is required";
+  if (what == "files is required") return "at least one .kdsl file is required";
+  return what;
+}
+
 // One line for a command line CLI11 could not parse.
 int usage_error(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
   std::string name;
   const CLI::App* at = deepest(app, &name);
-  std::string what = e.what();
+  std::string what = plain_parse_error(app, e);
   if (what == "A subcommand is required") {
     std::string subs;
     for (const CLI::App* sub :
