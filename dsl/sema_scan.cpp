@@ -489,8 +489,8 @@ Value Lowerer::first_last(const std::string& name, const ast::Expr& e, std::vect
   n.fn = static_cast<uint8_t>(name == "first" ? ir::ReduceKind::first : ir::ReduceKind::last);
   n.args = {v.id};
   n.type = {v.type.dtype, Form::scalar};
-  n.loc = at.loc;
-  n.length = at.span();
+  n.loc = e.loc;  // the call: later stages' errors about this value underline `last(h)`
+  n.length = e.span();
   ir::Type type = n.type;
   return Value::of(builder_->add(std::move(n)), type);
 }

@@ -76,7 +76,17 @@ Where Planner::join(Where a, Where b, ir::ValueId at) {
   if (a == Where::vec || b == Where::vec) {
     Where other = a == Where::vec ? b : a;
     if (other == Where::begin || other == Where::end) {
-      unsupported(k_, at, k_.node(at).loc,
+      // Point at the whole-sequence operand (`last(h)` of `h - last(h)`): the expression itself
+      // may have no location of its own, and its first operand is the scan.
+      ir::ValueId culprit = at;
+      for (ir::ValueId arg : k_.node(at).args) {
+        if ((p_.where[arg] == Where::begin || p_.where[arg] == Where::end) &&
+            k_.node(arg).loc.valid()) {
+          culprit = arg;
+          break;
+        }
+      }
+      unsupported(k_, culprit, k_.node(culprit).loc,
                   "a value computed along the whole sequence (first, last or a reduction) is "
                   "used in vector math",
                   "in a kernel with scans, such values can only be stored (or combined into "

@@ -559,6 +559,23 @@ TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
   }
 }
 
+// A whole-sequence value used in vector math: the diagnostic points at that value (`last(h)`),
+// not at the scan that is the expression's first operand.
+TEST_F(CliTest, ScheduleErrorPointsAtTheWholeSequenceValue) {
+  const std::string file = path("last_in_vector_math.kdsl");
+  std::ofstream(file) << "@kernel\n"
+                         "def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n"
+                         "    for m in parallel(M):\n"
+                         "        h = cumsum(x[m, :])\n"
+                         "        y[m, :] = h - last(h)\n";
+  CliResult r = kdsl({"emit", file, "-k", "k", "--shape", "N=64", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find(file + ":5:23: error: a value computed along the whole sequence"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("\n                      ^~~~~~~\n"), std::string::npos) << r.err;
+}
+
 // bench and tune report a specialization that cannot be generated (exit 1) with or without a
 // GPU; without one they used to say only that nothing was timed (exit 4).
 TEST_F(CliTest, BenchAndTuneReportWhatCannotBeCompiled) {
@@ -1146,6 +1163,11 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {{"run", kRms, "--dtype", "f32"},
        2,
        "kdsl run: usage error: --kernel is required (see kdsl run --help)"},
+      {{"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=8", "--arch",
+        "sm_90,sm_80"},
+       2,
+       "kdsl emit: usage error: --arch sm_90,sm_80: this command takes one architecture (kdsl "
+       "compile takes a list)"},
       // An unknown option is named before a missing required one, and CLI11's wording of
       // repeated or out-of-range values is kdsl's.
       {{"run", kRms, "--foo"},

@@ -399,6 +399,10 @@ void require_shapes(const KernelSignature& sig, const std::map<std::string, int6
 DeviceTarget target_for(const std::string& arch, std::string* note) {
   DeviceTarget t;
   if (!arch.empty()) {
+    if (arch.find(',') != std::string::npos) {
+      throw UsageError(fmt::format(
+          "--arch {}: this command takes one architecture (kdsl compile takes a list)", arch));
+    }
     if (!nvrtc_supports_arch(arch)) {
       throw UsageError(
           fmt::format("--arch {}: NVRTC {} does not compile for it (supported: {}; "
