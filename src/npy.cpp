@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -169,7 +170,13 @@ void write_npy(const std::string& path, const HostTensor& t) {
   std::error_code ec;
   const bool in_place =
       std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec);
-  const std::string target = in_place ? path : fmt::format("{}.tmp.{}", path, ::getpid());
+  // The temporary name is short (the file's own name may already be as long as the file system
+  // allows) and hidden; the counter keeps a process's temporary files apart.
+  static std::atomic<unsigned> serial{0};
+  std::filesystem::path beside = std::filesystem::path(path).parent_path();
+  const std::string target =
+      in_place ? path
+               : (beside / fmt::format(".kdsl-npy.{}.{}.tmp", ::getpid(), serial++)).string();
   auto fail = [&](const char* what, int err) {
     std::error_code rm;
     if (!in_place) std::filesystem::remove(target, rm);

@@ -1,6 +1,7 @@
 // Drives the `kdsl` binary through every subcommand (no GPU needed; the GPU runs are in
 // cli_gpu_test.cpp): output text, files and exit codes (docs/cli.md).
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -1084,6 +1085,8 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
   write_npy(path("i32.npy"), tensor(DType::i32, {2, 4}, {}));
   write_file(path("junk.npy"), "not a numpy file");
   const std::string t = tmp().string();
+  const long name_max = std::max(::pathconf(t.c_str(), _PC_NAME_MAX), 255L);
+  const std::string too_long = std::string(name_max + 1, 'a') + ".npy";
   const std::vector<std::string> run = {"run", kRms, "-k", "rms_norm", "--device", "cpu"};
   auto cmd = [&](std::initializer_list<std::string> extra) {
     std::vector<std::string> a = run;
@@ -1209,6 +1212,11 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/"}), 1,
        "kdsl: error: --out y=" + t + "/: " + t + "/ is a directory; give a file name, e.g. " + t +
            "/y.npy"},
+      // A name longer than the file system allows is refused before the run.
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/" + too_long}), 1,
+       "kdsl: error: --out y=" + t + "/" + too_long + ": the file name is " +
+           std::to_string(too_long.size()) + " bytes long; " + t + " allows at most " +
+           std::to_string(name_max)},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "eps=small"}), 2,
        "kdsl run: usage error: --arg eps=small: 'small' is not a decimal number (e.g. --arg "
        "eps=1e-5)"},

@@ -286,6 +286,13 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
                                                                   : "permission denied";
       throw Error(fmt::format("--out {}: cannot write into {}: {}", item, dir.string(), why));
     }
+    // A name the file system refuses is found now, not after the run.
+    const std::string base = std::filesystem::path(path).filename().string();
+    const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+    if (name_max > 0 && base.size() > static_cast<size_t>(name_max)) {
+      throw Error(fmt::format("--out {}: the file name is {} bytes long; {} allows at most {}",
+                              item, base.size(), dir.string(), name_max));
+    }
     files.emplace_back(index, path);
   }
   return files;
