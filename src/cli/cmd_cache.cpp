@@ -36,9 +36,14 @@ std::string local_time(int64_t seconds) {
   return fmt::format("{:%Y-%m-%d %H:%M:%S}", tm);
 }
 
-const char* state(const CacheStats& s) {
+std::string state(const CacheStats& s) {
   if (!s.enabled) return "off (KDSL_CACHE)";
-  return s.unusable.empty() ? "on" : "not usable";
+  if (!s.unusable.empty()) return "not usable";
+  // Not created yet: the first compile creates it (or, if it cannot, warns once and keeps the
+  // kernels in memory), so "on" alone would claim more than is known.
+  std::error_code ec;
+  return std::filesystem::exists(s.dir, ec) ? "on"
+                                            : "on (the directory is created by the first compile)";
 }
 
 // Throws Error when the cache is on but its directory cannot be used (the reason `stats` shows):
@@ -60,8 +65,8 @@ int stats(const CacheOptions& o) {
                         {"enabled", s.enabled},
                         {"usable", s.enabled && s.unusable.empty()},
                         {"unusable_reason", s.unusable},
-                        {"entries", s.entries},
-                        {"bytes", s.bytes},
+                        {"entries", s.enabled ? nlohmann::json(s.entries) : nlohmann::json()},
+                        {"bytes", s.enabled ? nlohmann::json(s.bytes) : nlohmann::json()},
                         {"max_bytes", s.max_bytes},
                         {"entries_by_arch", by_arch}};
     std::cout << json_text(j) << "\n";
@@ -71,6 +76,12 @@ int stats(const CacheOptions& o) {
   std::cout << fmt::format("{:<22}{}\n", "cache", state(s));
   if (s.enabled && !s.unusable.empty())
     std::cout << fmt::format("{:<22}{}\n", "reason", s.unusable);
+  if (!s.enabled) {
+    // With the cache off its directory is not read: its entries are not counted (not "0").
+    std::cout << fmt::format("{:<22}{}\n", "entries", "not counted (the cache is off)");
+    std::cout << fmt::format("{:<22}{}\n", "size limit", limit_text(s.max_bytes));
+    return kOk;
+  }
   std::cout << fmt::format("{:<22}{}\n", "entries", s.entries);
   for (const auto& [arch, n] : by_arch) std::cout << fmt::format("  {:<20}{}\n", arch, n);
   std::cout << fmt::format("{:<22}{}\n", "cache size", human_bytes(s.bytes));
