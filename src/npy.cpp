@@ -166,10 +166,14 @@ void write_npy(const std::string& path, const HostTensor& t) {
   header += '\n';
   // A regular file is written to a temporary file beside it, then renamed over it: a failed
   // write (a full disk) leaves neither a truncated file nor a damaged old one. Anything else that
-  // exists (a device, a pipe) is written in place. Every byte is flushed and checked.
+  // exists (a device, a pipe, a symbolic link) is written in place. Every byte is flushed and
+  // checked.
+  // A symbolic link is written through, in place (a rename would replace the link itself:
+  // --out y=/dev/stdout replaced /dev/stdout with a regular file).
   std::error_code ec;
   const bool in_place =
-      std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec);
+      std::filesystem::is_symlink(path, ec) ||
+      (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec));
   // The temporary name is short (the file's own name may already be as long as the file system
   // allows) and hidden; the counter keeps a process's temporary files apart.
   static std::atomic<unsigned> serial{0};

@@ -707,6 +707,73 @@ TEST_F(CliTest, CacheStatsListPruneClear) {
 // ---------------------------------------------------------------------------------------------
 // run on the CPU reference
 
+// Values that their dtype cannot hold are refused, not truncated or saturated: --arg on an
+// integer scalar (1.5 became 1, 3e9 became 2^31 - 1), --in const: beyond an integer's range or a
+// float's largest finite value; inf stays allowed for floats.
+TEST_F(CliTest, ValuesThatDoNotFitTheirDtypeAreRefused) {
+  const std::string file = path("int_scalar.kdsl");
+  std::ofstream(file) << "@kernel\n"
+                         "def add_k(x: Tensor[i32, (M, N)], k: i32, *, y: Out[i32, (M, N)]):\n"
+                         "    for m in parallel(M):\n"
+                         "        y[m, :] = x[m, :] + k\n";
+  auto run_int = [&](std::initializer_list<std::string> extra) {
+    std::vector<std::string> a = {"run",     file,      "-k",       "add_k",
+                                  "--shape", "M=2,N=3", "--device", "cpu"};
+    a.insert(a.end(), extra);
+    return kdsl(a);
+  };
+  const std::pair<std::vector<std::string>, std::string> refused[] = {
+      {{"--arg", "k=1.5"}, "--arg k=1.5: 'k' is i32, which holds whole numbers only"},
+      {{"--arg", "k=nan"}, "--arg k=nan: 'k' is i32, which holds whole numbers only"},
+      {{"--arg", "k=3e9"}, "--arg k=3e9: 'k' is i32, which holds -2147483648 to 2147483647"},
+      {{"--arg", "k=1", "--in", "x=const:3000000000"},
+       "--in x=const:3000000000: 'x' is i32, which holds -2147483648 to 2147483647"}};
+  for (const auto& [extra, message] : refused) {
+    std::vector<std::string> a = {"run",     file,      "-k",       "add_k",
+                                  "--shape", "M=2,N=3", "--device", "cpu"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    CliResult r = kdsl(a);
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_EQ(r.err, "kdsl: error: " + message + "\n");
+  }
+  CliResult ok = run_int({"--arg", "k=-7", "--in", "x=const:10"});
+  EXPECT_EQ(ok.code, 0) << show(ok);
+  EXPECT_NE(ok.out.find("min 3, max 3"), std::string::npos) << ok.out;
+  const std::vector<std::string> rms = {"run",     kRms,      "-k",       "rms_norm",
+                                        "--shape", "M=2,N=8", "--device", "cpu"};
+  auto run_rms = [&](std::initializer_list<std::string> extra) {
+    std::vector<std::string> a = rms;
+    a.insert(a.end(), extra);
+    return kdsl(a);
+  };
+  CliResult f16 = run_rms({"--dtype", "f16", "--in", "x=const:70000"});
+  EXPECT_EQ(f16.code, 1) << show(f16);
+  EXPECT_EQ(f16.err,
+            "kdsl: error: --in x=const:70000: 'x' is f16, whose largest finite value is 65504 "
+            "(give inf for infinity)\n");
+  EXPECT_EQ(run_rms({"--dtype", "f16", "--in", "x=const:inf"}).code, 0);
+  EXPECT_EQ(run_rms({"--dtype", "f32", "--arg", "eps=1e39"}).code, 1);
+}
+
+// --out through a symbolic link writes the link's target and keeps the link (the temporary file
+// and rename used to replace the link); two spellings of a file not made yet are one file.
+TEST_F(CliTest, OutWritesThroughSymbolicLinksAndKnowsSpellingsOfOneFile) {
+  const std::filesystem::path target = tmp() / "target.npy", link = tmp() / "link.npy";
+  std::filesystem::create_symlink(target, link);
+  CliResult r = kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=2,N=8",
+                      "--device", "cpu", "--out", "y=" + link.string()});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(read_npy(target.string(), DType::f32).shape, (std::vector<int64_t>{2, 8}));
+  // Relative names (kdsl runs in the source directory here; the check stops it before writing).
+  const std::string fresh = "kdsl-cli-test-never-written.npy";
+  CliResult same = kdsl({"run", kRms, "-k", "add_rms_norm", "--dtype", "f32", "--shape", "M=2,N=8",
+                         "--device", "cpu", "--out", "h=" + fresh, "--out", "y=./" + fresh});
+  EXPECT_EQ(same.code, 2) << show(same);
+  EXPECT_NE(same.err.find("name the same file"), std::string::npos) << same.err;
+  EXPECT_FALSE(std::filesystem::exists(src(fresh)));
+}
+
 TEST_F(CliTest, RunOnCpuReadsAndWritesNpyFiles) {
   // RMSNorm by hand with eps = 0: row [3, 4, 0, 0] has mean square 6.25, r = 0.4; row
   // [2, 2, 2, 2] has mean square 4, r = 0.5; y = x * r * w.

@@ -136,12 +136,36 @@ std::vector<int64_t> param_shape(const SignatureParam& p, const KernelSignature&
   return out;
 }
 
+// A value given on the command line (--in NAME=const:V, --arg NAME=V) for `name`, of dtype `t`:
+// integers and bool take whole numbers within their range (bool: 0 or 1); floats take any value
+// their dtype can hold, inf and nan included, but not a finite one it would round to infinity.
+// Throws ArgumentError: the value would otherwise be truncated or saturated without a word.
+void check_value_fits(double v, DType t, const std::string& what, const std::string& name) {
+  auto fail = [&](const std::string& why) {
+    throw ArgumentError(fmt::format("{}: '{}' is {}, {}", what, name, dtype_name(t), why));
+  };
+  if (is_int(t) || t == DType::b8) {
+    if (!std::isfinite(v) || v != std::trunc(v)) fail("which holds whole numbers only");
+    if (t == DType::b8 && v != 0 && v != 1) fail("which holds 0 or 1 only");
+    const double lo = t == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+    const double hi = t == DType::i32 ? 2147483647.0 : 9223372036854775807.0;
+    if (v < lo || (t == DType::i32 ? v > hi : v >= 9223372036854775808.0)) {
+      fail(fmt::format("which holds {} to {}", lo, hi));
+    }
+    return;
+  }
+  const double max = t == DType::f16    ? 65504.0
+                     : t == DType::bf16 ? 3.3895313892515355e38
+                     : t == DType::f64  ? std::numeric_limits<double>::max()
+                                        : static_cast<double>(std::numeric_limits<float>::max());
+  if (std::isfinite(v) && std::fabs(v) > max) {
+    fail(fmt::format("whose largest finite value is {} (give inf for infinity)", max));
+  }
+}
+
 HostTensor constant_tensor(const InputSource& src, DType t, std::vector<int64_t> shape) {
   double v = *src.constant;
-  if ((is_int(t) || t == DType::b8) && v != std::trunc(v)) {
-    throw ArgumentError(fmt::format("--in {}=const:{}: '{}' is {}, which holds whole numbers only",
-                                    src.name, v, src.name, dtype_name(t)));
-  }
+  check_value_fits(v, t, fmt::format("--in {}=const:{}", src.name, v), src.name);
   HostTensor h(t, std::move(shape));
   for (int64_t i = 0; i < h.numel(); ++i) h.set(i, v);
   return h;
@@ -237,6 +261,11 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
   for (const std::string& a : d.args) {
     auto [name, value] = split_assign(a, "--arg", "NAME=NUMBER");
     const double v = parse_number(value, "--arg " + a, "e.g. --arg eps=1e-5");
+    for (const SignatureParam& p : sig.params) {
+      if (!p.is_tensor && p.name == name) {
+        check_value_fits(v, param_dtype(p, ps.binding), "--arg " + a, name);
+      }
+    }
     if (ps.scalars.count(name)) throw UsageError(fmt::format("--arg sets '{}' twice", name));
     ps.scalars[name] = v;
   }
@@ -253,9 +282,13 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
     if (auto [first, fresh] = given.emplace(name, item); !fresh) {
       throw UsageError(fmt::format("--out sets '{}' twice: {} and {}", name, first->second, item));
     }
+    // Absolute first: weakly_canonical leaves a relative path to a file not yet made as it is, so
+    // a.npy and ./a.npy were two files until one existed.
     std::error_code canon_ec;
-    std::filesystem::path target = std::filesystem::weakly_canonical(path, canon_ec);
-    if (canon_ec) target = std::filesystem::absolute(path).lexically_normal();
+    const std::filesystem::path absolute = std::filesystem::absolute(path, canon_ec);
+    std::filesystem::path target =
+        std::filesystem::weakly_canonical(absolute, canon_ec).lexically_normal();
+    if (canon_ec) target = absolute.lexically_normal();
     if (auto [first, fresh] = targets.emplace(target, item); !fresh) {
       throw UsageError(
           fmt::format("--out {} and {} name the same file; one would overwrite the other",
