@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "kdsl/error.h"
 
@@ -118,16 +120,43 @@ HostTensor read_npy(const std::string& path, DType want) {
   if (field(header, "fortran_order") == "True") bad(path, "Fortran-order arrays are not supported");
   std::vector<int64_t> shape;
   std::string dims = field(header, "shape");
-  for (size_t i = 0; i < dims.size();) {
-    if (!std::isdigit(static_cast<unsigned char>(dims[i]))) {
-      ++i;
-      continue;
+  // A tuple of non-negative integers: "()", "(4,)", "(2, 4)". Anything else in an item (a sign,
+  // a decimal point) is an error, not skipped: (2,-4) was read as (2, 4).
+  {
+    std::string inner = dims;
+    if (inner.size() >= 2 && inner.front() == '(' && inner.back() == ')') {
+      inner = inner.substr(1, inner.size() - 2);
     }
-    int64_t d = 0;
-    auto [end, ec] = std::from_chars(dims.data() + i, dims.data() + dims.size(), d);
-    if (ec != std::errc()) bad(path, fmt::format("shape ({}) has a size beyond 2^63", dims));
-    shape.push_back(d);
-    i = static_cast<size_t>(end - dims.data());
+    size_t start = 0;
+    while (start <= inner.size()) {
+      size_t comma = inner.find(',', start);
+      if (comma == std::string::npos) comma = inner.size();
+      std::string item = inner.substr(start, comma - start);
+      item.erase(0, item.find_first_not_of(' '));
+      item.erase(item.find_last_not_of(' ') + 1);
+      const bool last = comma == inner.size();
+      if (item.empty()) {
+        // "()" and the trailing comma of "(4,)"; an empty item elsewhere is malformed.
+        if (!last || (!shape.empty() && inner.back() != ',') ||
+            (shape.empty() && !inner.empty() &&
+             inner.find_first_not_of(' ') != std::string::npos)) {
+          bad(path, fmt::format("shape ({}) is not a tuple of non-negative integers", dims));
+        }
+        break;
+      }
+      int64_t d = 0;
+      auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
+      if (ec == std::errc::result_out_of_range) {
+        bad(path, fmt::format("shape ({}) has a size beyond 2^63", dims));
+      }
+      if (ec != std::errc() || end != item.data() + item.size() || d < 0 ||
+          !std::isdigit(static_cast<unsigned char>(item[0]))) {
+        bad(path, fmt::format("shape ({}) is not a tuple of non-negative integers", dims));
+      }
+      shape.push_back(d);
+      if (last) break;
+      start = comma + 1;
+    }
   }
   if (shape.size() > 8) bad(path, fmt::format("shape ({}) has more than 8 axes", dims));
   // The data must be in the file before anything is allocated for it.
@@ -135,14 +164,36 @@ HostTensor read_npy(const std::string& path, DType want) {
   for (int64_t d : shape) {
     if (__builtin_mul_overflow(elems, static_cast<uint64_t>(d), &elems)) elems = UINT64_MAX;
   }
+  // A pipe (--in x=/dev/stdin) cannot seek: its size is not known before reading, so the read
+  // below checks that the data was all there.
   const std::streampos data_start = in.tellg();
   in.seekg(0, std::ios::end);
-  const uint64_t available = static_cast<uint64_t>(in.tellg() - data_start);
-  in.seekg(data_start);
+  const std::streampos end_pos = in.tellg();
+  const bool seekable = data_start != std::streampos(-1) && end_pos != std::streampos(-1);
+  in.clear();
+  if (seekable) in.seekg(data_start);
+  const uint64_t available =
+      seekable ? static_cast<uint64_t>(end_pos - data_start) : uint64_t{1} << 40;
   uint64_t need = 0;
   if (__builtin_mul_overflow(elems, dtype_size(*t), &need) || need > available) {
     bad(path, fmt::format("truncated data: shape ({}) needs {} bytes, the file has {}", dims,
                           need ? std::to_string(need) : std::string("more than 2^64"), available));
+  }
+  if (!seekable) {
+    // Read what the pipe holds (in pieces, so a header that claims more than it sends allocates
+    // no more than was sent), then check it is the whole tensor.
+    std::vector<char> data;
+    char piece[1 << 16];
+    while (data.size() <= need && in.read(piece, sizeof piece).gcount() > 0) {
+      data.insert(data.end(), piece, piece + in.gcount());
+    }
+    if (data.size() < need) {
+      bad(path, fmt::format("truncated data: shape ({}) needs {} bytes, the stream had {}", dims,
+                            need, data.size()));
+    }
+    HostTensor out(*t, shape);
+    std::copy_n(data.begin(), out.bytes.size(), reinterpret_cast<char*>(out.bytes.data()));
+    return out;
   }
   HostTensor out(*t, shape);
   in.read(reinterpret_cast<char*>(out.bytes.data()),

@@ -755,6 +755,42 @@ TEST_F(CliTest, ValuesThatDoNotFitTheirDtypeAreRefused) {
   EXPECT_EQ(run_rms({"--dtype", "f32", "--arg", "eps=1e39"}).code, 1);
 }
 
+// A .npy header's shape is a tuple of non-negative integers: a sign or a decimal point is an
+// error ((2,-4) was read as (2, 4)); rank 0 and 1 tuples still read. A pipe is read to its end
+// (its size is not known before).
+TEST_F(CliTest, NpyShapesAreReadStrictlyAndPipesAreRead) {
+  write_npy(path("x.npy"), tensor(DType::f32, {3, 8}, {}));
+  std::ifstream in(path("x.npy"), std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = good.find("(3, 8)");
+  ASSERT_NE(at, std::string::npos);
+  for (std::string bad : {"(3,-8)", "(3, 8.)", "(3,,8)", "(3 8) "}) {
+    std::string text = good;
+    text.replace(at, 6, bad.substr(0, 6));
+    if (bad.size() > 6) text.insert(at + 6, bad.substr(6));
+    write_file(path("bad.npy"), text);
+    CliResult r = kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--device", "cpu", "--in",
+                        "x=" + path("bad.npy")});
+    EXPECT_EQ(r.code, 1) << bad << show(r);
+    EXPECT_NE(r.err.find("is not a tuple of non-negative integers"), std::string::npos)
+        << bad << r.err;
+  }
+  EXPECT_EQ(read_npy(path("x.npy"), DType::f32).shape, (std::vector<int64_t>{3, 8}));
+  write_npy(path("v.npy"), tensor(DType::f32, {8}, {}));
+  EXPECT_EQ(read_npy(path("v.npy"), DType::f32).shape, (std::vector<int64_t>{8}));
+  // Through a pipe: kdsl reads /dev/stdin, which the shell connects to `cat`.
+  const std::string script = path("pipe.sh");
+  write_file(script,
+             "#!/bin/sh\ncat \"$1\" | \"$2\" run \"$3\" -k rms_norm --dtype f32 --device cpu "
+             "--in x=/dev/stdin\n",
+             true);
+  const std::string cmd = script + " " + path("x.npy") + " " + cli_path() + " " + src(kRms) +
+                          " > " + path("pipe.out") + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << read_text(path("pipe.out"));
+  EXPECT_NE(read_text(path("pipe.out")).find("y: f32 (3, 8)"), std::string::npos)
+      << read_text(path("pipe.out"));
+}
+
 // --out through a symbolic link writes the link's target and keeps the link (the temporary file
 // and rename used to replace the link); two spellings of a file not made yet are one file.
 TEST_F(CliTest, OutWritesThroughSymbolicLinksAndKnowsSpellingsOfOneFile) {

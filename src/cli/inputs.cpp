@@ -192,7 +192,7 @@ void check_sizes(const KernelSignature& sig, const std::vector<DType>& binding,
     double gib = static_cast<double>(total) / (1024.0 * 1024 * 1024);
     throw ArgumentError(
         fmt::format("the tensors of '{}' with {} would need {:.3g} GiB of host "
-                    "memory; this machine has {:.3g} GiB",
+                    "memory; kdsl run uses at most half of this machine's {:.3g} GiB",
                     sig.name, shape_values_text(shape), gib,
                     static_cast<double>(memory) / (1024.0 * 1024 * 1024)));
   }
