@@ -1,6 +1,7 @@
 #include "npy.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -237,8 +238,14 @@ void write_npy(const std::string& path, const HostTensor& t) {
     if (!in_place) std::filesystem::remove(target, rm);
     bad(path, fmt::format("{}: {}", what, err ? std::strerror(err) : "I/O error"));
   };
+  // Replacing an existing file keeps what its permissions say: one we may not write is refused
+  // (the rename would have replaced it anyway), and the new file gets the old one's mode.
+  struct stat old_st {};
+  const bool replacing = !in_place && ::stat(path.c_str(), &old_st) == 0;
+  if (replacing && ::access(path.c_str(), W_OK) != 0) bad(path, "cannot write: Permission denied");
   std::ofstream out(target, std::ios::binary | std::ios::trunc);
   if (!out) fail("cannot write", errno);
+  if (replacing) ::chmod(target.c_str(), old_st.st_mode & 07777);
   errno = 0;
   out.write(kMagic, 6);
   char version[2] = {1, 0};

@@ -801,6 +801,16 @@ TEST_F(CliTest, OutWritesThroughSymbolicLinksAndKnowsSpellingsOfOneFile) {
   EXPECT_EQ(r.code, 0) << show(r);
   EXPECT_TRUE(std::filesystem::is_symlink(link));
   EXPECT_EQ(read_npy(target.string(), DType::f32).shape, (std::vector<int64_t>{2, 8}));
+  // A replaced file keeps its mode (the temporary file's 0644 replaced a 0600 file's).
+  const std::filesystem::path privy = tmp() / "private.npy";
+  write_file(privy.string(), "old");
+  std::filesystem::permissions(
+      privy, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  CliResult kept = kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=2,N=8",
+                         "--device", "cpu", "--out", "y=" + privy.string()});
+  EXPECT_EQ(kept.code, 0) << show(kept);
+  EXPECT_EQ(std::filesystem::status(privy).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   // Relative names (kdsl runs in the source directory here; the check stops it before writing).
   const std::string fresh = "kdsl-cli-test-never-written.npy";
   CliResult same = kdsl({"run", kRms, "-k", "add_rms_norm", "--dtype", "f32", "--shape", "M=2,N=8",
