@@ -1301,6 +1301,10 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
        2,
        "kdsl run: usage error: unexpected argument '--foo' (see kdsl run --help)"},
       {{"run"}, 2, "kdsl run: usage error: a .kdsl file is required (see kdsl run --help)"},
+      {{"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=8", "--ptx", "--cuda"},
+       2,
+       "kdsl emit: usage error: give at most one of --ir, --cuda, --ptx, --sass (see kdsl emit "
+       "--help)"},
       {cmd({"--dtype", "f32", "--dtype", "bf16", "--shape", "M=4,N=8"}), 2,
        "kdsl run: usage error: --dtype is given 2 times; it takes one value (see kdsl run --help)"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--device", "tpu"}), 2,

@@ -66,6 +66,7 @@ std::string plain_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   static const std::regex range(R"(^(\S+): Value (.*) not in range (\S+) to (\S+)$)");
   static const std::regex repeated(R"(^(\S+): At Most 1 required but received (\d+)$)");
   static const std::regex member(R"(^(\S+): (.*) not in \{(.*)\}$)");
+  static const std::regex one_of(R"(^Requires at most 1 options be given from \[(.*)\]$)");
   std::smatch m;
   if (std::regex_match(what, m, range)) {
     return fmt::format("{}: '{}' is not a whole number from {} to {}", m[1].str(), m[2].str(),
@@ -73,6 +74,10 @@ std::string plain_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   }
   if (std::regex_match(what, m, repeated)) {
     return fmt::format("{} is given {} times; it takes one value", m[1].str(), m[2].str());
+  }
+  if (std::regex_match(what, m, one_of)) {
+    return fmt::format("give at most one of {}",
+                       std::regex_replace(m[1].str(), std::regex(","), ", "));
   }
   if (std::regex_match(what, m, member)) {
     return fmt::format("{}: '{}' is not one of {}", m[1].str(), m[2].str(),
