@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -90,6 +91,42 @@ const char* dtype_descr(DType t) {
 
 }  // namespace
 
+// The header's shape, a tuple of non-negative integers: "()", "(4,)", "(2, 4)" (a trailing comma
+// allowed). A sign, a decimal point or an empty item is an error: (2,-4) used to read as (2, 4).
+std::vector<int64_t> parse_shape(const std::string& path, const std::string& dims) {
+  auto malformed = [&] {
+    bad(path, fmt::format("shape ({}) is not a tuple of non-negative integers", dims));
+  };
+  // (field() gives the tuple without its parentheses.)
+  std::string inner = dims;
+  if (inner.size() >= 2 && inner.front() == '(' && inner.back() == ')') {
+    inner = inner.substr(1, inner.size() - 2);
+  }
+  std::vector<std::string> items;
+  for (size_t from = 0;;) {
+    const size_t comma = std::min(inner.find(',', from), inner.size());
+    std::string item = inner.substr(from, comma - from);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    items.push_back(item);
+    if (comma == inner.size()) break;
+    from = comma + 1;
+  }
+  // "()" is one empty item; "(4,)" ends with one.
+  if (items.back().empty() && (items.size() == 1 || inner.back() == ',')) items.pop_back();
+  std::vector<int64_t> shape;
+  for (const std::string& item : items) {
+    uint64_t d = 0;  // unsigned: a sign is not a digit
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
+    if (ec == std::errc::result_out_of_range || d > static_cast<uint64_t>(INT64_MAX)) {
+      bad(path, fmt::format("shape ({}) has a size beyond 2^63", dims));
+    }
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size()) malformed();
+    shape.push_back(static_cast<int64_t>(d));
+  }
+  return shape;
+}
+
 HostTensor read_npy(const std::string& path, DType want) {
   std::ifstream in(path, std::ios::binary);
   if (!in) bad(path, std::string("cannot open: ") + std::strerror(errno));
@@ -119,46 +156,8 @@ HostTensor read_npy(const std::string& path, DType want) {
                           descr, dtype_name(want)));
   }
   if (field(header, "fortran_order") == "True") bad(path, "Fortran-order arrays are not supported");
-  std::vector<int64_t> shape;
-  std::string dims = field(header, "shape");
-  // A tuple of non-negative integers: "()", "(4,)", "(2, 4)". Anything else in an item (a sign,
-  // a decimal point) is an error, not skipped: (2,-4) was read as (2, 4).
-  {
-    std::string inner = dims;
-    if (inner.size() >= 2 && inner.front() == '(' && inner.back() == ')') {
-      inner = inner.substr(1, inner.size() - 2);
-    }
-    size_t start = 0;
-    while (start <= inner.size()) {
-      size_t comma = inner.find(',', start);
-      if (comma == std::string::npos) comma = inner.size();
-      std::string item = inner.substr(start, comma - start);
-      item.erase(0, item.find_first_not_of(' '));
-      item.erase(item.find_last_not_of(' ') + 1);
-      const bool last = comma == inner.size();
-      if (item.empty()) {
-        // "()" and the trailing comma of "(4,)"; an empty item elsewhere is malformed.
-        if (!last || (!shape.empty() && inner.back() != ',') ||
-            (shape.empty() && !inner.empty() &&
-             inner.find_first_not_of(' ') != std::string::npos)) {
-          bad(path, fmt::format("shape ({}) is not a tuple of non-negative integers", dims));
-        }
-        break;
-      }
-      int64_t d = 0;
-      auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
-      if (ec == std::errc::result_out_of_range) {
-        bad(path, fmt::format("shape ({}) has a size beyond 2^63", dims));
-      }
-      if (ec != std::errc() || end != item.data() + item.size() || d < 0 ||
-          !std::isdigit(static_cast<unsigned char>(item[0]))) {
-        bad(path, fmt::format("shape ({}) is not a tuple of non-negative integers", dims));
-      }
-      shape.push_back(d);
-      if (last) break;
-      start = comma + 1;
-    }
-  }
+  const std::string dims = field(header, "shape");
+  const std::vector<int64_t> shape = parse_shape(path, dims);
   if (shape.size() > 8) bad(path, fmt::format("shape ({}) has more than 8 axes", dims));
   // The data must be in the file before anything is allocated for it.
   uint64_t elems = 1;
@@ -173,12 +172,12 @@ HostTensor read_npy(const std::string& path, DType want) {
   const bool seekable = data_start != std::streampos(-1) && end_pos != std::streampos(-1);
   in.clear();
   if (seekable) in.seekg(data_start);
-  const uint64_t available =
-      seekable ? static_cast<uint64_t>(end_pos - data_start) : uint64_t{1} << 40;
   uint64_t need = 0;
-  if (__builtin_mul_overflow(elems, dtype_size(*t), &need) || need > available) {
+  const bool overflow = __builtin_mul_overflow(elems, dtype_size(*t), &need);
+  if (overflow || (seekable && need > static_cast<uint64_t>(end_pos - data_start))) {
     bad(path, fmt::format("truncated data: shape ({}) needs {} bytes, the file has {}", dims,
-                          need ? std::to_string(need) : std::string("more than 2^64"), available));
+                          overflow ? std::string("more than 2^64") : std::to_string(need),
+                          static_cast<uint64_t>(end_pos - data_start)));
   }
   if (!seekable) {
     // Read what the pipe holds (in pieces, so a header that claims more than it sends allocates
@@ -218,10 +217,9 @@ void write_npy(const std::string& path, const HostTensor& t) {
   header += '\n';
   // A regular file is written to a temporary file beside it, then renamed over it: a failed
   // write (a full disk) leaves neither a truncated file nor a damaged old one. Anything else that
-  // exists (a device, a pipe, a symbolic link) is written in place. Every byte is flushed and
+  // exists (a device, a pipe) is written in place, and so is a symbolic link: a rename would
+  // replace the link itself (--out y=/dev/stdout replaced /dev/stdout). Every byte is flushed and
   // checked.
-  // A symbolic link is written through, in place (a rename would replace the link itself:
-  // --out y=/dev/stdout replaced /dev/stdout with a regular file).
   std::error_code ec;
   const bool in_place =
       std::filesystem::is_symlink(path, ec) ||

@@ -716,12 +716,14 @@ TEST_F(CliTest, ValuesThatDoNotFitTheirDtypeAreRefused) {
                          "def add_k(x: Tensor[i32, (M, N)], k: i32, *, y: Out[i32, (M, N)]):\n"
                          "    for m in parallel(M):\n"
                          "        y[m, :] = x[m, :] + k\n";
-  auto run_int = [&](std::initializer_list<std::string> extra) {
-    std::vector<std::string> a = {"run",     file,      "-k",       "add_k",
-                                  "--shape", "M=2,N=3", "--device", "cpu"};
-    a.insert(a.end(), extra);
+  auto run = [&](std::vector<std::string> a, const std::vector<std::string>& extra) {
+    a.insert(a.end(), extra.begin(), extra.end());
     return kdsl(a);
   };
+  const std::vector<std::string> ints = {"run",     file,      "-k",       "add_k",
+                                         "--shape", "M=2,N=3", "--device", "cpu"};
+  const std::vector<std::string> rms = {"run",     kRms,      "-k",       "rms_norm",
+                                        "--shape", "M=2,N=8", "--device", "cpu"};
   const std::pair<std::vector<std::string>, std::string> refused[] = {
       {{"--arg", "k=1.5"}, "--arg k=1.5: 'k' is i32, which holds whole numbers only"},
       {{"--arg", "k=nan"}, "--arg k=nan: 'k' is i32, which holds whole numbers only"},
@@ -729,30 +731,20 @@ TEST_F(CliTest, ValuesThatDoNotFitTheirDtypeAreRefused) {
       {{"--arg", "k=1", "--in", "x=const:3000000000"},
        "--in x=const:3000000000: 'x' is i32, which holds -2147483648 to 2147483647"}};
   for (const auto& [extra, message] : refused) {
-    std::vector<std::string> a = {"run",     file,      "-k",       "add_k",
-                                  "--shape", "M=2,N=3", "--device", "cpu"};
-    a.insert(a.end(), extra.begin(), extra.end());
-    CliResult r = kdsl(a);
+    CliResult r = run(ints, extra);
     EXPECT_EQ(r.code, 1) << show(r);
     EXPECT_EQ(r.err, "kdsl: error: " + message + "\n");
   }
-  CliResult ok = run_int({"--arg", "k=-7", "--in", "x=const:10"});
+  CliResult ok = run(ints, {"--arg", "k=-7", "--in", "x=const:10"});
   EXPECT_EQ(ok.code, 0) << show(ok);
   EXPECT_NE(ok.out.find("min 3, max 3"), std::string::npos) << ok.out;
-  const std::vector<std::string> rms = {"run",     kRms,      "-k",       "rms_norm",
-                                        "--shape", "M=2,N=8", "--device", "cpu"};
-  auto run_rms = [&](std::initializer_list<std::string> extra) {
-    std::vector<std::string> a = rms;
-    a.insert(a.end(), extra);
-    return kdsl(a);
-  };
-  CliResult f16 = run_rms({"--dtype", "f16", "--in", "x=const:70000"});
+  CliResult f16 = run(rms, {"--dtype", "f16", "--in", "x=const:70000"});
   EXPECT_EQ(f16.code, 1) << show(f16);
   EXPECT_EQ(f16.err,
             "kdsl: error: --in x=const:70000: 'x' is f16, whose largest finite value is 65504 "
             "(give inf for infinity)\n");
-  EXPECT_EQ(run_rms({"--dtype", "f16", "--in", "x=const:inf"}).code, 0);
-  EXPECT_EQ(run_rms({"--dtype", "f32", "--arg", "eps=1e39"}).code, 1);
+  EXPECT_EQ(run(rms, {"--dtype", "f16", "--in", "x=const:inf"}).code, 0);
+  EXPECT_EQ(run(rms, {"--dtype", "f32", "--arg", "eps=1e39"}).code, 1);
 }
 
 // A .npy header's shape is a tuple of non-negative integers: a sign or a decimal point is an
@@ -764,7 +756,7 @@ TEST_F(CliTest, NpyShapesAreReadStrictlyAndPipesAreRead) {
   const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t at = good.find("(3, 8)");
   ASSERT_NE(at, std::string::npos);
-  for (std::string bad : {"(3,-8)", "(3, 8.)", "(3,,8)", "(3 8) "}) {
+  for (std::string bad : {"(3,-8)", "(3, 8.)", "(3,,8)", "(3 8) ", "(3,+8)", "(,3,8)"}) {
     std::string text = good;
     text.replace(at, 6, bad.substr(0, 6));
     if (bad.size() > 6) text.insert(at + 6, bad.substr(6));

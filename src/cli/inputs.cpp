@@ -147,10 +147,12 @@ void check_value_fits(double v, DType t, const std::string& what, const std::str
   if (is_int(t) || t == DType::b8) {
     if (!std::isfinite(v) || v != std::trunc(v)) fail("which holds whole numbers only");
     if (t == DType::b8 && v != 0 && v != 1) fail("which holds 0 or 1 only");
-    const double lo = t == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
-    const double hi = t == DType::i32 ? 2147483647.0 : 9223372036854775807.0;
-    if (v < lo || (t == DType::i32 ? v > hi : v >= 9223372036854775808.0)) {
-      fail(fmt::format("which holds {} to {}", lo, hi));
+    // (2^63 itself is the first double beyond i64; 2^31 - 1 is exact.)
+    const bool i32 = t == DType::i32;
+    if (i32 ? v < -2147483648.0 || v > 2147483647.0
+            : v < -9223372036854775808.0 || v >= 9223372036854775808.0) {
+      fail(i32 ? "which holds -2147483648 to 2147483647"
+               : "which holds -9223372036854775808 to 9223372036854775807");
     }
     return;
   }
