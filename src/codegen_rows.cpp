@@ -628,28 +628,33 @@ void RowEmitter::emit_phase(int p) {
     }
   }
   if (g_ > 32 && !reductions.empty()) {
-    // The CTA's warps' results. On one CTA per row group: each lane reads warp (lane mod W)'s
-    // and a second butterfly over W lanes combines them, lower warps first, as the first did
-    // within a warp (W = the group's warps). Every lane ends with the same bits; one
-    // shared-memory load and log2(W) shuffles per thread instead of W loads (these kernels are
-    // partly issue-bound; fourteenth session, bench/RESULTS.md: RMSNorm backward bf16 8192 x
-    // 8192 129 -> 117 us, LayerNorm bf16 4096 x 32768 148 -> 139). On a cluster the W loads in
-    // warp order stay (the butterfly was slower there: LayerNorm backward 412 -> 445 us); each
-    // CTA's total then goes to its shared memory and, after the cluster barrier, every thread
-    // combines the K CTAs' totals (read through distributed shared memory) in rank order: a fixed
-    // order, so the same bits on every run.
+    // The CTA's warps' results (W = the group's warps in this CTA), by the schedule's choice:
+    // - butterfly: each lane reads warp (lane mod W)'s and a second butterfly over W lanes
+    //   combines them, lower warps first, as the first did within a warp. One shared-memory load
+    //   and log2(W) shuffles per thread instead of W loads (these kernels are partly issue-bound;
+    //   fourteenth session, bench/RESULTS.md: RMSNorm backward bf16 8192 x 8192 129 -> 117 us,
+    //   LayerNorm bf16 4096 x 32768 148 -> 139);
+    // - in order: every thread adds the W partials in warp order (the default on a cluster,
+    //   where the butterfly was slower: LayerNorm backward 412 -> 445 us).
+    // Either way every lane ends with the same bits. On a cluster each CTA's total then goes to
+    // its shared memory and, after the cluster barrier, every thread combines the K CTAs' totals
+    // (read through distributed shared memory) in rank order: a fixed order, so the same bits on
+    // every run.
     t_.line("__syncthreads();");
-    const int warps = g_ / 32;
+    const int warps = g_ / k_cl_ / 32;
+    const char* me = k_cl_ > 1 ? "tl" : "threadIdx.x";
     for (ir::ValueId r : reductions) {
       auto sp = spelling(r);
-      if (k_cl_ > 1) {
+      if (!s_.butterfly) {
         t_.line("acc{0} = red{0}[buf][group][0];", r);
         t_.line("#pragma unroll");
-        t_.line("for (int w = 1; w < GC / 32; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
-                sp.op);
-      } else {
-        t_.line("acc{0} = red{0}[buf][group][threadIdx.x & {1}u];", r, warps - 1);
+        t_.line("for (int w = 1; w < {2}; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
+                sp.op, warps);
+      } else if (warps > 1) {
+        t_.line("acc{0} = red{0}[buf][group][{1} & {2}u];", r, me, warps - 1);
         t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, warps, sp.op);
+      } else {
+        t_.line("acc{0} = red{0}[buf][group][0];", r);
       }
       if (k_cl_ > 1) t_.line("if (tl == 0) redc{0}[buf][group] = acc{0};", r);
     }

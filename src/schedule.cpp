@@ -413,6 +413,17 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   }
   s.stream = hint.stream.value_or(false);
   s.min_ctas = hint.min_ctas.value_or(0);
+  // The combine of a row reduction's warps' partials (more than 32 threads per row): a second
+  // warp butterfly on one CTA per row group, in warp order on a cluster (each measured faster
+  // there, fourteenth session, bench/RESULTS.md). `kdsl tune` times the other one.
+  s.butterfly = hint.butterfly.value_or(cluster == 1);
+  if (hint.butterfly && !internal && (reductions == 0 || s.group <= 32 * cluster)) {
+    s.reasons.push_back(fmt::format(
+        "butterfly={:d} does not apply: {}", *hint.butterfly,
+        reductions == 0
+            ? "the kernel has no row reductions"
+            : "a row's threads in a CTA are one warp or less (no partials to combine)"));
+  }
   if (!hint.empty() && !internal) s.reasons.push_back("schedule hint: " + hint.str());
   // The grid is sized at launch from the driver's occupancy for the compiled kernel; this is an
   // upper bound (threads per SM), so that the generated source depends on the kernel, the

@@ -113,6 +113,7 @@ struct ScheduleHint {
   std::optional<bool> smem_columns;  // column-reduction accumulators in shared memory
   std::optional<int> cluster;        // CTAs per row (a thread-block cluster): 1, 2, 4 or 8
   std::optional<int> stage;          // rows staged ahead in shared memory (cp.async): 0, 2 to 8
+  std::optional<bool> butterfly;     // warps' partials combined by a butterfly (1) or in order (0)
   // Scan kernels (schedule_scan.h): the tile's layout, as KDSL_SCAN_SCHEDULE's keys of the same
   // names. Powers of two: t 1 to 64, lp, wp 1 to 32, vr 1 to 16.
   std::optional<int> t;   // steps: positions (of VP) each thread scans along the sequence
@@ -151,11 +152,15 @@ struct RowSchedule {
   int cluster = 1;                // K: a row's G threads span a cluster of K CTAs (G / K each)
   bool column_reduction = false;  // the kernel has column reductions (dw[:] += ...)
   int stage = 0;                  // rows in the shared-memory pipeline (cp.async), 0 = none
-  int staged_loads = 0;           // row loads staged per row (16-byte chunks of each thread)
-  int staged_scalars = 0;         // per-row scalars staged per row (4 or 8 bytes, each thread)
-  int phases = 0;                 // reduction phases (a reduction of a reduction's result: 2)
-  int reductions = 0;             // row reductions in the kernel
-  int element_bytes = 4;          // bytes of the smallest element along the row (2: bf16, f16)
+  // How a row reduction combines its warps' partials (G > 32 threads per row): each lane reads
+  // one warp's partial and a second warp butterfly combines them (true), or every thread adds
+  // them in warp order (false). Both give every thread the same bits, in a fixed order.
+  bool butterfly = true;
+  int staged_loads = 0;    // row loads staged per row (16-byte chunks of each thread)
+  int staged_scalars = 0;  // per-row scalars staged per row (4 or 8 bytes, each thread)
+  int phases = 0;          // reduction phases (a reduction of a reduction's result: 2)
+  int reductions = 0;      // row reductions in the kernel
+  int element_bytes = 4;   // bytes of the smallest element along the row (2: bf16, f16)
   std::vector<std::string> reasons;
 };
 

@@ -19,7 +19,7 @@ namespace kdsl {
 
 bool ScheduleHint::has_row_keys() const {
   return vec || group || cache_rows || cache_invariant || prefetch || pack || stream ||
-         persistent || min_ctas || smem_columns || cluster || stage;
+         persistent || min_ctas || smem_columns || cluster || stage || butterfly;
 }
 
 bool ScheduleHint::has_scan_keys() const {
@@ -60,6 +60,7 @@ const std::vector<ScheduleKey>& hint_keys() {
       {"stream", "0 or 1", zero_or_one},
       {"persistent", "0 or 1", zero_or_one},
       {"smem_columns", "0 or 1", zero_or_one},
+      {"butterfly", "0 or 1", zero_or_one},
       {"t", "a power of two from 1 to 64", [](int v) { return power_of_two(v, 64); }},
       {"lp", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
       {"wp", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
@@ -89,6 +90,7 @@ void set_hint(ScheduleHint& h, const std::string& key, int v) {
                            : key == "pack"            ? h.pack
                            : key == "stream"          ? h.stream
                            : key == "persistent"      ? h.persistent
+                           : key == "butterfly"       ? h.butterfly
                                                       : h.smem_columns;
   f = v == 1;
 }
@@ -147,7 +149,8 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
   const ScheduleItems items = parse_schedule_items(
       text, "schedule hint", hint_keys(),
       "vec (1, 2, 4, 8), group (a power of two up to 1024 x cluster), cache_rows, "
-      "cache_invariant, prefetch, pack, stream, persistent, smem_columns (0 or 1), min_ctas (1 "
+      "cache_invariant, prefetch, pack, stream, persistent, smem_columns, butterfly (0 or 1), "
+      "min_ctas (1 "
       "to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8); for scan kernels t (1 to 64), lp, wp (1 "
       "to 32), vr (1 to 16), powers of two");
   for (const auto& [key, v] : items) set_hint(h, key, v);
@@ -173,6 +176,7 @@ std::string ScheduleHint::str() const {
   if (smem_columns) add("smem_columns", *smem_columns);
   if (cluster) add("cluster", *cluster);
   if (stage) add("stage", *stage);
+  if (butterfly) add("butterfly", *butterfly);
   if (t) add("t", *t);
   if (lp) add("lp", *lp);
   if (wp) add("wp", *wp);

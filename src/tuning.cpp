@@ -83,7 +83,8 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
       RowSchedule t = choose_row_schedule(k, spec, target, o);
       if (t.group == s.group && t.persistent == s.persistent && t.prefetch == s.prefetch &&
           t.vec == s.vec && t.pack == s.pack && t.cluster == s.cluster && t.stage == s.stage &&
-          t.smem_columns == s.smem_columns && t.cache_rows == s.cache_rows) {
+          t.smem_columns == s.smem_columns && t.cache_rows == s.cache_rows &&
+          t.butterfly == s.butterfly) {
         return;  // the same schedule as an earlier candidate
       }
     }
@@ -140,6 +141,15 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
       h.cluster = cluster;
       add(h);
     }
+  }
+  // The combine of the warps' partials, the other way than the default (measured faster either
+  // way depending on the kernel: RMSNorm backward f32 8192 x 10240 251 us in warp order against
+  // 292 with the butterfly, LayerNorm backward at the same shape 344 against 322; sixteenth
+  // session, bench/RESULTS.md).
+  if (d.reductions > 0 && d.group > 32 * d.cluster) {
+    ScheduleHint h;
+    h.butterfly = !d.butterfly;
+    add(h);
   }
   return out;
 }

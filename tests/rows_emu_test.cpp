@@ -91,6 +91,23 @@ TEST_P(RowsEmu, ClusterSchedules) {
                           });
 }
 
+// The two combines of a row reduction's warps' partials: in warp order on one CTA per row (8
+// warps per row, a persistent grid), the butterfly on a cluster (2 warps per CTA, a tail). Each
+// generated kernel has the combine it was asked for.
+TEST_P(RowsEmu, CombinesOfTheWarps) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  expect_hinted_schedules(GetParam(), 151,
+                          {{DType::bf16, 4096, "butterfly=0,group=256"},
+                           {DType::f32, 1000, "butterfly=1,cluster=2,group=128"}},
+                          /*cache_rows=*/false, [](const GeneratedKernel& gen, const char* hint) {
+                            const bool loop =
+                                gen.source.find("for (int w = 1; w <") != std::string::npos;
+                            if (gen.source.find("[buf][group][") == std::string::npos)
+                              return;  // no row reduction
+                            EXPECT_EQ(loop, std::string(hint).starts_with("butterfly=0")) << hint;
+                          });
+}
+
 // Rows staged in shared memory (rows.stage): each thread copies its chunks of the rows ahead
 // with cp.async and reads them back; rows past the end and chunks past N are zero-filled. A
 // persistent grid of 8 CTAs over 37 rows, so stages wrap around; a tail (f32 N = 1000); a

@@ -444,6 +444,20 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
                          "reductions"))
       << reasons(m.s);
   EXPECT_FALSE(has_reason(m.s, "accumulators in shared memory")) << reasons(m.s);
+  // The combine of the warps' partials: the butterfly on one CTA per row, warp order on a
+  // cluster, either on request; moot (and noted) where a row's threads in a CTA are one warp.
+  EXPECT_TRUE(choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240).s.butterfly);
+  EXPECT_FALSE(
+      choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240, "butterfly=0").s.butterfly);
+  Chosen cl = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768);
+  ASSERT_GT(cl.s.cluster, 1);
+  EXPECT_FALSE(cl.s.butterfly);
+  EXPECT_TRUE(
+      choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, "butterfly=1").s.butterfly);
+  Chosen one = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 256, "butterfly=0,group=32");
+  EXPECT_TRUE(
+      has_reason(one.s, "butterfly=0 does not apply: a row's threads in a CTA are one warp"))
+      << reasons(one.s);
   // f32 with VEC = 8: two 16-byte loads per vector (kdsl_load), not 32-byte accesses.
   Chosen v = choose("rms_norm.kdsl", "rms_norm", DType::f32, 8192, "vec=8");
   EXPECT_TRUE(has_reason(v.s, "VEC = 8 (2 x 16-byte accesses per vector)")) << reasons(v.s);

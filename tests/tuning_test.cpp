@@ -57,6 +57,37 @@ TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
   }
 }
 
+// The combine of a row reduction's warps' partials is a candidate the other way than the
+// default: in warp order where the default is the butterfly (one CTA per row), the butterfly
+// where it is the loop (a cluster); kernels with a warp or less per row have none to vary.
+TEST(Tuning, RowKernelsTryTheOtherCombineOfTheWarps) {
+  auto fe = rms_norm_module();
+  DeviceTarget target;
+  for (auto [t, n, fallback] : {std::tuple{DType::f32, int64_t{10240}, false},
+                                std::tuple{DType::bf16, int64_t{32768}, true}}) {
+    Specialization spec{{t}, n, ~0u, ~0u};
+    ir::Kernel k = lower_specialized(*fe, "rms_norm_bwd", spec);
+    const RowSchedule d = choose_row_schedule(k, spec, target);
+    EXPECT_EQ(d.butterfly, d.cluster == 1) << n;
+    bool other = false;
+    for (const ScheduleHint& h : tuning_candidates(k, spec, target)) {
+      if (!h.butterfly) continue;
+      other = true;
+      EXPECT_EQ(*h.butterfly, fallback) << n;
+      const GeneratedKernel g = generate(k, spec, target, h);
+      EXPECT_EQ(g.source.find("kdsl_warp_reduce<32>(acc") != std::string::npos &&
+                    g.source.find("for (int w = 1; w <") == std::string::npos,
+                fallback)
+          << n;
+    }
+    EXPECT_TRUE(other) << n;
+  }
+  Specialization small{{DType::bf16}, 256, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(*fe, "rms_norm", small);
+  ASSERT_LE(choose_row_schedule(k, small, target).group, 32);
+  for (const ScheduleHint& h : tuning_candidates(k, small, target)) EXPECT_FALSE(h.butterfly);
+}
+
 // A scan kernel's candidates: the default, then layouts near it, each a distinct schedule and a
 // distinct kernel, each giving every key of its layout; the default's neighbours are among them.
 TEST(Tuning, ScanKernelsTryLayoutsNearTheDefault) {
