@@ -9,6 +9,13 @@
 #                 rounds (2), --verify in the first at 2048 x 32768.
 #                 Prediction: bf16 with t=4 (16 KB tiles, as f32) 5-10% faster at 2048 x 32768
 #                 (82.9 -> 75-79 us, 0.76 -> 0.80-0.84 of copy); f32 unchanged by t=4 (its default).
+#   s17.sh combine  the two combines of a row reduction's warps' partials (the schedule hint
+#                 butterfly=0/1, one of them the default) on the normalization rows of issue 5,
+#                 same binary, $ROUNDS rounds (2). Prediction: rms_norm_bwd f32 8192 x 10240 about
+#                 251 us with butterfly=0 against 292 (as AA5); the other rows within 2% or slower
+#                 with butterfly=0, except those AA5 did not time (unknown).
+#   s17.sh ncu    Nsight Compute stall reasons per issued instruction on rms_norm_bwd and
+#                 layer_norm_bwd f32 8192 x 10240 with either combine (why 0.66 us more a row)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -42,5 +49,66 @@ case "${1:-}" in
       done
     done
     ;;
-  *) echo "usage: s17.sh rows" >&2; exit 2 ;;
+  combine)
+    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
+    cases=()
+    for s in M=1024,N=8192 M=8192,N=8192 M=32768,N=4096 M=4096,N=32768 M=65536,N=1024; do
+      cases+=("rms_norm rms_norm_bwd bf16 $s" "layer_norm layer_norm_bwd bf16 $s" "softmax softmax_bwd bf16 $s")
+    done
+    for c in "rms_norm rms_norm_bwd" "layer_norm layer_norm_bwd" "softmax softmax_bwd" "rms_norm rms_norm" \
+             "layer_norm layer_norm"; do
+      cases+=("$c f32 M=8192,N=10240")
+    done
+    cases+=("rms_norm rms_norm bf16 M=65536,N=1024" "layer_norm layer_norm bf16 M=8192,N=8192"
+            "layer_norm layer_norm bf16 M=65536,N=1024" "softmax softmax bf16 M=4096,N=32768")
+    for c in "${cases[@]}"; do
+      set -- $c
+      for b in 0 1; do
+        $k compile stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 --schedule butterfly=$b >/dev/null 2>&1 &
+      done
+      $k compile stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 >/dev/null 2>&1 &
+      while [ "$(jobs -r | wc -l)" -ge 15 ]; do wait -n; done
+    done
+    wait
+    for round in $(seq "${ROUNDS:-2}"); do
+      for c in "${cases[@]}"; do
+        set -- $c
+        for v in default butterfly=0 butterfly=1; do
+          h=(); [ $v != default ] && h=(--schedule $v)
+          [ "$round" = 1 ] && [ $v != default ] && case $4 in M=8192,N=*) h+=(--verify) ;; esac
+          printf '%s %-16s %-5s %-15s %-11s ' $round $2 $3 $4 $v
+          $k run stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 "${h[@]}" --bench --reps 40 2>&1 |
+            grep -oE "bench: [0-9.]+ us|[0-9.]+ of the same-run|verify [a-z_]+: [a-zA-Z]+|does not apply|error:.*" | tr '\n' ' '
+          echo
+        done
+      done
+    done
+    ;;
+  ncu)
+    ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+    m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
+    m+=,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
+    m+=,smsp__inst_executed.sum,sm__cycles_elapsed.avg,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
+    for r in long_scoreboard barrier membar short_scoreboard wait lg_throttle mio_throttle \
+             not_selected math_pipe_throttle dispatch_stall no_instruction drain selected; do
+      m+=,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
+    done
+    for c in "rms_norm rms_norm_bwd" "layer_norm layer_norm_bwd"; do
+      for b in 0 1; do
+        set -- $c
+        echo "== $2 f32 M=8192,N=10240 butterfly=$b"
+        timeout 120 "$ncu" --metrics "$m" -k regex:"kdsl_.*[0-9]\$" --launch-skip 2 --launch-count 1 \
+          --csv --print-units base $k run stdlib/$1.kdsl -k $2 --dtype f32 --shape M=8192,N=10240 \
+          --schedule butterfly=$b --bench --reps 2 --warmup 1 2>&1 | python3 -c '
+import csv, sys
+rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
+if not rows: sys.exit("  no ncu rows")
+h = rows[0]; n, v = h.index("Metric Name"), h.index("Metric Value")
+for r in rows[1:]:
+    name = r[n].replace("smsp__average_warps_issue_stalled_", "stall ").replace("_per_issue_active.ratio", "")
+    print(f"  {name:58} {r[v]}")'
+      done
+    done
+    ;;
+  *) echo "usage: s17.sh rows|combine|ncu" >&2; exit 2 ;;
 esac
