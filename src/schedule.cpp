@@ -415,8 +415,19 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   s.min_ctas = hint.min_ctas.value_or(0);
   // The combine of a row reduction's warps' partials (more than 32 threads per row): a second
   // warp butterfly on one CTA per row group, in warp order on a cluster (each measured faster
-  // there, fourteenth session, bench/RESULTS.md). `kdsl tune` times the other one.
-  s.butterfly = hint.butterfly.value_or(cluster == 1);
+  // there, fourteenth session, bench/RESULTS.md). Also in warp order for f32 rows with one row
+  // reduction on 1024 threads whose last chunk is only partly filled (seventeenth session, AB1:
+  // RMSNorm backward f32 8192 x 10240 251 us against 294; softmax backward, RMSNorm and
+  // LayerNorm forward at the same shape within 1% either way; LayerNorm backward, two
+  // reductions, 345 against 322, so not there). `kdsl tune` times the other one.
+  const bool ragged_f32 =
+      min_size == 4 && reductions == 1 && s.group == 1024 && cluster == 1 && vectors % 1024 != 0;
+  s.butterfly = hint.butterfly.value_or(cluster == 1 && !ragged_f32);
+  if (!hint.butterfly && ragged_f32) {
+    s.reasons.push_back(
+        "f32 rows with one reduction and a partly filled last chunk: the warps' partials added "
+        "in warp order, not by a butterfly (measured)");
+  }
   if (hint.butterfly && !internal && (reductions == 0 || s.group <= 32 * cluster)) {
     s.reasons.push_back(fmt::format(
         "butterfly={:d} does not apply: {}", *hint.butterfly,

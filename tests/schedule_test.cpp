@@ -446,7 +446,16 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   EXPECT_FALSE(has_reason(m.s, "accumulators in shared memory")) << reasons(m.s);
   // The combine of the warps' partials: the butterfly on one CTA per row, warp order on a
   // cluster, either on request; moot (and noted) where a row's threads in a CTA are one warp.
-  EXPECT_TRUE(choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240).s.butterfly);
+  EXPECT_TRUE(choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 8192).s.butterfly);
+  EXPECT_TRUE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240).s.butterfly);
+  EXPECT_TRUE(choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 10240).s.butterfly);
+  // f32, one reduction, 1024 threads, a partly filled last chunk: warp order (measured).
+  Chosen ragged = choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240);
+  EXPECT_FALSE(ragged.s.butterfly);
+  EXPECT_TRUE(has_reason(ragged.s, "partly filled last chunk: the warps' partials added in warp"))
+      << reasons(ragged.s);
+  EXPECT_TRUE(
+      choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240, "butterfly=1").s.butterfly);
   EXPECT_FALSE(
       choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240, "butterfly=0").s.butterfly);
   Chosen cl = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768);

@@ -59,16 +59,18 @@ TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
 
 // The combine of a row reduction's warps' partials is a candidate the other way than the
 // default: in warp order where the default is the butterfly (one CTA per row), the butterfly
-// where it is the loop (a cluster); kernels with a warp or less per row have none to vary.
+// where it is warp order (a cluster; f32 rows of 10240 by the measured rule); kernels with a
+// warp or less per row have none to vary.
 TEST(Tuning, RowKernelsTryTheOtherCombineOfTheWarps) {
   auto fe = rms_norm_module();
   DeviceTarget target;
-  for (auto [t, n, fallback] : {std::tuple{DType::f32, int64_t{10240}, false},
-                                std::tuple{DType::bf16, int64_t{32768}, true}}) {
+  for (auto [t, n, fallback] :
+       {std::tuple{DType::f32, int64_t{8192}, false}, std::tuple{DType::f32, int64_t{10240}, true},
+        std::tuple{DType::bf16, int64_t{32768}, true}}) {
     Specialization spec{{t}, n, ~0u, ~0u};
     ir::Kernel k = lower_specialized(*fe, "rms_norm_bwd", spec);
     const RowSchedule d = choose_row_schedule(k, spec, target);
-    EXPECT_EQ(d.butterfly, d.cluster == 1) << n;
+    EXPECT_EQ(d.butterfly, !fallback) << n;
     bool other = false;
     for (const ScheduleHint& h : tuning_candidates(k, spec, target)) {
       if (!h.butterfly) continue;
