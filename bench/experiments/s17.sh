@@ -16,6 +16,8 @@
 #                 with butterfly=0, except those AA5 did not time (unknown).
 #   s17.sh ncu    Nsight Compute stall reasons per issued instruction on rms_norm_bwd and
 #                 layer_norm_bwd f32 8192 x 10240 with either combine (why 0.66 us more a row)
+#   s17.sh tune   kdsl tune (every candidate's time) on the normalization rows under issue 5's
+#                 targets, $TUNE_LIMIT s each (60)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -110,5 +112,18 @@ for r in rows[1:]:
       done
     done
     ;;
-  *) echo "usage: s17.sh rows|combine|ncu" >&2; exit 2 ;;
+  tune)
+    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
+    for c in "rms_norm rms_norm_bwd f32 M=8192,N=10240" "rms_norm rms_norm_bwd bf16 M=8192,N=8192" \
+             "rms_norm rms_norm_bwd bf16 M=65536,N=1024" "layer_norm layer_norm_bwd bf16 M=8192,N=8192" \
+             "layer_norm layer_norm_bwd bf16 M=32768,N=4096" "layer_norm layer_norm_bwd f32 M=8192,N=10240" \
+             "layer_norm layer_norm bf16 M=8192,N=8192" "layer_norm layer_norm bf16 M=65536,N=1024" \
+             "rms_norm rms_norm bf16 M=65536,N=1024" "softmax softmax bf16 M=4096,N=32768"; do
+      set -- $c
+      s=$(date +%s)
+      timeout "${TUNE_LIMIT:-60}" $k tune stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 --reps 30 --dry-run 2>&1
+      echo "($2 $3 $4: exit $?, $(( $(date +%s) - s )) s)"
+    done
+    ;;
+  *) echo "usage: s17.sh rows|combine|ncu|tune" >&2; exit 2 ;;
 esac
