@@ -591,6 +591,18 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       cluster = 4;
       why.push_back(
           "a long single-phase row: a cluster of 4 CTAs of 256 threads instead of one of 1024");
+    } else if (s.column_reduction && s.element_bytes == 4 && s.reductions >= 2 && s.chunks == 3 &&
+               s.cache_rows && !hint.prefetch && !hint.stage) {
+      // f32 rows of 2049 to 3072 vectors with several row reductions (LayerNorm backward): 512
+      // threads per row with the next row prefetched, over the register budget (128 registers,
+      // 48 bytes spilled) but with a second row in flight per SM (seventeenth session, AB2,
+      // `kdsl tune` at f32 8192 x 10240: 276 us against 323). RMSNorm backward (one reduction)
+      // is slower that way (274 against 251), so not there.
+      h.group = 512;
+      h.prefetch = true;
+      why.push_back(
+          "f32 rows of 3 chunks per thread at 1024 threads with several reductions: 512 threads "
+          "per row instead, the next row prefetched (measured)");
     } else if (s.column_reduction && s.chunks == 1 && s.cache_rows && !hint.prefetch &&
                !hint.stage) {
       // Column reductions with one chunk per thread (N = 8192 bf16): 512 threads per row with

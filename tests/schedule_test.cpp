@@ -54,6 +54,17 @@ Chosen choose(const std::string& file, const std::string& kernel, DType t, int64
   return {std::move(k), spec, std::move(s), std::move(g.source), std::move(g.plan)};
 }
 
+bool has_reason(const RowSchedule& s, const std::string& text) {
+  return std::any_of(s.reasons.begin(), s.reasons.end(),
+                     [&](const std::string& r) { return r.find(text) != std::string::npos; });
+}
+
+std::string reasons(const RowSchedule& s) {
+  std::string out;
+  for (const std::string& r : s.reasons) out += r + "\n";
+  return out;
+}
+
 // The generated source without its comments (the explain) and blank lines.
 std::string without_comments(const std::string& src) {
   std::string out, line;
@@ -242,7 +253,22 @@ TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
   Chosen f = choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240);
   EXPECT_FALSE(f.s.smem_columns);
   EXPECT_EQ(f.s.stage, 0);
-  EXPECT_TRUE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240).s.smem_columns);
+  EXPECT_EQ(f.s.group, 1024);
+  EXPECT_FALSE(f.s.prefetch);
+  // LayerNorm backward f32 at 3 chunks per thread (two reductions): 512 threads, the next row
+  // prefetched (measured); at 2 chunks (N = 8192) and with a user's group it keeps 1024.
+  Chosen lf = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240);
+  EXPECT_TRUE(lf.s.smem_columns);
+  EXPECT_EQ(lf.s.group, 512);
+  EXPECT_TRUE(lf.s.prefetch);
+  EXPECT_TRUE(has_reason(lf.s, "512 threads per row instead, the next row prefetched"))
+      << reasons(lf.s);
+  Chosen l8 = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 8192);
+  EXPECT_EQ(l8.s.group, 1024);
+  EXPECT_FALSE(l8.s.prefetch);
+  Chosen lg = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240, "group=1024");
+  EXPECT_EQ(lg.s.group, 1024);
+  EXPECT_FALSE(lg.s.prefetch);
   // A user's choice stands.
   Chosen u = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 4096, "smem_columns=1");
   EXPECT_TRUE(u.s.smem_columns);
@@ -422,17 +448,6 @@ TEST(RowSchedule, HintsThatCannotApplyAreHintErrors) {
   EXPECT_EQ(why("rms_norm", DType::f32, 8192, "persistent=1,prefetch=1"), "accepted");
   // The tuner drops candidates that cannot apply, as before (they are ArgumentErrors too).
   EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::f32, 1001, "vec=8"), ArgumentError);
-}
-
-bool has_reason(const RowSchedule& s, const std::string& text) {
-  return std::any_of(s.reasons.begin(), s.reasons.end(),
-                     [&](const std::string& r) { return r.find(text) != std::string::npos; });
-}
-
-std::string reasons(const RowSchedule& s) {
-  std::string out;
-  for (const std::string& r : s.reasons) out += r + "\n";
-  return out;
 }
 
 // The explain text is true, and its lines agree with each other.
