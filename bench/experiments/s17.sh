@@ -18,6 +18,10 @@
 #                 layer_norm_bwd f32 8192 x 10240 with either combine (why 0.66 us more a row)
 #   s17.sh tune   kdsl tune (every candidate's time) on the normalization rows under issue 5's
 #                 targets, $TUNE_LIMIT s each (60)
+#   s17.sh check  the session's new defaults: --verify at the benchmark shapes; compute-sanitizer
+#                 memcheck and racecheck at small shapes with tails; stdlib_norm_gpu_test; the
+#                 last-axis cumsum cases of stdlib_scan_gpu_test; LayerNorm backward f32 at
+#                 N = 8192 and 12288 with and without 512 threads and the prefetch (is 10240 alone?)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -125,5 +129,43 @@ for r in rows[1:]:
       echo "($2 $3 $4: exit $?, $(( $(date +%s) - s )) s)"
     done
     ;;
-  *) echo "usage: s17.sh rows|combine|ncu|tune" >&2; exit 2 ;;
+  check)
+    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
+    cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+    for c in "rms_norm rms_norm_bwd f32 M=8192,N=10240" "layer_norm layer_norm_bwd f32 M=8192,N=10240" \
+             "scan cumsum bf16 M=2048,N=32768" "scan cumsum f32 M=2048,N=32768"; do
+      set -- $c
+      printf '%-16s %-5s %-15s ' $2 $3 $4
+      $k run stdlib/$1.kdsl -k $2 --dtype $3 --shape $4 --verify --bench --reps 30 2>&1 |
+        grep -oE "bench: [0-9.]+ us|verify [a-z_]+: [a-zA-Z]+|error:.*" | tr '\n' ' '
+      echo
+    done
+    for c in "rms_norm rms_norm_bwd f32 M=37,N=10240" "layer_norm layer_norm_bwd f32 M=37,N=10240" \
+             "layer_norm layer_norm_bwd f32 M=300,N=11000" "scan cumsum bf16 M=3,N=33001" \
+             "scan cumsum f32 M=3,N=33001"; do
+      set -- $c
+      for tool in memcheck racecheck; do
+        printf '%-10s %-16s %-5s %-15s ' $tool $2 $3 $4
+        timeout 120 "$cs" --tool $tool --error-exitcode 9 $k run stdlib/$1.kdsl -k $2 --dtype $3 \
+          --shape $4 --verify 2>&1 | grep -oE "ERROR SUMMARY.*|RACECHECK SUMMARY.*|verify [a-z_]+: [a-zA-Z]+" | tr '\n' ' '
+        echo "exit ${PIPESTATUS[0]}"
+      done
+    done
+    for n in 8192 12288; do
+      for v in default group=512,prefetch=1 group=1024,prefetch=0; do
+        h=(); [ $v != default ] && h=(--schedule $v)
+        printf 'layer_norm_bwd f32 M=8192,N=%-6s %-22s ' $n $v
+        $k run stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype f32 --shape M=8192,N=$n "${h[@]}" --bench --reps 30 2>&1 |
+          grep -oE "bench: [0-9.]+ us|[0-9.]+ of the same-run|error:.*" | tr '\n' ' '
+        echo
+      done
+    done
+    s=$(date +%s)
+    timeout 100 .device/bin/stdlib_norm_gpu_test --gtest_brief=1 2>&1 | tail -4
+    echo "stdlib_norm_gpu_test exit ${PIPESTATUS[0]} in $(( $(date +%s) - s )) s"
+    s=$(date +%s)
+    timeout 100 .device/bin/stdlib_scan_gpu_test --gtest_brief=1 --gtest_filter='Small/*:*IssueShapes/cumsum*:-*_mid*' 2>&1 | tail -4
+    echo "stdlib_scan_gpu_test (last-axis Small cases, cumsum issue shapes) exit ${PIPESTATUS[0]} in $(( $(date +%s) - s )) s"
+    ;;
+  *) echo "usage: s17.sh rows|combine|ncu|tune|check" >&2; exit 2 ;;
 esac
