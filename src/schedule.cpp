@@ -532,6 +532,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   int cluster = hint.cluster.value_or(1);
   std::vector<std::string> why;
   std::string four_ctas;  // the cluster-of-four reason the register-accumulator rule replaced
+  bool f32_prefetch_rule = false;
   if (!hint.cluster && !hint.group && s.group == 1024) {
     // Whether the row's elements are beyond one CTA's registers: streamed rows, with a user's
     // cache_rows (either value) set aside, since register-resident rows are what the cluster
@@ -600,6 +601,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       // is slower that way (274 against 251), so not there.
       h.group = 512;
       h.prefetch = true;
+      f32_prefetch_rule = true;
       why.push_back(
           "f32 rows of 3 chunks per thread at 1024 threads with several reductions: 512 threads "
           "per row instead, the next row prefetched (measured)");
@@ -663,6 +665,15 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     cluster = 4;
     why.back() = four_ctas;
     s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  }
+  // The f32 prefetch rule holds only where the rows stay in registers at 512 threads, so the
+  // next row can be prefetched: at N = 12288 they are streamed there instead (LayerNorm backward
+  // f32 8192 x 12288: 446 us against 367 at 1024 threads; seventeenth session, AB3).
+  if (f32_prefetch_rule && !s.prefetch) {
+    first.reasons.push_back(
+        "f32 rows of 3 chunks per thread with several reductions: 1024 threads kept (at 512 the "
+        "rows would be streamed, with no next row prefetched)");
+    return first;
   }
   // The user's stage= stands: a re-choice that could not stage (e.g. rows no longer fit the
   // registers) gives way to the schedule chosen with the hint as given.

@@ -266,6 +266,17 @@ TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
   Chosen l8 = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 8192);
   EXPECT_EQ(l8.s.group, 1024);
   EXPECT_FALSE(l8.s.prefetch);
+  // At N = 12288 the rows would be streamed at 512 threads (no prefetch): 1024 threads kept,
+  // the same code as before the rule.
+  Chosen l12 = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 12288);
+  EXPECT_EQ(l12.s.group, 1024);
+  EXPECT_FALSE(l12.s.prefetch);
+  EXPECT_TRUE(l12.s.cache_rows);
+  EXPECT_TRUE(has_reason(l12.s, "1024 threads kept")) << reasons(l12.s);
+  EXPECT_EQ(
+      without_comments(l12.source),
+      without_comments(
+          choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 12288, "group=1024").source));
   Chosen lg = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240, "group=1024");
   EXPECT_EQ(lg.s.group, 1024);
   EXPECT_FALSE(lg.s.prefetch);
