@@ -105,14 +105,7 @@ case "${1:-}" in
         echo "== $2 f32 M=8192,N=10240 butterfly=$b"
         timeout 120 "$ncu" --metrics "$m" -k regex:"kdsl_.*[0-9]\$" --launch-skip 2 --launch-count 1 \
           --csv --print-units base $k run stdlib/$1.kdsl -k $2 --dtype f32 --shape M=8192,N=10240 \
-          --schedule butterfly=$b --bench --reps 2 --warmup 1 2>&1 | python3 -c '
-import csv, sys
-rows = [r for r in csv.reader(l for l in sys.stdin if l.startswith("\""))]
-if not rows: sys.exit("  no ncu rows")
-h = rows[0]; n, v = h.index("Metric Name"), h.index("Metric Value")
-for r in rows[1:]:
-    name = r[n].replace("smsp__average_warps_issue_stalled_", "stall ").replace("_per_issue_active.ratio", "")
-    print(f"  {name:58} {r[v]}")'
+          --schedule butterfly=$b --bench --reps 2 --warmup 1 2>&1 | python3 bench/experiments/ncu_metrics.py
       done
     done
     ;;
