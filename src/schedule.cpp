@@ -417,9 +417,9 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // warp butterfly on one CTA per row group, in warp order on a cluster (each measured faster
   // there, fourteenth session, bench/RESULTS.md). Also in warp order for f32 rows with one row
   // reduction on 1024 threads whose last chunk is only partly filled (seventeenth session, AB1:
-  // RMSNorm backward f32 8192 x 10240 251 us against 294; softmax backward, RMSNorm and
-  // LayerNorm forward at the same shape within 1% either way; LayerNorm backward, two
-  // reductions, 345 against 322, so not there). `kdsl tune` times the other one.
+  // RMSNorm backward f32 8192 x 10240 251 us against 294, the only benchmarked row the rule
+  // covers; LayerNorm backward there, two reductions, 345 against 322, so not with two; the
+  // kernels on 256 or 512 threads at that N within 1% either way). `kdsl tune` times the other.
   const bool ragged_f32 =
       min_size == 4 && reductions == 1 && s.group == 1024 && cluster == 1 && vectors % 1024 != 0;
   s.butterfly = hint.butterfly.value_or(cluster == 1 && !ragged_f32);
@@ -428,7 +428,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         "f32 rows with one reduction and a partly filled last chunk: the warps' partials added "
         "in warp order, not by a butterfly (measured)");
   }
-  if (hint.butterfly && !internal && (reductions == 0 || s.group <= 32 * cluster)) {
+  // (Noted on the re-chosen schedule too: a measured rule's re-choice keeps these reasons.)
+  if (hint.butterfly && (reductions == 0 || s.group <= 32 * cluster)) {
     s.reasons.push_back(fmt::format(
         "butterfly={:d} does not apply: {}", *hint.butterfly,
         reductions == 0
@@ -593,12 +594,14 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       why.push_back(
           "a long single-phase row: a cluster of 4 CTAs of 256 threads instead of one of 1024");
     } else if (s.column_reduction && s.element_bytes == 4 && s.reductions >= 2 && s.chunks == 3 &&
-               s.cache_rows && !hint.prefetch && !hint.stage) {
+               s.vec == 4 && s.cache_rows && !hint.cache_rows && !hint.prefetch && !hint.stage) {
       // f32 rows of 2049 to 3072 vectors with several row reductions (LayerNorm backward): 512
       // threads per row with the next row prefetched, over the register budget (128 registers,
       // 48 bytes spilled) but with a second row in flight per SM (seventeenth session, AB2,
       // `kdsl tune` at f32 8192 x 10240: 276 us against 323). RMSNorm backward (one reduction)
-      // is slower that way (274 against 251), so not there.
+      // is slower that way (274 against 251), so not there. Only with 16-byte accesses (the
+      // measured case) and where the user leaves cache_rows open (the give-way below decides on
+      // whether the rows stay in registers at 512 threads, which cache_rows=1 would force).
       h.group = 512;
       h.prefetch = true;
       f32_prefetch_rule = true;
@@ -670,7 +673,8 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   // next row can be prefetched: at N = 12288 they are streamed there instead (LayerNorm backward
   // f32 8192 x 12288: 446 us against 367 at 1024 threads; seventeenth session, AB3).
   if (f32_prefetch_rule && !s.prefetch) {
-    first.reasons.push_back(
+    first.reasons.insert(
+        first.reasons.begin() + 1,
         "f32 rows of 3 chunks per thread with several reductions: 1024 threads kept (at 512 the "
         "rows would be streamed, with no next row prefetched)");
     return first;

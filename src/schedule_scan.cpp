@@ -459,12 +459,13 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     // Register words of elements per thread: about 80 along middle axes (measured on the H200 at
     // (1, 32768, 2048): fewer steps mean more chunks, each a step of the look-back chain; more
     // spill or lower occupancy), about 40 along the last axis (measured before the packed
-    // look-back), and 64 there for kernels of at most 2 words per element without elementwise
-    // math (cumsum: seventeenth session, AB2, bench/results/rows_2026-12-02_s17.txt: bf16 with
-    // 4 steps instead of 2 at 2048 x 32768 86.4 -> 78.8 us, 1024 x 32768 47.8 -> 45.8,
-    // 2560 x 8192 33.3 -> 29.0, 8192 x 2048 25.7 -> 25.6; f32 with 8 steps instead of 4 143.4 ->
+    // look-back), and 64 there for kernels of at most 2 words per element and no transcendentals
+    // per element (cumsum: seventeenth session, AB2, bench/results/rows_2026-12-02_s17.txt: bf16
+    // with 4 steps instead of 2 at 2048 x 32768 86.4 -> 78.8 us, 1024 x 32768 47.8 -> 45.8, 2560 x
+    // 8192 33.3 -> 29.0, 8192 x 2048 25.7 -> 25.6; f32 with 8 steps instead of 4 143.4 ->
     // 141.6, 81.7 -> 79.4, 53.9 -> 51.5, 42.1 -> 42.1; bf16 with 8 steps was slower, 90.7 at
-    // 2048 x 32768). Heavier kernels keep 40 (not re-measured).
+    // 2048 x 32768). The other light last-axis kernels (cumprod, cummax, the exclusive and reverse
+    // scans) take the same budget without being timed; heavier ones keep 40 (not re-measured).
     const bool light_rows = !s.columns && words <= 2 && element_math(k) == 0;
     const int budget = s.columns ? 80 : light_rows ? 64 : 40;
     s.t = 1;

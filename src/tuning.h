@@ -16,8 +16,10 @@ namespace kdsl {
 
 /// The schedules `kdsl tune` times for a kernel: the scheduler's default first (an empty hint),
 /// then variations of the grid (persistent or one CTA per row), the threads per row (half and
-/// twice the default), next-row prefetching and, for long rows (512 or more threads per row),
-/// the row on one CTA or on a thread-block cluster of 2 or 4 CTAs. For a scan kernel: the
+/// twice the default), next-row prefetching, 16-bit packing, rows staged in shared memory and
+/// column accumulators in shared memory or registers (persistent grids), for long rows (512 or
+/// more threads per row) the row on one CTA or on a thread-block cluster of 2 or 4 CTAs, and
+/// the other combine of the warps' partials than the default's. For a scan kernel: the
 /// default's steps, lanes along the positions and (middle axis) rows per access, each halved,
 /// kept or doubled (up to 26 layouts besides the default). Deterministic.
 std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specialization& spec,

@@ -91,9 +91,9 @@ TEST_P(RowsEmu, ClusterSchedules) {
                           });
 }
 
-// The two combines of a row reduction's warps' partials: in warp order on one CTA per row (8
-// warps per row, a persistent grid), the butterfly on a cluster (2 warps per CTA, a tail). Each
-// generated kernel has the combine it was asked for.
+// The two combines of a row reduction's warps' partials: in warp order without a cluster (8
+// warps per row), the butterfly on a cluster of 2 CTAs (2 warps per CTA, a tail). Each generated
+// kernel has the combine it was asked for.
 TEST_P(RowsEmu, CombinesOfTheWarps) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
   expect_hinted_schedules(GetParam(), 151,
@@ -122,6 +122,26 @@ TEST_P(RowsEmu, StagedRows) {
       /*cache_rows=*/true, [](const GeneratedKernel& gen, const char* hint) {
         EXPECT_NE(gen.source.find("kdsl_cp_wait_group<STAGES - 1>()"), std::string::npos) << hint;
       });
+}
+
+// LayerNorm backward f32 with 3 chunks per thread at 1024 threads takes 512 threads with the next
+// row prefetched (a measured rule); at N = 10000 the last chunk has a tail. A persistent grid of
+// 8 CTAs over 37 rows, so each CTA prefetches past its last row.
+TEST(RowsEmuRules, LayerNormBackwardF32PrefetchWithATail) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  auto fe = testing::front_end("stdlib/layer_norm.kdsl");
+  ProblemSpec ps;
+  ps.kernel = "layer_norm_bwd";
+  ps.binding = {DType::f32};
+  ps.shapes = {{"M", 37}, {"N", 10000}};
+  ps.seed = 171;
+  ps.inputs = testing::forward_tensors(fe, ps, "layer_norm");
+  Problem p = make_problem(fe, ps);
+  const RowSchedule s = choose_row_schedule(p.ir, p.spec, DeviceTarget{});
+  ASSERT_EQ(s.group, 512);
+  ASSERT_TRUE(s.prefetch);
+  emu::expect_emulated_matches_reference(p, "layer_norm_bwd f32 M=37 N=10000", /*grid_cap=*/8,
+                                         /*concurrent=*/4);
 }
 
 // `kdsl run --verify` and `kdsl tune` compare a column sum (dw, a sum over every row) with the

@@ -273,6 +273,10 @@ TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
   EXPECT_FALSE(l12.s.prefetch);
   EXPECT_TRUE(l12.s.cache_rows);
   EXPECT_TRUE(has_reason(l12.s, "1024 threads kept")) << reasons(l12.s);
+  // A user's cache_rows=1 (the default's own choice) leaves the rule out: 1024 threads.
+  Chosen lc = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 12288, "cache_rows=1");
+  EXPECT_EQ(lc.s.group, 1024);
+  EXPECT_FALSE(lc.s.prefetch);
   EXPECT_EQ(
       without_comments(l12.source),
       without_comments(
@@ -473,7 +477,10 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   // The combine of the warps' partials: the butterfly on one CTA per row, warp order on a
   // cluster, either on request; moot (and noted) where a row's threads in a CTA are one warp.
   EXPECT_TRUE(choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 8192).s.butterfly);
-  EXPECT_TRUE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240).s.butterfly);
+  // Two reductions on 1024 threads with a partly filled last chunk: the butterfly.
+  Chosen two = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 10240, "group=1024");
+  ASSERT_EQ(two.s.group, 1024);
+  EXPECT_TRUE(two.s.butterfly);
   EXPECT_TRUE(choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 10240).s.butterfly);
   // f32, one reduction, 1024 threads, a partly filled last chunk: warp order (measured).
   Chosen ragged = choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240);
@@ -493,6 +500,10 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   EXPECT_TRUE(
       has_reason(one.s, "butterfly=0 does not apply: a row's threads in a CTA are one warp"))
       << reasons(one.s);
+  // Also where a measured rule re-chooses the schedule (16-bit backward rows are staged).
+  Chosen staged = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 256, "butterfly=0");
+  ASSERT_LE(staged.s.group, 32);
+  EXPECT_TRUE(has_reason(staged.s, "butterfly=0 does not apply")) << reasons(staged.s);
   // f32 with VEC = 8: two 16-byte loads per vector (kdsl_load), not 32-byte accesses.
   Chosen v = choose("rms_norm.kdsl", "rms_norm", DType::f32, 8192, "vec=8");
   EXPECT_TRUE(has_reason(v.s, "VEC = 8 (2 x 16-byte accesses per vector)")) << reasons(v.s);
@@ -698,6 +709,16 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
     // The 16-bit memory-bound layout rescans (measured faster on the H200, sixteenth session);
     // f32, the instruction-bound and the element-access layouts do not.
     EXPECT_EQ(s.rescan, c.t == DType::bf16 && c.vr == 2 && c.lr == 16) << "rescan";
+  }
+  // Along the last axis: 64 register words of elements for cumsum-like kernels (2 words per
+  // element, no transcendentals: bf16 4 steps of 8, f32 8 of 4; measured, seventeenth session);
+  // logcumsumexp (the same words, a transcendental combine) keeps 40 (f32: 4 steps).
+  for (auto [kernel, t, steps] :
+       {std::tuple{"cumsum", DType::bf16, 4}, std::tuple{"cumsum", DType::f32, 8},
+        std::tuple{"logcumsumexp", DType::f32, 4}}) {
+    ScanSchedule s = choose_scan("scan.kdsl", kernel, t, 32768);
+    EXPECT_EQ(s.name, "scan.rows") << kernel;
+    EXPECT_EQ(s.t, steps) << kernel << " " << dtype_name(t);
   }
   // rescan=0 gives the previous default (16 steps for linear_recurrence bf16); pipelining, which
   // loads the next tile in phase A, does not rescan either; rescan=1 on f32 does.
