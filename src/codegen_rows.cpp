@@ -650,11 +650,9 @@ void RowEmitter::emit_phase(int p) {
         t_.line("#pragma unroll");
         t_.line("for (int w = 1; w < {2}; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
                 sp.op, warps);
-      } else if (warps > 1) {
+      } else {  // W >= 2: G > 32, and a cluster's CTAs have at least 64 threads of a row
         t_.line("acc{0} = red{0}[buf][group][{1} & {2}u];", r, me, warps - 1);
         t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, warps, sp.op);
-      } else {
-        t_.line("acc{0} = red{0}[buf][group][0];", r);
       }
       if (k_cl_ > 1) t_.line("if (tl == 0) redc{0}[buf][group] = acc{0};", r);
     }

@@ -34,16 +34,15 @@
 //
 //   Clusters (rows.cluster, G > 1024 possible): a row's G threads span a thread-block cluster of
 //   K CTAs (sm_90); each CTA combines its warps' partial states (in warp order by default) and
-//   leaves its total
-//   in its shared memory; after a cluster barrier every thread combines the K totals, read through
-//   distributed shared memory, in rank order (a fixed order: the same bits on every run). Each
-//   CTA keeps the column accumulators of its own columns. Chosen (K = 4) where a 1024-thread
-//   row was measured slower: backward kernels whose row does not fit one CTA (column
-//   accumulators beyond its shared memory, or elements beyond its registers) and single-phase
-//   kernels on long rows (softmax backward at N = 32768); `cluster=K` forces it. Backward kernels
-//   with one chunk per thread at 1024 threads take 512 threads and prefetch the next row, and so
-//   do f32 backward kernels with several reductions at 3 chunks per thread (LayerNorm backward
-//   at N = 10240) where the rows stay in registers at 512 threads.
+//   leaves its total in its shared memory; after a cluster barrier every thread combines the K
+//   totals, read through distributed shared memory, in rank order (a fixed order: the same bits
+//   on every run). Each CTA keeps the column accumulators of its own columns. Chosen (K = 4)
+//   where a 1024-thread row was measured slower: backward kernels whose row does not fit one CTA
+//   (column accumulators beyond its shared memory, or elements beyond its registers) and
+//   single-phase kernels on long rows (softmax backward at N = 32768); `cluster=K` forces it.
+//   Backward kernels with one chunk per thread at 1024 threads take 512 threads and prefetch the
+//   next row, and so do f32 backward kernels with several reductions at 3 chunks per thread
+//   (LayerNorm backward at N = 10240) where the rows stay in registers at 512 threads.
 //
 //   Staged rows (rows.stage, `stage=D`): on a persistent grid, each thread copies its 16-byte
 //   chunks (and its per-row scalars of 4 or 8 bytes, e.g. rstd) of the next D - 1 rows into
