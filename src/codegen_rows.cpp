@@ -75,6 +75,7 @@ class RowEmitter {
                          bool skip_staged = false);
   bool staged(ir::ValueId id) const;
   void emit_stage_issue(const std::string& row, const std::string& stage);
+  void emit_scalar_prefetch(const std::string& row, const std::string& prefix, bool declare);
   void emit_stage_reads();
   std::string offset_expr(const Access& a, const std::string& prefix) const;
   bool packed(ir::ValueId id) const;
@@ -313,8 +314,8 @@ bool RowEmitter::staged(ir::ValueId id) const {
 
 // Issues this thread's copies of row `row` into stage `stage` of the staging buffer (zeros for
 // a row past the end or a chunk past N), as one commit group. Slots are laid out [stage][load]
-// [chunk][thread] in 16-byte units, so a warp's copies fill 512 contiguous bytes; per-row scalars
-// follow, [stage][scalar][thread] in 8-byte units.
+// [chunk][thread] in 16-byte units, so a warp's copies fill 512 contiguous bytes. Per-row scalars
+// are not copied here: see emit_scalar_prefetch.
 void RowEmitter::emit_stage_issue(const std::string& row, const std::string& stage) {
   t_.line("{{");
   t_.in();
@@ -338,17 +339,37 @@ void RowEmitter::emit_stage_issue(const std::string& row, const std::string& sta
   }
   t_.out();
   t_.line("}}");
-  for (const auto& [id, slot] : staged_scalar_) {
-    const ir::Node& n = k_.node(id);
-    int a = load_access_.at(id);
-    t_.line("kdsl_cp_async<{}>(kdsl_stage_sc + ((sst * NSC + {}) * T + threadIdx.x) * 8,",
-            dtype_size(k_.tensors[n.index].dtype), slot);
-    t_.line("                 svalid ? static_cast<const void*>(t{0} + so{1}) : t{0}, svalid);",
-            n.index, a);
-  }
   t_.out();
   t_.line("}}");
   t_.line("kdsl_cp_commit();");
+}
+
+// Per-row scalars of a staged schedule (RMSNorm backward's rstd, LayerNorm backward's mu and
+// rstd) are loaded one row ahead into registers SC<slot>: before the loop for the CTA's first row
+// (`declare`), and at the top of each iteration for the next one, after the iteration has taken
+// this row's values into SCc<slot>. Each thread loads them itself (the warp's lanes read one
+// address). Copying them into shared memory with a 4-byte cp.async per thread instead, as the
+// rows are, made a hand-written LayerNorm backward bf16 46% slower at 32768 x 4096 (205.7 us
+// against 301.3, 2 CTAs of 512 threads per SM) and 6% slower at 8192 x 8192 (eighteenth
+// session, bench/experiments/lnbwd.cu).
+void RowEmitter::emit_scalar_prefetch(const std::string& row, const std::string& prefix,
+                                      bool declare) {
+  if (staged_scalar_.empty()) return;
+  for (const auto& [id, slot] : staged_scalar_) {
+    if (declare) t_.line("{} SC{};", cuda::reg_type(k_.node(id).type.dtype), slot);
+  }
+  t_.line("{{");
+  t_.in();
+  t_.line("const long long {}row = {};", prefix, row);
+  emit_row_indices(prefix, prefix + "row");
+  for (const auto& [id, slot] : staged_scalar_) {
+    const ir::Node& n = k_.node(id);
+    const std::string v = cuda::from_storage(
+        n.type.dtype, fmt::format("t{}[{}o{}]", n.index, prefix, load_access_.at(id)));
+    t_.line("SC{} = {}row < p.rows ? {} : {};", slot, prefix, v, cuda::zero(n.type.dtype));
+  }
+  t_.out();
+  t_.line("}}");
 }
 
 // Reads this row's staged chunks (stage `sidx`) from shared memory into the register arrays.
@@ -423,11 +444,7 @@ void RowEmitter::emit_scalar(ir::ValueId id) {
       int a = load_access_.at(id);
       std::string v = cuda::from_storage(n.type.dtype, fmt::format("t{}[o{}]", n.index, a));
       if (auto it = staged_scalar_.find(id); it != staged_scalar_.end()) {
-        v = cuda::from_storage(
-            n.type.dtype,
-            fmt::format("*reinterpret_cast<const {}*>(kdsl_stage_sc + ((sidx * NSC + {}) * T + "
-                        "threadIdx.x) * 8)",
-                        cuda::storage_type(k_.tensors[n.index].dtype), it->second));
+        v = fmt::format("SCc{}", it->second);
       }
       t_.line("const {} s{} = valid ? {} : {};", rt, id, v, cuda::zero(n.type.dtype));
       return;
@@ -839,10 +856,10 @@ void RowEmitter::emit_main() {
   // each iteration issues the copies of the row STAGES - 1 ahead, waits for its own row's and
   // reads it into registers. Each thread reads back only what it copied itself.
   if (s_.stage >= 2) {
-    t_.line("constexpr int STAGES = {}, NS = {}, NSC = {}, T = {};", s_.stage, staged_.size(),
-            staged_scalar_.size(), s_.threads);
+    t_.line("constexpr int STAGES = {}, NS = {}, T = {};", s_.stage, staged_.size(), s_.threads);
     t_.line("unsigned char* const kdsl_stage = kdsl_smem + {};", stage_offset_);
-    t_.line("unsigned char* const kdsl_stage_sc = kdsl_stage + STAGES * NS * C * T * 16;");
+    emit_scalar_prefetch(fmt::format("static_cast<long long>({}) * R + group", cta_index()), "f",
+                         true);
     for (int st = 0; st + 1 < s_.stage; ++st) {
       emit_stage_issue(fmt::format("static_cast<long long>({}) * R + group + {}LL * {} * R",
                                    cta_index(), st, cta_count()),
@@ -872,6 +889,11 @@ void RowEmitter::emit_main() {
   } else if (s_.stage >= 2) {
     emit_stage_issue(fmt::format("row + {}LL * {} * R", s_.stage - 1, cta_count()),
                      "sidx == 0 ? STAGES - 1 : sidx - 1");
+    for (const auto& [id, slot] : staged_scalar_) {
+      t_.line("const {} SCc{} = SC{};", cuda::reg_type(k_.node(id).type.dtype), slot, slot);
+    }
+    emit_scalar_prefetch(fmt::format("row + static_cast<long long>({}) * R", cta_count()), "q",
+                         false);
     t_.line("kdsl_cp_wait_group<STAGES - 1>();");
     declare_cached(false, "L");
     emit_stage_reads();
@@ -1108,9 +1130,7 @@ GeneratedKernel RowEmitter::run() {
     }
     stage_offset_ = (plan_.dynamic_smem + 15) / 16 * 16;
     plan_.dynamic_smem =
-        stage_offset_ +
-        static_cast<uint32_t>(s_.stage * s_.threads *
-                              (staged_.size() * c_ * 16 + staged_scalar_.size() * 8));
+        stage_offset_ + static_cast<uint32_t>(s_.stage * s_.threads * staged_.size() * c_ * 16);
   }
   t_.line("// Generated by kdsl {} for kernel '{}' ({}).", KDSL_VERSION, k_.name, sym_);
   t_.line("// Schedule {}:", s_.name);

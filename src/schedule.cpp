@@ -335,8 +335,9 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
                hint.prefetch.value_or(!column_reduction && need + elems * w.row <= budget);
   // The shared-memory pipeline: each thread copies its 16-byte chunks of the next stage - 1 rows
   // into shared memory with cp.async (sm_80), so those bytes are in flight without registers.
-  // Per-row scalars of 4 or 8 bytes (RMSNorm backward's rstd) are staged too, one slot per
-  // thread, so that their load latency is not paid at the start of every row.
+  // Per-row scalars of 4 or 8 bytes (RMSNorm backward's rstd) are loaded a row ahead into
+  // registers (not copied with the rows: measured slower, codegen_rows.cpp), so that their load
+  // latency is not paid at the start of every row.
   int staged = 0, staged_scalars = 0;
   for (const ir::Node& node : k.nodes) {
     StagedLoad sl = staged_load(k, spec, node, s.vec);
@@ -356,7 +357,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         fmt::format("schedule hint stage={}: staging rows in shared memory needs {}", stage, why));
   }
   const double stage_bytes =
-      (static_cast<double>(staged) * s.chunks * 16 + staged_scalars * 8.0) * s.threads;
+      static_cast<double>(staged) * s.chunks * 16 * s.threads;  // scalars: in registers
   const int asked = stage;
   while (stage >= 2 && (s.smem_columns ? smem_bytes : 0.0) + stage * stage_bytes >
                            static_cast<double>(target.max_smem_per_cta)) {
@@ -377,7 +378,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
     s.prefetch = false;
     s.reasons.push_back(fmt::format(
         "rows staged in shared memory: {} buffers ({:.0f} KiB per CTA), the next {} copied "
-        "ahead with cp.async (row loads: {}, per-row scalars: {})",
+        "ahead with cp.async (row loads: {}; per-row scalars: {}, loaded a row ahead into "
+        "registers)",
         stage, stage * stage_bytes / 1024,
         stage == 2 ? std::string("row group") : fmt::format("{} row groups", stage - 1), staged,
         staged_scalars));
@@ -631,12 +633,15 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     // on 16-bit rows also stage the next row in shared memory (cp.async) and keep 1024 threads
     // at N = 8192 (RMSNorm backward 8192 x 8192: 128 us against 147; 32768 x 4096: 213 against
     // 247); LayerNorm backward stages instead of prefetching at 512 threads (150 us against
-    // 162), but staging slowed it at N = 4096 and 1024. A user's stage= stands.
+    // 162), and since its per-row scalars are loaded a row ahead into registers instead of
+    // being copied with the rows, also with one chunk per thread (eighteenth session, bf16:
+    // 32768 x 4096 225 us against 268, 65536 x 1024 126 against 145). A user's stage= stands.
     h.smem_columns = false;
     h.cache_rows = true;
     why.push_back("column accumulators in registers (measured)");
     const bool prefetch_rule = h.prefetch && !hint.prefetch;
-    if (rows16 && !hint.stage && !hint.prefetch && (s.reductions == 1 || prefetch_rule)) {
+    if (rows16 && !hint.stage && !hint.prefetch &&
+        (s.reductions == 1 || prefetch_rule || s.chunks == 1)) {
       if (prefetch_rule && s.reductions == 1) {  // 1024 threads, no prefetch
         h.group.reset();
         why.erase(why.begin());
@@ -644,6 +649,13 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
         why.front() =
             "column reductions with one chunk per thread at 1024 threads per row: 512 threads "
             "instead";
+        // There (LayerNorm backward, 2 chunks per thread at 512 threads: one CTA per SM with
+        // or without them) the loop-invariant vectors stay in registers, not re-read per row
+        // from L1 (eighteenth session, bf16 8192 x 8192: 128 us against 133; 122 registers).
+        if (!hint.cache_invariant) {
+          h.cache_invariant = true;
+          why.front() += ", the loop-invariant vectors kept in registers (measured)";
+        }
       }
       h.prefetch.reset();
       h.stage = 2;

@@ -45,14 +45,16 @@
 //   (LayerNorm backward at N = 10240) where the rows stay in registers at 512 threads.
 //
 //   Staged rows (rows.stage, `stage=D`): on a persistent grid, each thread copies its 16-byte
-//   chunks (and its per-row scalars of 4 or 8 bytes, e.g. rstd) of the next D - 1 rows into
-//   shared memory with cp.async (sm_80), one commit group per row, waits for its own current
-//   row's group and reads it into registers; rows past the end and chunks past N are zero-filled.
-//   Each thread reads only what it copied, so no barrier is needed. The bytes in flight then take
-//   no registers. Chosen (D = 2, measured on an H200, fifth session) for RMSNorm-like backward
-//   kernels on 16-bit rows, for LayerNorm backward where it would otherwise prefetch, and for
-//   softmax-like kernels on long 16-bit rows (512 threads per row); D is lowered, with a reason,
-//   where D rows do not fit the shared memory.
+//   chunks of the next D - 1 rows into shared memory with cp.async (sm_80), one commit group per
+//   row, waits for its own current row's group and reads it into registers; rows past the end
+//   and chunks past N are zero-filled. Each thread reads only what it copied, so no barrier is
+//   needed. The bytes in flight then take no registers. Per-row scalars of 4 or 8 bytes (rstd,
+//   mu) are loaded one row ahead into registers instead (copying them per thread was measured
+//   up to 46% slower, eighteenth session). Chosen (D = 2, measured on an H200) for backward
+//   kernels with column reductions on 16-bit rows (RMSNorm-like ones at every length up to 16
+//   elements per thread, LayerNorm backward with one chunk per thread or where it would
+//   otherwise prefetch), and for softmax-like kernels on long 16-bit rows (512 threads per
+//   row); D is lowered, with a reason, where D rows do not fit the shared memory.
 //
 //   Column accumulators (dw[:] += ...): in registers for backward kernels with at most 16
 //   elements per thread on 16-bit rows or with one reduction (measured: the shared-memory load
@@ -161,7 +163,7 @@ struct RowSchedule {
   // them in warp order (false). Both give every thread the same bits, in a fixed order.
   bool butterfly = true;
   int staged_loads = 0;    // row loads staged per row (16-byte chunks of each thread)
-  int staged_scalars = 0;  // per-row scalars staged per row (4 or 8 bytes, each thread)
+  int staged_scalars = 0;  // per-row scalars loaded a row ahead (4 or 8 bytes, in registers)
   int phases = 0;          // reduction phases (a reduction of a reduction's result: 2)
   int reductions = 0;      // row reductions in the kernel
   int element_bytes = 4;   // bytes of the smallest element along the row (2: bf16, f16)
@@ -183,9 +185,9 @@ DeviceTarget target_for_arch(const std::string& arch);
 
 /// What a staged row schedule (`stage` >= 2) copies into shared memory for IR node `node` of
 /// `k`: a row load (loop and vector axes) with 16-byte accesses of `vec` elements, its tensor
-/// aligned and contiguous in `spec`; a per-row scalar load of 4 or 8 bytes (e.g. rstd); or
-/// nothing. The scheduler sizes the staging buffer with it and code generation lays out the
-/// slots with it, so the two agree.
+/// aligned and contiguous in `spec` (copied into the staging buffer); a per-row scalar load of
+/// 4 or 8 bytes (e.g. rstd: loaded a row ahead into a register); or nothing. The scheduler sizes
+/// the staging buffer with it and code generation lays out the slots with it, so the two agree.
 enum class StagedLoad { none, row, scalar };
 StagedLoad staged_load(const ir::Kernel& k, const Specialization& spec, const ir::Node& node,
                        int vec);

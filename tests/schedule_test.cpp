@@ -245,10 +245,28 @@ TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
     EXPECT_EQ(r.s.staged_loads, 2) << n;    // x and dy
     EXPECT_EQ(r.s.staged_scalars, 1) << n;  // rstd
     EXPECT_NE(r.source.find("kdsl_cp_wait_group<STAGES - 1>()"), std::string::npos) << n;
+    // Per-row scalars are loaded a row ahead into registers, not copied with the rows: the
+    // shared memory holds the rows alone.
+    EXPECT_EQ(r.source.find("kdsl_cp_async<4>"), std::string::npos) << n;
+    EXPECT_NE(r.source.find("const float SCc0 = SC0;"), std::string::npos) << n;
+    EXPECT_EQ(r.plan.dynamic_smem, static_cast<uint32_t>(2 * r.s.threads * 2 * r.s.chunks * 16))
+        << n;
+    // LayerNorm backward (two reductions) stages too (measured at N = 1024, 4096 and 8192),
+    // and at N = 8192 (2 chunks per thread at 512 threads) keeps w in registers.
     Chosen l = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, n);
     EXPECT_FALSE(l.s.smem_columns) << n;
-    EXPECT_EQ(l.s.stage, n == 8192 ? 2 : 0) << n;
+    EXPECT_EQ(l.s.stage, 2) << n;
+    EXPECT_EQ(l.s.staged_scalars, 2) << n;  // mu and rstd
+    EXPECT_TRUE(l.s.cache_invariant) << n;
+    EXPECT_EQ(l.s.group, n / 8 / l.s.chunks) << n;
+    EXPECT_EQ(l.s.chunks, n == 8192 ? 2 : 1) << n;
   }
+  // A user's cache_invariant=0 stands at N = 8192.
+  EXPECT_FALSE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192, "cache_invariant=0")
+                   .s.cache_invariant);
+  // Longer LayerNorm backward rows (2 chunks per thread at 1024 threads) are not staged (not
+  // measured).
+  EXPECT_EQ(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 16384).s.stage, 0);
   EXPECT_EQ(choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 8192).s.group, 1024);
   Chosen f = choose("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 10240);
   EXPECT_FALSE(f.s.smem_columns);

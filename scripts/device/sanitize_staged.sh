@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # compute-sanitizer (memcheck, racecheck, synccheck) on the fifth session's schedules, one shape
 # each, on the GPU machine after stage.sh (carry .device): rows staged in shared memory with
-# cp.async (16-bit backward kernels and long softmax rows), column accumulators in registers,
-# the finalize kernel's slices. scripts/device/sanitize.sh covers every stdlib kernel in f32,
+# cp.async (16-bit backward kernels and long softmax rows; per-row scalars loaded a row ahead
+# since the eighteenth session), column accumulators in registers, the finalize kernel's slices. scripts/device/sanitize.sh covers every stdlib kernel in f32,
 # where staging is not the default. Prints one line per case and tool; exits 1 on any error.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,6 +32,8 @@ rms_norm.kdsl rms_norm_bwd bf16 M=37,N=1000 stage=3
 rms_norm.kdsl rms_norm_bwd f32 M=300,N=10240 -
 layer_norm.kdsl layer_norm_bwd bf16 M=300,N=8192 -
 layer_norm.kdsl layer_norm_bwd bf16 M=300,N=4096 -
+layer_norm.kdsl layer_norm_bwd bf16 M=70000,N=1024 -
+layer_norm.kdsl layer_norm_bwd bf16 M=37,N=1000 -
 softmax.kdsl softmax bf16 M=300,N=32768 -
 softmax.kdsl log_softmax bf16 M=37,N=32776 -
 CASES
