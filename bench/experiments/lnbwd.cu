@@ -13,7 +13,8 @@
 // Timed like kdsl_bench_norm: median of CUDA-event timings of the two kernels, L2 flushed by
 // writing a 256 MiB buffer before each run; the ratio is to a 1 GiB device-to-device copy timed
 // the same way in the same process. dx, dw and db are checked against a double-precision
-// reference on the CPU (every row of dx is checked on 64 rows, dw and db over all rows).
+// reference on the CPU (dx on 64 rows spread over M, dw and db over all rows); a NaN fails.
+// Run: lnbwd [8192|4096|1024 [VARIANT]] (one shape; VARIANT, 1-based, one of its variants).
 // Build: nvcc -O3 -arch=sm_90 -std=c++17 -o lnbwd lnbwd.cu
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -67,7 +68,8 @@ __device__ __forceinline__ void cp_wait1() {
 // F (what kdsl's generated code does, one at a time): 1 stages the per-row scalars mu and rstd
 // in shared memory with a 4-byte cp.async per thread; 2 indexes rows with 64-bit runtime strides;
 // 4 tests a runtime `valid` (row + threadIdx.x / T < M) on every column accumulation and store;
-// 8 issues every row copy in the zero-filling form, also past the last row.
+// 8 issues every row copy in the zero-filling form, also past the last row (it does not combine
+// with 1: that path copies no scalars).
 template <int N, int T, int MINB, bool STAGE, bool WREG, int F = 0>
 __global__ void __launch_bounds__(T, MINB)
     lnbwd(const uint4* __restrict__ dy, const uint4* __restrict__ x, const uint4* __restrict__ w,
@@ -246,6 +248,11 @@ __global__ void finalize(const float* __restrict__ ws, int parts, int n, __nv_bf
 static float bf2f(__nv_bfloat16 h) {
   return __bfloat162float(h);
 }
+// The larger of two relative errors, NaN the larger of all (std::max would drop a NaN error: a
+// NaN output, e.g. the 0xffff poison left unwritten, must fail the check).
+static double worse(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+}
 
 struct Problem {
   int M, N;
@@ -309,7 +316,7 @@ static void run(Problem& P, const char* name, float* flush, size_t flush_bytes, 
       const double xh = (bf2f(P.hx[b + j]) - mu) * r, g = bf2f(P.hdy[b + j]) * bf2f(P.hw[j]);
       const double ref = r * (g - s1 / N - xh * s2 / N);
       const double got = bf2f(hdx[b + j]);
-      worst_dx = std::max(worst_dx, std::fabs(got - ref) / (1e-2 + std::fabs(ref)));
+      worst_dx = worse(worst_dx, std::fabs(got - ref) / (1e-2 + std::fabs(ref)));
     }
   }
   double rms_dw = 0, rms_db = 0;
@@ -317,9 +324,9 @@ static void run(Problem& P, const char* name, float* flush, size_t flush_bytes, 
   rms_dw = std::sqrt(rms_dw / N), rms_db = std::sqrt(rms_db / N);
   for (int j = 0; j < N; ++j) {
     worst_dw =
-        std::max(worst_dw, std::fabs(bf2f(hdw[j]) - rdw[j]) / (0.1 * rms_dw + std::fabs(rdw[j])));
+        worse(worst_dw, std::fabs(bf2f(hdw[j]) - rdw[j]) / (0.1 * rms_dw + std::fabs(rdw[j])));
     worst_db =
-        std::max(worst_db, std::fabs(bf2f(hdb[j]) - rdb[j]) / (0.1 * rms_db + std::fabs(rdb[j])));
+        worse(worst_db, std::fabs(bf2f(hdb[j]) - rdb[j]) / (0.1 * rms_db + std::fabs(rdb[j])));
   }
   // bf16 outputs: 2^-8 relative rounding; dx has atol 1e-2 (values about 1), column sums
   // 1/10 of their RMS.
@@ -455,7 +462,6 @@ int main(int argc, char** argv) {
     run<4096, 512, 2, true, true, 4>(P, "stage, 2 CTAs, w in regs", flush, flush_bytes, copy_gbs);
     run<4096, 512, 2, true, true, 7>(P, "stage, 2 CTAs, w in regs", flush, flush_bytes, copy_gbs);
     run<4096, 512, 2, true, true, 8>(P, "stage, 2 CTAs, w in regs", flush, flush_bytes, copy_gbs);
-    run<4096, 512, 2, true, true, 15>(P, "stage, 2 CTAs, w in regs", flush, flush_bytes, copy_gbs);
     run<4096, 512, 2, false, true>(P, "prefetch, 2 CTAs, w in regs", flush, flush_bytes, copy_gbs);
     run<4096, 512, 2, false, true, 6>(P, "prefetch, 2 CTAs, w in regs", flush, flush_bytes,
                                       copy_gbs);
