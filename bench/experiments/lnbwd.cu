@@ -234,6 +234,125 @@ __global__ void __launch_bounds__(T, MINB)
   }
 }
 
+// RPT rows per CTA and iteration, the same T threads over each (one chunk of each row per
+// thread, C = 1): the rows' copies, scalars, sums and the cross-warp barrier are shared by RPT
+// rows, so the per-row overhead (the barrier, the reduction's shuffles, the loop) is paid once
+// per RPT rows and twice the bytes are in flight per CTA. Staged, w in registers, F = 0.
+template <int N, int T, int MINB, int RPT>
+__global__ void __launch_bounds__(T, MINB)
+    lnbwd_rows(const uint4* __restrict__ dy, const uint4* __restrict__ x,
+               const uint4* __restrict__ w, const float* __restrict__ mu,
+               const float* __restrict__ rstd, uint4* __restrict__ dx, float* __restrict__ ws,
+               int M, long long) {
+  constexpr int V = N / 8, W = T / 32;
+  static_assert(V == T, "one 16-byte chunk of each row per thread");
+  extern __shared__ uint4 stage[];  // [2 buffers][RPT rows][x, dy][T]
+  __shared__ float red[2][2 * RPT][W];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  float adw[8], adb[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) adw[i] = adb[i] = 0.f;
+  const uint4 wv = w[t];
+  const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w};
+  const int step = gridDim.x * RPT;
+  auto fetch = [&](int base, int buf) {
+#pragma unroll
+    for (int rr = 0; rr < RPT; ++rr) {
+      if (base + rr < M) {
+        cp16(&stage[((buf * RPT + rr) * 2 + 0) * T + t], &x[(base + rr) * V + t]);
+        cp16(&stage[((buf * RPT + rr) * 2 + 1) * T + t], &dy[(base + rr) * V + t]);
+      }
+    }
+    cp_commit();
+  };
+  int base = blockIdx.x * RPT;
+  fetch(base, 0);
+  float mn[RPT], rn[RPT];
+#pragma unroll
+  for (int rr = 0; rr < RPT; ++rr) {
+    mn[rr] = base + rr < M ? mu[base + rr] : 0.f;
+    rn[rr] = base + rr < M ? rstd[base + rr] : 0.f;
+  }
+  int buf = 0;
+  for (; base < M; base += step, buf ^= 1) {
+    fetch(base + step, buf ^ 1);
+    cp_wait1();
+    uint4 xr[RPT], dr[RPT];
+    float m[RPT], r[RPT], s[2 * RPT];
+#pragma unroll
+    for (int rr = 0; rr < RPT; ++rr) {
+      xr[rr] = stage[((buf * RPT + rr) * 2 + 0) * T + t];
+      dr[rr] = stage[((buf * RPT + rr) * 2 + 1) * T + t];
+      m[rr] = mn[rr];
+      r[rr] = rn[rr];
+      if (base + step + rr < M) {
+        mn[rr] = mu[base + step + rr];
+        rn[rr] = rstd[base + step + rr];
+      }
+    }
+#pragma unroll
+    for (int rr = 0; rr < RPT; ++rr) {
+      const bool valid = base + rr < M;  // rows past M: zeros in, nothing accumulated
+      const unsigned xa[4] = {xr[rr].x, xr[rr].y, xr[rr].z, xr[rr].w};
+      const unsigned da[4] = {dr[rr].x, dr[rr].y, dr[rr].z, dr[rr].w};
+      float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float xv = j & 1 ? bf_hi(xa[j / 2]) : bf_lo(xa[j / 2]);
+        const float dv = valid ? (j & 1 ? bf_hi(da[j / 2]) : bf_lo(da[j / 2])) : 0.f;
+        const float wf = j & 1 ? bf_hi(wa[j / 2]) : bf_lo(wa[j / 2]);
+        const float xh = (xv - m[rr]) * r[rr], g = dv * wf;
+        s1 += g;
+        s2 = fmaf(g, xh, s2);
+        adw[j] = fmaf(dv, xh, adw[j]);
+        adb[j] += dv;
+      }
+      s[2 * rr] = s1;
+      s[2 * rr + 1] = s2;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+#pragma unroll
+      for (int i = 0; i < 2 * RPT; ++i) s[i] += __shfl_xor_sync(0xffffffffu, s[i], o);
+    }
+    if (lane == 0) {
+#pragma unroll
+      for (int i = 0; i < 2 * RPT; ++i) red[buf][i][warp] = s[i];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 2 * RPT; ++i) s[i] = lane < W ? red[buf][i][lane] : 0.f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {  // lanes W to 31 hold zeros
+#pragma unroll
+      for (int i = 0; i < 2 * RPT; ++i) s[i] += __shfl_xor_sync(0xffffffffu, s[i], o);
+    }
+#pragma unroll
+    for (int rr = 0; rr < RPT; ++rr) {
+      if (base + rr >= M) continue;
+      const float mg = s[2 * rr] * (1.f / N), mgx = s[2 * rr + 1] * (1.f / N);
+      const unsigned xa[4] = {xr[rr].x, xr[rr].y, xr[rr].z, xr[rr].w};
+      const unsigned da[4] = {dr[rr].x, dr[rr].y, dr[rr].z, dr[rr].w};
+      float o[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float xv = j & 1 ? bf_hi(xa[j / 2]) : bf_lo(xa[j / 2]);
+        const float dv = j & 1 ? bf_hi(da[j / 2]) : bf_lo(da[j / 2]);
+        const float wf = j & 1 ? bf_hi(wa[j / 2]) : bf_lo(wa[j / 2]);
+        const float xh = (xv - m[rr]) * r[rr];
+        o[j] = r[rr] * (dv * wf - mg - xh * mgx);
+      }
+      dx[(base + rr) * V + t] = make_uint4(bf_pack(o[0], o[1]), bf_pack(o[2], o[3]),
+                                           bf_pack(o[4], o[5]), bf_pack(o[6], o[7]));
+    }
+  }
+  float4* p = reinterpret_cast<float4*>(ws + static_cast<size_t>(blockIdx.x) * 2 * N);
+  p[2 * t] = make_float4(adw[0], adw[1], adw[2], adw[3]);
+  p[2 * t + 1] = make_float4(adw[4], adw[5], adw[6], adw[7]);
+  p[2 * V + 2 * t] = make_float4(adb[0], adb[1], adb[2], adb[3]);
+  p[2 * V + 2 * t + 1] = make_float4(adb[4], adb[5], adb[6], adb[7]);
+}
+
 // dw and db: per column, the partials summed in order (deterministic).
 __global__ void finalize(const float* __restrict__ ws, int parts, int n, __nv_bfloat16* dw,
                          __nv_bfloat16* db) {
@@ -264,11 +383,13 @@ struct Problem {
 
 static int g_variant = 0, g_only_variant = -1;  // argv[2]: run only that variant (1-based)
 
-template <int N, int T, int MINB, bool STAGE, bool WREG, int F = 0>
-static void run(Problem& P, const char* name, float* flush, size_t flush_bytes, double copy_gbs) {
+using Kernel = void (*)(const uint4*, const uint4*, const uint4*, const float*, const float*,
+                        uint4*, float*, int, long long);
+
+// Checks and times kernel k (T threads, smem bytes of dynamic shared memory) on P.
+static void run_kernel(Problem& P, const char* name, Kernel k, int N, int T, int F, int smem,
+                       float* flush, size_t flush_bytes, double copy_gbs) {
   if (g_only_variant >= 0 && ++g_variant != g_only_variant) return;
-  auto k = lnbwd<N, T, MINB, STAGE, WREG, F>;
-  const int smem = STAGE ? 2 * 2 * (N / 8) * 16 : 0;
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   int per_sm = 0, sms = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, T, smem));
@@ -356,6 +477,19 @@ static void run(Problem& P, const char* name, float* flush, size_t flush_bytes, 
       gbs / copy_gbs, ok ? "ok" : "FAILED", worst_dx, worst_dw, worst_db);
   CK(cudaEventDestroy(a));
   CK(cudaEventDestroy(b));
+}
+
+template <int N, int T, int MINB, bool STAGE, bool WREG, int F = 0>
+static void run(Problem& P, const char* name, float* flush, size_t flush_bytes, double copy_gbs) {
+  run_kernel(P, name, lnbwd<N, T, MINB, STAGE, WREG, F>, N, T, F, STAGE ? 2 * 2 * (N / 8) * 16 : 0,
+             flush, flush_bytes, copy_gbs);
+}
+
+template <int N, int T, int MINB, int RPT>
+static void run_rows(Problem& P, const char* name, float* flush, size_t flush_bytes,
+                     double copy_gbs) {
+  run_kernel(P, name, lnbwd_rows<N, T, MINB, RPT>, N, T, 0, 2 * RPT * 2 * (N / 8) * 16, flush,
+             flush_bytes, copy_gbs);
 }
 
 static Problem make(int M, int N, std::mt19937& rng) {
@@ -465,6 +599,8 @@ int main(int argc, char** argv) {
     run<4096, 512, 2, false, true>(P, "prefetch, 2 CTAs, w in regs", flush, flush_bytes, copy_gbs);
     run<4096, 512, 2, false, true, 6>(P, "prefetch, 2 CTAs, w in regs", flush, flush_bytes,
                                       copy_gbs);
+    run_rows<4096, 512, 2, 1>(P, "1 row per iteration, 2 CTAs", flush, flush_bytes, copy_gbs);
+    run_rows<4096, 512, 2, 2>(P, "2 rows per iteration, 2 CTAs", flush, flush_bytes, copy_gbs);
     release(P);
   }
   if (only.empty() || only == "1024") {
@@ -472,6 +608,9 @@ int main(int argc, char** argv) {
     run<1024, 128, 8, true, true>(P, "stage, 8 CTAs, w in regs", flush, flush_bytes, copy_gbs);
     run<1024, 128, 8, true, true, 7>(P, "stage, 8 CTAs, w in regs", flush, flush_bytes, copy_gbs);
     run<1024, 128, 8, false, true>(P, "prefetch, 8 CTAs, w in regs", flush, flush_bytes, copy_gbs);
+    run_rows<1024, 128, 8, 1>(P, "1 row per iteration, 8 CTAs", flush, flush_bytes, copy_gbs);
+    run_rows<1024, 128, 8, 2>(P, "2 rows per iteration, 8 CTAs", flush, flush_bytes, copy_gbs);
+    run_rows<1024, 128, 4, 4>(P, "4 rows per iteration, 4 CTAs", flush, flush_bytes, copy_gbs);
     release(P);
   }
   CK(cudaFree(flush));

@@ -17,6 +17,16 @@
 #                 hand-written one side by side under Nsight Compute, with their SASS.
 #                 Prediction: kdsl with cache_invariant=1 at 8192 x 8192 within 5% of the
 #                 hand-written 112 us.
+#   s18.sh ab     the old binary (.device/bin/kdsl_old) against the new one on 13 backward rows
+#   s18.sh check  packed-row candidates, sanitize_staged.sh, stdlib_norm_gpu_test, --verify
+#   s18.sh rows   (prepared for the next GPU session, not yet run) lnbwd.cu's lnbwd_rows: the same
+#                 threads take RPT rows per iteration (one barrier and one reduction pass per RPT
+#                 rows, twice the bytes in flight per CTA), at 65536 x 1024 (kdsl 0.76 of copy,
+#                 the hand-written one-row kernel 0.70) and 32768 x 4096. Build first:
+#                   nvcc -O3 -arch=sm_90 -std=c++17 -o .device/exp/lnbwd bench/experiments/lnbwd.cu
+#                 Prediction: at 65536 x 1024, 2 rows per iteration 10-15% faster than 1 (about
+#                 136 -> 115-122 us); 4 rows at 4 CTAs per SM no faster than 2; at 32768 x 4096,
+#                 2 rows within 3% of 1 (already 0.93 of copy).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -224,5 +234,10 @@ case "${1:-}" in
     timeout 120 .device/bin/stdlib_norm_gpu_test --gtest_brief=1 2>&1 | tail -4
     echo "stdlib_norm_gpu_test exit ${PIPESTATUS[0]} in $(( $(date +%s) - s )) s"
     ;;
-  *) echo "usage: s18.sh hand|sweep|ncu|probe|ab|check" >&2; exit 2 ;;
+  rows)
+    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
+    .device/exp/lnbwd 1024
+    .device/exp/lnbwd 4096
+    ;;
+  *) echo "usage: s18.sh hand|sweep|ncu|probe|ab|check|rows" >&2; exit 2 ;;
 esac
