@@ -43,6 +43,31 @@ bench() {  # FILE KERNEL DTYPE SHAPE HINT [extra...]
     grep -oE "bench: [0-9.]+ us|[0-9.]+ of the same-run|verify [a-z_]+: [a-zA-Z]+|error:.*" | tr '\n' ' '
   echo
 }
+# Compiles every case ("FILE KERNEL DTYPE SHAPE HINT", the array `cases`) with $k, 15 at a time.
+precompile() {
+  local c h
+  for c in "${cases[@]}"; do
+    set -- $c
+    h=()
+    [ "$5" != default ] && h=(--schedule "$5")
+    ${k} -q compile "stdlib/$1.kdsl" -k "$2" --dtype "$3" --shape "$4" "${h[@]}" >/dev/null 2>&1 &
+    while [ "$(jobs -r | wc -l)" -ge 15 ]; do wait -n; done
+  done
+  wait
+}
+# Times every case, $1 rounds; --verify ($2): "first" on the hinted cases in round 1, or "all".
+rounds() {
+  local round c extra
+  for round in $(seq "$1"); do
+    for c in "${cases[@]}"; do
+      set -- $c
+      extra=()
+      if [ "$2" = all ] || { [ "$round" = 1 ] && [ "$5" != default ]; }; then extra=(--verify); fi
+      printf '%s ' "$round"
+      bench "$@" "${extra[@]}"
+    done
+  done
+}
 case "${1:-}" in
   hand)
     nvidia-smi --query-gpu=name,uuid --format=csv,noheader
@@ -71,21 +96,8 @@ case "${1:-}" in
       "rms_norm rms_norm_bwd bf16 M=8192,N=8192 default"
       "rms_norm rms_norm_bwd bf16 M=8192,N=8192 stage=3"
     )
-    for c in "${cases[@]}"; do
-      set -- $c
-      h=(); [ "$5" != default ] && h=(--schedule "$5")
-      $k -q compile "stdlib/$1.kdsl" -k "$2" --dtype "$3" --shape "$4" "${h[@]}" >/dev/null 2>&1 &
-      while [ "$(jobs -r | wc -l)" -ge 15 ]; do wait -n; done
-    done
-    wait
-    for round in $(seq "${ROUNDS:-2}"); do
-      for c in "${cases[@]}"; do
-        set -- $c
-        extra=(); [ "$round" = 1 ] && [ "$5" != default ] && extra=(--verify)
-        printf '%s ' "$round"
-        bench "$@" "${extra[@]}"
-      done
-    done
+    precompile
+    rounds "${ROUNDS:-2}" first
     ;;
   ncu)
     ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
@@ -114,20 +126,8 @@ case "${1:-}" in
       "layer_norm layer_norm_bwd bf16 M=32768,N=4096 stage=2"
       "layer_norm layer_norm_bwd bf16 M=32768,N=4096 stage=2,butterfly=0"
     )
-    for c in "${cases[@]}"; do
-      set -- $c
-      h=(); [ "$5" != default ] && h=(--schedule "$5")
-      $k -q compile "stdlib/$1.kdsl" -k "$2" --dtype "$3" --shape "$4" "${h[@]}" >/dev/null 2>&1 &
-    done
-    wait
-    for round in 1 2; do
-      for c in "${cases[@]}"; do
-        set -- $c
-        extra=(); [ "$round" = 1 ] && [ "$5" != default ] && extra=(--verify)
-        printf '%s ' "$round"
-        bench "$@" "${extra[@]}"
-      done
-    done
+    precompile
+    rounds 2 first
     ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
     m=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size
     m+=,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active
@@ -175,15 +175,8 @@ case "${1:-}" in
       "rms_norm rms_norm_bwd f32 M=8192,N=10240 default"
       "layer_norm layer_norm_bwd f32 M=8192,N=10240 default"
     )
-    for c in "${cases[@]}"; do
-      set -- $c
-      h=(); [ "$5" != default ] && h=(--schedule "$5")
-      for b in kdsl kdsl_old; do
-        .device/bin/$b -q compile "stdlib/$1.kdsl" -k "$2" --dtype "$3" --shape "$4" "${h[@]}" >/dev/null 2>&1 &
-      done
-      while [ "$(jobs -r | wc -l)" -ge 15 ]; do wait -n; done
-    done
-    wait
+    k=.device/bin/kdsl precompile  # each binary compiles its own code into the cache
+    k=.device/bin/kdsl_old precompile
     for round in 1 2; do
       for c in "${cases[@]}"; do
         set -- $c
@@ -210,19 +203,8 @@ case "${1:-}" in
       "rms_norm rms_norm_bwd bf16 M=65536,N=1024 default"
       "rms_norm rms_norm_bwd bf16 M=65536,N=1024 stage=2,pack=1"
     )
-    for c in "${cases[@]}"; do
-      set -- $c
-      h=(); [ "$5" != default ] && h=(--schedule "$5")
-      $k -q compile "stdlib/$1.kdsl" -k "$2" --dtype "$3" --shape "$4" "${h[@]}" >/dev/null 2>&1 &
-    done
-    wait
-    for round in 1 2; do
-      for c in "${cases[@]}"; do
-        set -- $c
-        printf '%s ' "$round"
-        bench "$@" --verify
-      done
-    done
+    precompile
+    rounds 2 all
     for s in M=1024,N=8192 M=4096,N=32768; do
       printf '1 '
       bench layer_norm layer_norm_bwd bf16 $s default --verify
