@@ -93,7 +93,7 @@ class RowEmitter {
   std::map<size_t, uint32_t> smem_offset_;    // byte offset of each column accumulator in kdsl_smem
   uint32_t stage_offset_ = 0;                 // byte offset of the row-staging buffer in kdsl_smem
   std::vector<ir::ValueId> staged_;           // the row loads staged in shared memory, in order
-  std::map<ir::ValueId, int> staged_scalar_;  // per-row scalar loads staged, and their slots
+  std::map<ir::ValueId, int> staged_scalar_;  // per-row scalars loaded a row ahead; slots
   /// "true" when an access streams (read or written once per row) and the schedule asks for
   /// evict-first cache hints.
   const char* cs(int access) const {
@@ -347,7 +347,7 @@ void RowEmitter::emit_stage_issue(const std::string& row, const std::string& sta
 // Per-row scalars of a staged schedule (RMSNorm backward's rstd, LayerNorm backward's mu and
 // rstd) are loaded one row ahead into registers SC<slot>: before the loop for the CTA's first row
 // (`declare`), and at the top of each iteration for the next one, after the iteration has taken
-// this row's values into SCc<slot>. Each thread loads them itself (the warp's lanes read one
+// this row's values into SCc<slot>. Each thread loads them itself (the lanes of a row read one
 // address). Copying them into shared memory with a 4-byte cp.async per thread instead, as the
 // rows are, made a hand-written LayerNorm backward bf16 46% slower at 32768 x 4096 (205.7 us
 // against 301.3, 2 CTAs of 512 threads per SM) and 6% slower at 8192 x 8192 (eighteenth
@@ -1125,8 +1125,8 @@ GeneratedKernel RowEmitter::run() {
     if (static_cast<int>(staged_.size()) != s_.staged_loads ||
         static_cast<int>(staged_scalar_.size()) != s_.staged_scalars) {
       throw InternalError(fmt::format(
-          "{}: {} row loads and {} row scalars staged, the schedule planned {} and {}", sym_,
-          staged_.size(), staged_scalar_.size(), s_.staged_loads, s_.staged_scalars));
+          "{}: {} row loads staged and {} row scalars loaded ahead, the schedule planned {} and {}",
+          sym_, staged_.size(), staged_scalar_.size(), s_.staged_loads, s_.staged_scalars));
     }
     stage_offset_ = (plan_.dynamic_smem + 15) / 16 * 16;
     plan_.dynamic_smem =

@@ -378,11 +378,12 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
     s.prefetch = false;
     s.reasons.push_back(fmt::format(
         "rows staged in shared memory: {} buffers ({:.0f} KiB per CTA), the next {} copied "
-        "ahead with cp.async (row loads: {}; per-row scalars: {}, loaded a row ahead into "
-        "registers)",
+        "ahead with cp.async (row loads: {}{})",
         stage, stage * stage_bytes / 1024,
         stage == 2 ? std::string("row group") : fmt::format("{} row groups", stage - 1), staged,
-        staged_scalars));
+        staged_scalars > 0 ? fmt::format("; per-row scalars: {}, loaded a row ahead into registers",
+                                         staged_scalars)
+                           : std::string()));
   }
   if (s.prefetch) need += elems * w.row;
   if (!s.cache_invariant) {
@@ -635,13 +636,15 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     // 247); LayerNorm backward stages instead of prefetching at 512 threads (150 us against
     // 162), and since its per-row scalars are loaded a row ahead into registers instead of
     // being copied with the rows, also with one chunk per thread (eighteenth session, bf16:
-    // 32768 x 4096 225 us against 268, 65536 x 1024 126 against 145). A user's stage= stands.
+    // 32768 x 4096 225 us against 268, 65536 x 1024 126 against 145; N = 2048, shorter rows and
+    // a user's group giving one chunk per thread are extrapolated). A user's stage= stands
+    // (stage=0: no staging).
     h.smem_columns = false;
     h.cache_rows = true;
     why.push_back("column accumulators in registers (measured)");
     const bool prefetch_rule = h.prefetch && !hint.prefetch;
     if (rows16 && !hint.stage && !hint.prefetch &&
-        (s.reductions == 1 || prefetch_rule || s.chunks == 1)) {
+        (s.reductions == 1 || prefetch_rule || (s.reductions >= 2 && s.chunks == 1))) {
       if (prefetch_rule && s.reductions == 1) {  // 1024 threads, no prefetch
         h.group.reset();
         why.erase(why.begin());
@@ -651,8 +654,10 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
             "instead";
         // There (LayerNorm backward, 2 chunks per thread at 512 threads: one CTA per SM with
         // or without them) the loop-invariant vectors stay in registers, not re-read per row
-        // from L1 (eighteenth session, bf16 8192 x 8192: 128 us against 133; 122 registers).
-        if (!hint.cache_invariant) {
+        // from L1 (eighteenth session, bf16 8192 x 8192: 128 us against 133; ptxas 13.0: 126
+        // registers, still one CTA of 512 threads per SM). Not under a user's min_ctas, whose
+        // register cap it would exceed.
+        if (!hint.cache_invariant && !hint.min_ctas) {
           h.cache_invariant = true;
           why.front() += ", the loop-invariant vectors kept in registers (measured)";
         }

@@ -41,8 +41,9 @@
 //   (column accumulators beyond its shared memory, or elements beyond its registers) and
 //   single-phase kernels on long rows (softmax backward at N = 32768); `cluster=K` forces it.
 //   Backward kernels with one chunk per thread at 1024 threads take 512 threads and prefetch the
-//   next row, and so do f32 backward kernels with several reductions at 3 chunks per thread
-//   (LayerNorm backward at N = 10240) where the rows stay in registers at 512 threads.
+//   next row (on 16-bit rows RMSNorm-like ones keep 1024 threads and LayerNorm backward stages
+//   instead, below), and so do f32 backward kernels with several reductions at 3 chunks per
+//   thread (LayerNorm backward at N = 10240) where the rows stay in registers at 512 threads.
 //
 //   Staged rows (rows.stage, `stage=D`): on a persistent grid, each thread copies its 16-byte
 //   chunks of the next D - 1 rows into shared memory with cp.async (sm_80), one commit group per
@@ -53,8 +54,9 @@
 //   up to 46% slower, eighteenth session). Chosen (D = 2, measured on an H200) for backward
 //   kernels with column reductions on 16-bit rows (RMSNorm-like ones at every length up to 16
 //   elements per thread, LayerNorm backward with one chunk per thread or where it would
-//   otherwise prefetch), and for softmax-like kernels on long 16-bit rows (512 threads per
-//   row); D is lowered, with a reason, where D rows do not fit the shared memory.
+//   otherwise prefetch, there keeping its loop-invariant vectors in registers), and for
+//   softmax-like kernels on long 16-bit rows (512 threads per row); D is lowered, with a reason,
+//   where D rows do not fit the shared memory.
 //
 //   Column accumulators (dw[:] += ...): in registers for backward kernels with at most 16
 //   elements per thread on 16-bit rows or with one reduction (measured: the shared-memory load

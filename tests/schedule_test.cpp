@@ -234,8 +234,9 @@ def four_sums[T: (f32, f16, bf16)](a: Tensor[T, (M, N)], b: Tensor[T, (M, N)],
 }
 
 // Backward kernels with at most 16 elements per thread keep the column accumulators in
-// registers; RMSNorm-like ones (one reduction) on 16-bit rows also stage the next row; LayerNorm
-// backward in f32 keeps them in shared memory (measured slower in registers).
+// registers; on 16-bit rows RMSNorm-like ones (one reduction) and LayerNorm backward (up to
+// N = 8192) also stage the next row; LayerNorm backward in f32 keeps them in shared memory
+// (measured slower in registers).
 TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
   for (int64_t n : {1024, 4096, 8192}) {
     Chosen r = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, n);
@@ -261,9 +262,24 @@ TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
     EXPECT_EQ(l.s.group, n / 8 / l.s.chunks) << n;
     EXPECT_EQ(l.s.chunks, n == 8192 ? 2 : 1) << n;
   }
-  // A user's cache_invariant=0 stands at N = 8192.
+  // LayerNorm backward's staged kernel takes this row's mu and rstd (SCc) and loads the next
+  // row's (the CTA's rows step by the grid) into SC.
+  Chosen lb = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192);
+  EXPECT_NE(lb.source.find("const float SCc1 = SC1;"), std::string::npos);
+  EXPECT_NE(lb.source.find("const long long qrow = row + static_cast<long long>(gridDim.x) * R;"),
+            std::string::npos);
+  EXPECT_TRUE(std::any_of(lb.s.reasons.begin(), lb.s.reasons.end(), [](const std::string& r) {
+    return r.find("loop-invariant vectors kept in registers (measured)") != std::string::npos;
+  }));
+  // A user's cache_invariant=0 stands at N = 8192, and so does a user's min_ctas (whose register
+  // cap the cached w would exceed); a user's group equal to the default changes nothing, and a
+  // user's stage=0 keeps the rows unstaged.
   EXPECT_FALSE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192, "cache_invariant=0")
                    .s.cache_invariant);
+  EXPECT_FALSE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192, "min_ctas=2")
+                   .s.cache_invariant);
+  EXPECT_EQ(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 4096, "group=512").s.stage, 2);
+  EXPECT_EQ(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 4096, "stage=0").s.stage, 0);
   // Longer LayerNorm backward rows (2 chunks per thread at 1024 threads) are not staged (not
   // measured).
   EXPECT_EQ(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 16384).s.stage, 0);

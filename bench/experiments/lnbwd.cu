@@ -1,7 +1,7 @@
 // Experiment (eighteenth session): how fast can LayerNorm backward bf16 go on the H200 with the
 // structure kdsl generates (a persistent grid, one CTA per row, the column sums dw and db in f32
 // registers across a CTA's rows, per-CTA partials summed in a fixed order by a second kernel)?
-// kdsl reaches 0.46-0.71 of copy there (AB3), RMSNorm backward 0.82-0.91. The variants differ in
+// kdsl reached 0.46-0.71 of copy there (AB3), RMSNorm backward 0.53-0.91. The variants differ in
 // what kdsl's code does not do:
 //   - x and dy held packed (two bf16 per 32-bit register) and unpacked in each phase;
 //   - w loaded once per CTA and kept packed in registers (kdsl re-reads it per phase);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# compute-sanitizer (memcheck, racecheck, synccheck) on the fifth session's schedules, one shape
-# each, on the GPU machine after stage.sh (carry .device): rows staged in shared memory with
-# cp.async (16-bit backward kernels and long softmax rows; per-row scalars loaded a row ahead
-# since the eighteenth session), column accumulators in registers, the finalize kernel's slices. scripts/device/sanitize.sh covers every stdlib kernel in f32,
-# where staging is not the default. Prints one line per case and tool; exits 1 on any error.
+# compute-sanitizer (memcheck, racecheck, synccheck) on the staged row schedules and their
+# neighbours, one shape each, on the GPU machine after stage.sh (carry .device): rows staged in
+# shared memory with cp.async (16-bit backward kernels, long softmax rows), per-row scalars
+# loaded a row ahead into registers (since the eighteenth session), column accumulators in
+# registers, the finalize kernel's slices. scripts/device/sanitize.sh covers every stdlib kernel
+# in f32, where staging is not the default. Prints one line per case and tool; exits 1 on any
+# error.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
