@@ -568,7 +568,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       // shared memory (RMSNorm backward f32 on 8 CTAs: 493 against 473); shorter and longer rows
       // were not measured. Hints equal to what the rule chooses (smem_columns=0, cache_rows=1)
       // keep it; prefetch and stage hints were measured slower with it (572 us against 379 with
-      // prefetch=1) and keep the cluster of four.
+      // prefetch=1) and keep the cluster of four (a user's stage= needs cache_rows=1 there).
       const int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
       const int64_t vectors = (n + s.vec - 1) / s.vec;
       if (s.element_bytes == 2 && vectors > 3 * 1024 && vectors <= 8 * 512 &&
@@ -576,19 +576,25 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
           !hint.stage) {
         four_ctas = why.back();
         h.smem_columns = false;
+        // The next row staged in shared memory (nineteenth session, bf16 4096 x 32768, two
+        // rounds each: LayerNorm backward 384 us against 412, RMSNorm backward 321 against 355;
+        // three or four stages within 1% of two, so the rows in flight are not what limits
+        // these kernels).
+        h.stage = 2;
         if (s.reductions == 1) {
           cluster = 8;
           h.group = 8 * 512;
         }
         why.back() = fmt::format(
             "the row does not fit one CTA ({}): a cluster of {}, each with {} of the columns, "
-            "the column accumulators in registers (measured at bf16 N = 32768: {})",
+            "the column accumulators in registers, the next row staged (measured at bf16 "
+            "N = 32768: {})",
             beyond, cluster == 8 ? "8 CTAs of 512 threads per row" : "4 CTAs per row",
             cluster == 8 ? "an eighth" : "a quarter",
             cluster == 8 ? "RMSNorm backward 357 us against 369 on 4 CTAs of 1024 with the "
-                           "accumulators in shared memory"
+                           "accumulators in shared memory, 321 staged"
                          : "LayerNorm backward 411 us against 430 with the accumulators in "
-                           "shared memory");
+                           "shared memory, 384 staged");
       }
     } else if (clusters && !s.column_reduction && s.persistent && s.phases == 1) {
       // Single-phase kernels on long rows (softmax backward at N = 32768): four CTAs of 256

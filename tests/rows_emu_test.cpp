@@ -111,14 +111,16 @@ TEST_P(RowsEmu, CombinesOfTheWarps) {
 // Rows staged in shared memory (rows.stage): each thread copies its chunks of the rows ahead
 // with cp.async and reads them back; rows past the end and chunks past N are zero-filled. A
 // persistent grid of 8 CTAs over 37 rows, so stages wrap around; a tail (f32 N = 1000); a
-// cluster.
+// cluster, and a cluster with the column accumulators in registers (the default of 16-bit
+// backward kernels at N = 32768).
 TEST_P(RowsEmu, StagedRows) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
   expect_hinted_schedules(
       GetParam(), 131,
       {{DType::bf16, 4096, "persistent=1,stage=3"},
        {DType::f32, 1000, "persistent=1,group=64,stage=2"},
-       {DType::bf16, 4096, "persistent=1,cluster=2,group=512,stage=4"}},
+       {DType::bf16, 4096, "persistent=1,cluster=2,group=512,stage=4"},
+       {DType::bf16, 4096, "persistent=1,cluster=4,group=512,smem_columns=0,stage=2"}},
       /*cache_rows=*/true, [](const GeneratedKernel& gen, const char* hint) {
         EXPECT_NE(gen.source.find("kdsl_cp_wait_group<STAGES - 1>()"), std::string::npos) << hint;
       });

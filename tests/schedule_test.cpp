@@ -169,6 +169,8 @@ TEST(RowSchedule, ClustersWhereOneCtaPerRowWasMeasuredSlower) {
       EXPECT_EQ(c.s.threads, 512) << label;
       EXPECT_EQ(c.s.chunks, 1) << label;
     }
+    // 16-bit rows with the accumulators in registers also stage the next row (measured).
+    EXPECT_EQ(c.s.stage, w.smem_columns ? 0 : 2) << label;
   }
   // Rows of 3073 to 4096 vectors only (measured at 4096); 16392 and 24576 elements keep the
   // cluster of four with the accumulators in shared memory.
@@ -178,8 +180,8 @@ TEST(RowSchedule, ClustersWhereOneCtaPerRowWasMeasuredSlower) {
     EXPECT_EQ(c.s.cluster, 4) << n;
     EXPECT_TRUE(c.s.smem_columns) << n;
   }
-  // Hints equal to the rule's choice keep it (the same code); smem_columns=1 and the prefetch
-  // and stage hints keep the cluster of four (prefetch on 8 CTAs: 572 us against 379).
+  // Hints equal to the rule's choice keep it (the same code); smem_columns=1, prefetch and stage
+  // hints keep the cluster of four (prefetch on 8 CTAs: 572 us against 379).
   const Chosen d = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768);
   for (const char* hint : {"smem_columns=0", "cache_rows=1"}) {
     Chosen c = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, hint);
@@ -188,7 +190,7 @@ TEST(RowSchedule, ClustersWhereOneCtaPerRowWasMeasuredSlower) {
     EXPECT_FALSE(c.s.smem_columns) << hint;
     EXPECT_EQ(without_comments(c.source), without_comments(d.source)) << hint;
   }
-  for (const char* hint : {"smem_columns=1", "prefetch=1"}) {
+  for (const char* hint : {"smem_columns=1", "prefetch=1", "stage=0"}) {
     Chosen c = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, hint);
     EXPECT_EQ(c.s.cluster, 4) << hint;
   }
@@ -596,9 +598,9 @@ TEST(RowSchedule, ClusterRuleNamesWhatDoesNotFitAndLeavesRequestedStreamingAlone
   EXPECT_TRUE(has_reason(r.s,
                          "the row does not fit one CTA (its elements exceed the registers): a "
                          "cluster of 8 CTAs of 512 threads per row, each with an eighth of the "
-                         "columns, the column accumulators in registers (measured at bf16 N = "
-                         "32768: RMSNorm backward 357 us against 369 on 4 CTAs of 1024 with the "
-                         "accumulators in shared memory)"))
+                         "columns, the column accumulators in registers, the next row staged "
+                         "(measured at bf16 N = 32768: RMSNorm backward 357 us against 369 on 4 "
+                         "CTAs of 1024 with the accumulators in shared memory, 321 staged)"))
       << reasons(r.s);
   Chosen l = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768);
   EXPECT_EQ(l.s.cluster, 4);

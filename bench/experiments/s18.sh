@@ -68,6 +68,8 @@ rounds() {
     done
   done
 }
+# `source s18.sh lib` (s19.sh) takes the functions above alone.
+[ "${1:-}" = lib ] && return 0
 case "${1:-}" in
   hand)
     nvidia-smi --query-gpu=name,uuid --format=csv,noheader
