@@ -25,6 +25,12 @@
 #                 in flight are not the limit) Nsight Compute on the cluster kernels at
 #                 4096 x 32768 and, for comparison, the one-CTA-per-row LayerNorm backward at
 #                 32768 x 4096: where the warps wait (barrier, long scoreboard, membar, ...).
+#   s19.sh check  (after ncu could not run: no machine) the new defaults at bf16 4096 x 32768
+#                 (the cluster rule stages the next row, 7cdf0cd) with --verify, two rounds,
+#                 the combine's butterfly as a candidate on them; compute-sanitizer on the new
+#                 cases of sanitize_staged.sh; then the ncu mode on the new defaults.
+#                 Prediction: LayerNorm backward about 384 us, RMSNorm backward about 321 (as
+#                 the hinted runs of sweep and sweep2, the same code).
 #   s19.sh rows   lnbwd.cu's lnbwd_rows (prepared in the eighteenth session, its prediction in
 #                 s18.sh: at 65536 x 1024, 2 rows per iteration 10-15% faster than 1)
 #   s19.sh ab     .device/bin/kdsl_old (4af81f0) against .device/bin/kdsl on RMSNorm backward
@@ -108,11 +114,8 @@ case "${1:-}" in
              dispatch_stall branch_resolving tex_throttle imc_miss; do
       m+=,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
     done
-    c4=cluster=4,group=4096,smem_columns=0,cache_rows=1,stage=2
-    c8=cluster=8,group=4096,smem_columns=0,stage=2
     for c in "layer_norm layer_norm_bwd M=4096,N=32768 default" \
-             "layer_norm layer_norm_bwd M=4096,N=32768 $c4" \
-             "rms_norm rms_norm_bwd M=4096,N=32768 default" "rms_norm rms_norm_bwd M=4096,N=32768 $c8" \
+             "rms_norm rms_norm_bwd M=4096,N=32768 default" \
              "layer_norm layer_norm_bwd M=32768,N=4096 default"; do
       set -- $c
       h=(); [ "$4" != default ] && h=(--schedule "$4")
@@ -121,6 +124,23 @@ case "${1:-}" in
         --csv --print-units base $k run stdlib/$1.kdsl -k $2 --dtype bf16 --shape $3 "${h[@]}" \
         --bench --reps 2 --warmup 1 2>&1 | python3 bench/experiments/ncu_metrics.py
     done
+    ;;
+  check)
+    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
+    s=M=4096,N=32768
+    cases=(
+      "layer_norm layer_norm_bwd bf16 $s default"
+      "layer_norm layer_norm_bwd bf16 $s cluster=4,group=4096,smem_columns=0,cache_rows=1,stage=2,butterfly=1"
+      "layer_norm layer_norm_bwd f16 $s default"
+      "rms_norm rms_norm_bwd bf16 $s default"
+      "rms_norm rms_norm_bwd bf16 $s cluster=8,group=4096,smem_columns=0,stage=2,butterfly=1"
+      "rms_norm add_rms_norm_bwd bf16 $s default"
+    )
+    precompile
+    rounds 2 all
+    s=$(date +%s)
+    ONLY='_bwd .*N=327' bash scripts/device/sanitize_staged.sh 2>&1
+    echo "sanitize_staged (N=327..) exit $? in $(( $(date +%s) - s )) s"
     ;;
   rows)
     nvidia-smi --query-gpu=name,uuid --format=csv,noheader
@@ -139,5 +159,5 @@ case "${1:-}" in
       done
     done
     ;;
-  *) echo "usage: s19.sh sweep|sweep2|ncu|rows|ab" >&2; exit 2 ;;
+  *) echo "usage: s19.sh sweep|sweep2|ncu|check|rows|ab" >&2; exit 2 ;;
 esac

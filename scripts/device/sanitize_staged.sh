@@ -3,9 +3,10 @@
 # neighbours, one shape each, on the GPU machine after stage.sh (carry .device): rows staged in
 # shared memory with cp.async (16-bit backward kernels, long softmax rows), per-row scalars
 # loaded a row ahead into registers (since the eighteenth session), column accumulators in
-# registers, the finalize kernel's slices. scripts/device/sanitize.sh covers every stdlib kernel
+# registers, the finalize kernel's slices, clusters staged with the accumulators in registers
+# (bf16 N = 32768, since the nineteenth session). scripts/device/sanitize.sh covers every stdlib kernel
 # in f32, where staging is not the default. Prints one line per case and tool; exits 1 on any
-# error.
+# error. ONLY=REGEX runs only the cases whose "KERNEL DTYPE SHAPE" matches.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -14,6 +15,7 @@ cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer
 fail=0
 while read -r file kernel dtype shape hint; do
   [ -n "$file" ] || continue
+  [[ -z "${ONLY:-}" || "$kernel $dtype $shape" =~ $ONLY ]] || continue
   args=(stdlib/$file -k "$kernel" --dtype "$dtype" --shape "$shape")
   [ "$hint" = - ] || args+=(--schedule "$hint")
   .device/bin/kdsl run "${args[@]}" >/dev/null 2>&1  # compile outside the sanitizer
@@ -36,6 +38,9 @@ layer_norm.kdsl layer_norm_bwd bf16 M=300,N=8192 -
 layer_norm.kdsl layer_norm_bwd bf16 M=300,N=4096 -
 layer_norm.kdsl layer_norm_bwd bf16 M=70000,N=1024 -
 layer_norm.kdsl layer_norm_bwd bf16 M=37,N=1000 -
+layer_norm.kdsl layer_norm_bwd bf16 M=300,N=32768 -
+rms_norm.kdsl rms_norm_bwd bf16 M=300,N=32768 -
+rms_norm.kdsl add_rms_norm_bwd bf16 M=37,N=32760 -
 softmax.kdsl softmax bf16 M=300,N=32768 -
 softmax.kdsl log_softmax bf16 M=37,N=32776 -
 CASES
