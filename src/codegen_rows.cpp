@@ -639,27 +639,56 @@ void RowEmitter::emit_phase(int p) {
   for (ir::ValueId r : reductions) {
     auto sp = spelling(r);
     t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
-    if (g_ > 32) {
-      t_.line("if ((lane & 31) == 0) red{}[buf][group][{} >> 5] = acc{};", r,
-              k_cl_ > 1 ? "tl" : "lane", r);
+    if (g_ > 32 && k_cl_ == 1) {
+      t_.line("if ((lane & 31) == 0) red{0}[buf][group][lane >> 5] = acc{0};", r);
+    } else if (g_ > 32) {
+      // On a cluster each warp's first lane writes the warp's partial into the same slot of
+      // every CTA of the cluster (distributed shared memory): after the cluster barrier every
+      // CTA holds all G / 32 partials of the row, with no barrier of its own and no remote load
+      // on the way.
+      t_.line("if ((tl & 31) == 0) {{");
+      t_.in();
+      t_.line("#pragma unroll");
+      t_.line(
+          "for (int q = 0; q < K; ++q) *kdsl_cluster_map(&red{0}[buf][group][lane >> 5], q) = "
+          "acc{0};",
+          r);
+      t_.out();
+      t_.line("}}");
     }
   }
-  if (g_ > 32 && !reductions.empty()) {
+  if (g_ > 32 && k_cl_ > 1 && !reductions.empty()) {
+    // The row's G / 32 partials, in a fixed order (the same bits in every thread of every CTA):
+    // lane l combines partials l, l + 32, ... in turn, then a butterfly over the lanes, lower
+    // lanes first.
+    t_.line("kdsl_cluster_sync();");
+    const int partials = g_ / 32;  // a power of two, at least 2 x K
+    for (ir::ValueId r : reductions) {
+      auto sp = spelling(r);
+      if (partials <= 32) {
+        t_.line("acc{0} = red{0}[buf][group][tl & {1}];", r, partials - 1);
+        t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, partials, sp.op);
+      } else {
+        t_.line("acc{0} = red{0}[buf][group][tl & 31];", r);
+        t_.line("#pragma unroll");
+        t_.line(
+            "for (int j = 1; j < {1}; ++j) acc{0} = {2}(acc{0}, red{0}[buf][group][j * 32 + (tl & "
+            "31)]);",
+            r, partials / 32, sp.op);
+        t_.line("acc{0} = kdsl_warp_reduce<32>(acc{0}, {1});", r, sp.op);
+      }
+    }
+  } else if (g_ > 32 && !reductions.empty()) {
     // The CTA's warps' results (W = the group's warps in this CTA), by the schedule's choice:
     // - butterfly: each lane reads warp (lane mod W)'s and a second butterfly over W lanes
     //   combines them, lower warps first, as the first did within a warp. One shared-memory load
     //   and log2(W) shuffles per thread instead of W loads (these kernels are partly issue-bound;
     //   fourteenth session, bench/RESULTS.md: RMSNorm backward bf16 8192 x 8192 129 -> 117 us,
     //   LayerNorm bf16 4096 x 32768 148 -> 139);
-    // - in order: every thread adds the W partials in warp order (the default on a cluster,
-    //   where the butterfly was slower: LayerNorm backward 412 -> 445 us).
-    // Either way every lane ends with the same bits. On a cluster each CTA's total then goes to
-    // its shared memory and, after the cluster barrier, every thread combines the K CTAs' totals
-    // (read through distributed shared memory) in rank order: a fixed order, so the same bits on
-    // every run.
+    // - in order: every thread adds the W partials in warp order.
+    // Either way every lane ends with the same bits, the same on every run.
     t_.line("__syncthreads();");
-    const int warps = g_ / k_cl_ / 32;
-    const char* me = k_cl_ > 1 ? "tl" : "threadIdx.x";
+    const int warps = g_ / 32;
     for (ir::ValueId r : reductions) {
       auto sp = spelling(r);
       if (!s_.butterfly) {
@@ -667,22 +696,9 @@ void RowEmitter::emit_phase(int p) {
         t_.line("#pragma unroll");
         t_.line("for (int w = 1; w < {2}; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
                 sp.op, warps);
-      } else {  // W >= 2: G > 32, and a cluster's CTAs have at least 64 threads of a row
-        t_.line("acc{0} = red{0}[buf][group][{1} & {2}u];", r, me, warps - 1);
+      } else {  // W >= 2: G > 32
+        t_.line("acc{0} = red{0}[buf][group][threadIdx.x & {1}u];", r, warps - 1);
         t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, warps, sp.op);
-      }
-      if (k_cl_ > 1) t_.line("if (tl == 0) redc{0}[buf][group] = acc{0};", r);
-    }
-    if (k_cl_ > 1) {
-      t_.line("kdsl_cluster_sync();");
-      for (ir::ValueId r : reductions) {
-        auto sp = spelling(r);
-        t_.line("acc{0} = *kdsl_cluster_map(&redc{0}[buf][group], 0);", r);
-        t_.line("#pragma unroll");
-        t_.line(
-            "for (int q = 1; q < K; ++q) acc{0} = {1}(acc{0}, "
-            "*kdsl_cluster_map(&redc{0}[buf][group], q));",
-            r, sp.op);
       }
     }
   }
@@ -793,9 +809,12 @@ void RowEmitter::emit_main() {
       const ir::Node& n = k_.nodes[i];
       if (n.op != Op::reduce) continue;
       auto sp = spelling(static_cast<ir::ValueId>(i));
-      t_.line("__shared__ {} red{}[2][R][{} / 32];", sp.state_type, i, k_cl_ > 1 ? "GC" : "G");
-      if (k_cl_ > 1) t_.line("__shared__ {} redc{}[2][R];", sp.state_type, i);
+      // On a cluster: every warp's partial of the row, from every CTA of the cluster (K x GC/32).
+      t_.line("__shared__ {} red{}[2][R][G / 32];", sp.state_type, i);
     }
+    // Every CTA of the cluster has started before another writes into its shared memory (the
+    // CUDA programming guide's condition for distributed shared memory).
+    if (k_cl_ > 1) t_.line("kdsl_cluster_sync();");
   }
   // Declarations of the cached vectors: packed pairs of 16-bit values or register values.
   auto declare_cached = [&](bool invariant, const std::string& prefix) {
@@ -932,7 +951,7 @@ void RowEmitter::emit_main() {
     t_.out();
     t_.line("}}");
   }
-  // No CTA leaves while another CTA of its cluster may still read its shared memory.
+  // No CTA leaves while another CTA of its cluster may still write into its shared memory.
   if (k_cl_ > 1) t_.line("kdsl_cluster_sync();");
   t_.out();
   t_.line("}}");
@@ -948,10 +967,10 @@ void RowEmitter::emit_cluster_helpers() {
       R"(  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");)");
   t_.line("}}");
   t_.line("template <class T>");
-  t_.line("__device__ __forceinline__ const T* kdsl_cluster_map(const T* p, int rank) {{");
+  t_.line("__device__ __forceinline__ T* kdsl_cluster_map(T* p, int rank) {{");
   t_.line("  unsigned long long r;");
   t_.line(R"(  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));)");
-  t_.line("  return reinterpret_cast<const T*>(r);");
+  t_.line("  return reinterpret_cast<T*>(r);");
   t_.line("}}");
 }
 

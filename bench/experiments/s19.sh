@@ -31,6 +31,15 @@
 #                 cases of sanitize_staged.sh; then the ncu mode on the new defaults.
 #                 Prediction: LayerNorm backward about 384 us, RMSNorm backward about 321 (as
 #                 the hinted runs of sweep and sweep2, the same code).
+#   s19.sh push   (the device could not be had for check; meanwhile the cluster combine was
+#                 rewritten: each warp writes its partial into every CTA of the cluster, one
+#                 cluster barrier per row and no __syncthreads, no remote loads) the old binary
+#                 (.device/bin/kdsl_old, 364b8d6: staged, the CTA's total read back remotely)
+#                 against the new one on the cluster rows, two rounds, --verify on the new one;
+#                 then check's sanitizer cases and the ncu mode.
+#                 Prediction: LayerNorm backward bf16 4096 x 32768 384 -> 330-350 us, RMSNorm
+#                 backward 321 -> 290-305; softmax backward (80 -> 98 registers, 2 CTAs of 256
+#                 per SM instead of 3) within 5% of 214.
 #   s19.sh rows   lnbwd.cu's lnbwd_rows (prepared in the eighteenth session, its prediction in
 #                 s18.sh: at 65536 x 1024, 2 rows per iteration 10-15% faster than 1)
 #   s19.sh ab     .device/bin/kdsl_old (4af81f0) against .device/bin/kdsl on RMSNorm backward
@@ -142,6 +151,32 @@ case "${1:-}" in
     ONLY='_bwd .*N=327' bash scripts/device/sanitize_staged.sh 2>&1
     echo "sanitize_staged (N=327..) exit $? in $(( $(date +%s) - s )) s"
     ;;
+  push)
+    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
+    s=M=4096,N=32768
+    cases=(
+      "layer_norm layer_norm_bwd bf16 $s default"
+      "rms_norm rms_norm_bwd bf16 $s default"
+      "softmax softmax_bwd bf16 $s default"
+      "rms_norm add_rms_norm_bwd bf16 $s default"
+      "rms_norm rms_norm_bwd f32 $s default"
+      "layer_norm layer_norm_bwd f16 $s default"
+    )
+    k=.device/bin/kdsl precompile
+    k=.device/bin/kdsl_old precompile
+    for round in 1 2; do
+      for c in "${cases[@]}"; do
+        for b in kdsl_old kdsl; do
+          extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
+          printf '%s %-8s ' "$round" "$b"
+          k=.device/bin/$b bench $c "${extra[@]}"
+        done
+      done
+    done
+    s=$(date +%s)
+    ONLY='_bwd .*N=327' bash scripts/device/sanitize_staged.sh 2>&1
+    echo "sanitize_staged (N=327..) exit $? in $(( $(date +%s) - s )) s"
+    ;;
   rows)
     nvidia-smi --query-gpu=name,uuid --format=csv,noheader
     .device/exp/lnbwd 1024
@@ -159,5 +194,5 @@ case "${1:-}" in
       done
     done
     ;;
-  *) echo "usage: s19.sh sweep|sweep2|ncu|check|rows|ab" >&2; exit 2 ;;
+  *) echo "usage: s19.sh sweep|sweep2|ncu|check|push|rows|ab" >&2; exit 2 ;;
 esac
