@@ -49,6 +49,7 @@ class RowEmitter {
     r_ = s.rows_per_cta;
     c_ = s.chunks;
     k_cl_ = s.cluster;
+    push_ = k_cl_ > 1 && s.column_reduction;
   }
 
   GeneratedKernel run();
@@ -112,6 +113,10 @@ class RowEmitter {
   int64_t n_;
   int vec_, g_, r_, c_;
   int k_cl_ = 1;  // CTAs per row (a thread-block cluster); 1 without clusters
+  // On a cluster, with column reductions: each warp writes its row partials into every CTA of the
+  // cluster (measured faster for backward kernels, nineteenth session: LayerNorm backward bf16
+  // 4096 x 32768 348 us against 389, RMSNorm backward 288 against 323).
+  bool push_ = false;
   /// This CTA's (with clusters: this cluster's) index and the grid's count of them.
   const char* cta_index() const { return k_cl_ > 1 ? "(blockIdx.x / K)" : "blockIdx.x"; }
   const char* cta_count() const { return k_cl_ > 1 ? "(gridDim.x / K)" : "gridDim.x"; }
@@ -639,8 +644,9 @@ void RowEmitter::emit_phase(int p) {
   for (ir::ValueId r : reductions) {
     auto sp = spelling(r);
     t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
-    if (g_ > 32 && k_cl_ == 1) {
-      t_.line("if ((lane & 31) == 0) red{0}[buf][group][lane >> 5] = acc{0};", r);
+    if (g_ > 32 && !push_) {
+      t_.line("if ((lane & 31) == 0) red{}[buf][group][{} >> 5] = acc{};", r,
+              k_cl_ > 1 ? "tl" : "lane", r);
     } else if (g_ > 32) {
       // On a cluster each warp's first lane writes the warp's partial into the same slot of
       // every CTA of the cluster (distributed shared memory): after the cluster barrier every
@@ -657,7 +663,7 @@ void RowEmitter::emit_phase(int p) {
       t_.line("}}");
     }
   }
-  if (g_ > 32 && k_cl_ > 1 && !reductions.empty()) {
+  if (g_ > 32 && push_ && !reductions.empty()) {
     // The row's G / 32 partials, in a fixed order (the same bits in every thread of every CTA):
     // lane l combines partials l, l + 32, ... in turn, then a butterfly over the lanes, lower
     // lanes first.
@@ -685,10 +691,17 @@ void RowEmitter::emit_phase(int p) {
     //   and log2(W) shuffles per thread instead of W loads (these kernels are partly issue-bound;
     //   fourteenth session, bench/RESULTS.md: RMSNorm backward bf16 8192 x 8192 129 -> 117 us,
     //   LayerNorm bf16 4096 x 32768 148 -> 139);
-    // - in order: every thread adds the W partials in warp order.
-    // Either way every lane ends with the same bits, the same on every run.
+    // - in order: every thread adds the W partials in warp order (the default on a cluster
+    //   without column reductions, where the butterfly was slower).
+    // Either way every lane ends with the same bits. On such a cluster (softmax backward) each
+    // CTA's total then goes to its shared memory and, after the cluster barrier, every thread
+    // combines the K CTAs' totals (read through distributed shared memory) in rank order: a
+    // fixed order, so the same bits on every run. (The pushed partials above were measured
+    // slower there: softmax backward bf16 4096 x 32768 240 us against 215, 98 registers against
+    // 80, nineteenth session.)
     t_.line("__syncthreads();");
-    const int warps = g_ / 32;
+    const int warps = g_ / k_cl_ / 32;
+    const char* me = k_cl_ > 1 ? "tl" : "threadIdx.x";
     for (ir::ValueId r : reductions) {
       auto sp = spelling(r);
       if (!s_.butterfly) {
@@ -696,9 +709,22 @@ void RowEmitter::emit_phase(int p) {
         t_.line("#pragma unroll");
         t_.line("for (int w = 1; w < {2}; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
                 sp.op, warps);
-      } else {  // W >= 2: G > 32
-        t_.line("acc{0} = red{0}[buf][group][threadIdx.x & {1}u];", r, warps - 1);
+      } else {  // W >= 2: G > 32, and a cluster's CTAs have at least 64 threads of a row
+        t_.line("acc{0} = red{0}[buf][group][{1} & {2}u];", r, me, warps - 1);
         t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, warps, sp.op);
+      }
+      if (k_cl_ > 1) t_.line("if (tl == 0) redc{0}[buf][group] = acc{0};", r);
+    }
+    if (k_cl_ > 1) {
+      t_.line("kdsl_cluster_sync();");
+      for (ir::ValueId r : reductions) {
+        auto sp = spelling(r);
+        t_.line("acc{0} = *kdsl_cluster_map(&redc{0}[buf][group], 0);", r);
+        t_.line("#pragma unroll");
+        t_.line(
+            "for (int q = 1; q < K; ++q) acc{0} = {1}(acc{0}, "
+            "*kdsl_cluster_map(&redc{0}[buf][group], q));",
+            r, sp.op);
       }
     }
   }
@@ -809,12 +835,14 @@ void RowEmitter::emit_main() {
       const ir::Node& n = k_.nodes[i];
       if (n.op != Op::reduce) continue;
       auto sp = spelling(static_cast<ir::ValueId>(i));
-      // On a cluster: every warp's partial of the row, from every CTA of the cluster (K x GC/32).
-      t_.line("__shared__ {} red{}[2][R][G / 32];", sp.state_type, i);
+      // Pushed to every CTA of a cluster: every warp's partial of the row (K x GC / 32).
+      t_.line("__shared__ {} red{}[2][R][{} / 32];", sp.state_type, i,
+              k_cl_ > 1 && !push_ ? "GC" : "G");
+      if (k_cl_ > 1 && !push_) t_.line("__shared__ {} redc{}[2][R];", sp.state_type, i);
     }
     // Every CTA of the cluster has started before another writes into its shared memory (the
     // CUDA programming guide's condition for distributed shared memory).
-    if (k_cl_ > 1) t_.line("kdsl_cluster_sync();");
+    if (push_) t_.line("kdsl_cluster_sync();");
   }
   // Declarations of the cached vectors: packed pairs of 16-bit values or register values.
   auto declare_cached = [&](bool invariant, const std::string& prefix) {
@@ -951,7 +979,7 @@ void RowEmitter::emit_main() {
     t_.out();
     t_.line("}}");
   }
-  // No CTA leaves while another CTA of its cluster may still write into its shared memory.
+  // No CTA leaves while another CTA of its cluster may still read or write its shared memory.
   if (k_cl_ > 1) t_.line("kdsl_cluster_sync();");
   t_.out();
   t_.line("}}");

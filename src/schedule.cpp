@@ -417,15 +417,15 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   s.stream = hint.stream.value_or(false);
   s.min_ctas = hint.min_ctas.value_or(0);
   // The combine of a row reduction's warps' partials (more than 32 threads per row): a second
-  // warp butterfly on one CTA per row group (measured faster there, fourteenth session,
-  // bench/RESULTS.md). On a cluster neither: every warp writes its partial into every CTA of the
-  // cluster and the row's partials are combined by lanes and a butterfly after the cluster
-  // barrier (nineteenth session, codegen_rows.cpp), so the hint does not apply. Also in warp order
-  // for f32 rows with one row reduction on 1024 threads whose last chunk is only partly filled
-  // (seventeenth session, AB1: RMSNorm backward f32 8192 x 10240 251 us against 294, the only
-  // benchmarked row the rule covers; LayerNorm backward there, two reductions, 345 against 322, so
-  // not with two; the kernels on 256 or 512 threads at that N within 1% either way). `kdsl tune`
-  // times the other.
+  // warp butterfly on one CTA per row group, in warp order on a cluster (each measured faster
+  // there, fourteenth session, bench/RESULTS.md). On a cluster with column reductions neither:
+  // every warp writes its partial into every CTA of the cluster, combined by lanes and a
+  // butterfly after the cluster barrier (nineteenth session, codegen_rows.cpp), so the hint does
+  // not apply there. Also in warp order for f32 rows with one row reduction on 1024 threads whose
+  // last chunk is only partly filled (seventeenth session, AB1: RMSNorm backward f32 8192 x 10240
+  // 251 us against 294, the only benchmarked row the rule covers; LayerNorm backward there, two
+  // reductions, 345 against 322, so not with two; the kernels on 256 or 512 threads at that N
+  // within 1% either way). `kdsl tune` times the other.
   const bool ragged_f32 =
       min_size == 4 && reductions == 1 && s.group == 1024 && cluster == 1 && vectors % 1024 != 0;
   s.butterfly = hint.butterfly.value_or(cluster == 1 && !ragged_f32);
@@ -435,13 +435,14 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         "in warp order, not by a butterfly (measured)");
   }
   // (Noted on the re-chosen schedule too: a measured rule's re-choice keeps these reasons.)
-  if (hint.butterfly && (reductions == 0 || s.group <= 32 * cluster || cluster > 1)) {
+  const bool pushed = cluster > 1 && column_reduction;  // codegen_rows.cpp
+  if (hint.butterfly && (reductions == 0 || s.group <= 32 * cluster || pushed)) {
     s.reasons.push_back(fmt::format(
         "butterfly={:d} does not apply: {}", *hint.butterfly,
         reductions == 0 ? "the kernel has no row reductions"
-        : cluster > 1   ? "on a cluster every CTA receives every warp's partial and combines "
-                          "them by lanes and a butterfly"
-                      : "a row's threads in a CTA are one warp or less (no partials to combine)"));
+        : pushed        ? "on a cluster with column reductions every CTA receives every warp's "
+                          "partial and combines them by lanes and a butterfly"
+                 : "a row's threads in a CTA are one warp or less (no partials to combine)"));
   }
   if (!hint.empty() && !internal) s.reasons.push_back("schedule hint: " + hint.str());
   // The grid is sized at launch from the driver's occupancy for the compiled kernel; this is an

@@ -530,8 +530,16 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   Chosen cl = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768);
   ASSERT_GT(cl.s.cluster, 1);
   EXPECT_FALSE(cl.s.butterfly);
-  EXPECT_TRUE(
-      choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, "butterfly=1").s.butterfly);
+  // On a cluster with column reductions every warp's partial goes to every CTA: the hint is
+  // moot there (and noted), not on a cluster without them (softmax backward).
+  Chosen clb = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, "butterfly=1");
+  EXPECT_TRUE(has_reason(clb.s, "butterfly=1 does not apply: on a cluster with column reductions"))
+      << reasons(clb.s);
+  EXPECT_EQ(without_comments(clb.source), without_comments(cl.source));
+  Chosen sb = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768, "butterfly=1");
+  ASSERT_GT(sb.s.cluster, 1);
+  EXPECT_TRUE(sb.s.butterfly);
+  EXPECT_FALSE(has_reason(sb.s, "does not apply")) << reasons(sb.s);
   Chosen one = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 256, "butterfly=0,group=32");
   EXPECT_TRUE(
       has_reason(one.s, "butterfly=0 does not apply: a row's threads in a CTA are one warp"))
@@ -673,6 +681,21 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   EXPECT_EQ(gen.plan.partials(8), 2 * static_cast<int64_t>(gen.plan.rows_per_cta));
   LaunchPlan back = LaunchPlan::from_json(gen.plan.to_json());
   EXPECT_EQ(back.cluster, 4u);
+  // Column reductions on a cluster: each warp writes its row partials into every CTA (one
+  // cluster barrier per row, no CTA barrier, no remote load); without them (softmax backward)
+  // the CTA's total is read by the others after the cluster barrier.
+  EXPECT_NE(gen.source.find("for (int q = 0; q < K; ++q) *kdsl_cluster_map(&red"),
+            std::string::npos);
+  EXPECT_EQ(gen.source.find("redc"), std::string::npos);
+  const size_t main_at = gen.source.find("__cluster_dims__(4, 1, 1)");
+  const std::string main_kernel =
+      gen.source.substr(main_at, gen.source.find("_finalize(", main_at) - main_at);
+  EXPECT_EQ(main_kernel.find("__syncthreads();"), std::string::npos);
+  Chosen sm = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768);
+  ASSERT_GT(sm.s.cluster, 1);
+  const std::string sms = generate(sm.k, sm.spec, DeviceTarget{}).source;
+  EXPECT_NE(sms.find("*kdsl_cluster_map(&redc"), std::string::npos);
+  EXPECT_NE(sms.find("__syncthreads();"), std::string::npos);
   // Without a cluster the generated source has none of it.
   Chosen one = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192);
   std::string src = generate(one.k, one.spec, DeviceTarget{}).source;
