@@ -359,7 +359,11 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   const double stage_bytes =
       static_cast<double>(staged) * s.chunks * 16 * s.threads;  // scalars: in registers
   const int asked = stage;
-  while (stage >= 2 && (s.smem_columns ? smem_bytes : 0.0) + stage * stage_bytes >
+  // The static buffers of the row reductions' partials (two rows, every warp of the row on a
+  // cluster with column reductions; codegen_rows.cpp), at most 16 bytes per state.
+  const double partial_bytes =
+      s.group > 32 ? 2.0 * reductions * s.rows_per_cta * (s.group / 32) * 16 : 0.0;
+  while (stage >= 2 && (s.smem_columns ? smem_bytes : 0.0) + partial_bytes + stage * stage_bytes >
                            static_cast<double>(target.max_smem_per_cta)) {
     --stage;
   }
@@ -573,7 +577,8 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       // shared memory (RMSNorm backward f32 on 8 CTAs: 493 against 473); shorter and longer rows
       // were not measured. Hints equal to what the rule chooses (smem_columns=0, cache_rows=1)
       // keep it; prefetch and stage hints were measured slower with it (572 us against 379 with
-      // prefetch=1) and keep the cluster of four (a user's stage= needs cache_rows=1 there).
+      // prefetch=1) and keep the cluster of four (a stage hint without group= and cluster= is
+      // refused at this N: at 1024 threads the rows would not be register-resident).
       const int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
       const int64_t vectors = (n + s.vec - 1) / s.vec;
       if (s.element_bytes == 2 && vectors > 3 * 1024 && vectors <= 8 * 512 &&
@@ -696,6 +701,12 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     cluster = 4;
     why.back() = four_ctas;
     s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  } else if (!four_ctas.empty() && s.stage < 2) {
+    // Rows without 16-byte row loads (e.g. VEC = 4 at bf16 N = 16380) are not staged.
+    const std::string staged = ", the next row staged";
+    if (const size_t at = why.back().find(staged); at != std::string::npos) {
+      why.back().erase(at, staged.size());
+    }
   }
   // The f32 prefetch rule holds only where the rows stay in registers at 512 threads, so the
   // next row can be prefetched: at N = 12288 they are streamed there instead (LayerNorm backward

@@ -9,8 +9,9 @@
 //   reduction combines each thread's partial state with butterfly shuffles in a fixed lane order
 //   and, for G > 32, the warps' results through shared memory: a second butterfly over the
 //   warps, or the warps added in order (deterministic either way). The butterfly by default; in
-//   order on a cluster and for f32 rows of one reduction on 1024 threads with a partly filled
-//   last chunk (measured); `butterfly=0|1` chooses.
+//   order on a cluster without column reductions and for f32 rows of one reduction on 1024
+//   threads with a partly filled last chunk (measured); `butterfly=0|1` chooses (not on a
+//   cluster with column reductions, below).
 //   Names by G: rows.subwarp (G < 32, several rows per warp), rows.warp (G = 32), rows.cta.
 //
 //   Grids. One CTA per R rows ("one CTA per row group") when no state is carried across rows:
@@ -33,10 +34,14 @@
 //   persistent grid.
 //
 //   Clusters (rows.cluster, G > 1024 possible): a row's G threads span a thread-block cluster of
-//   K CTAs (sm_90); each CTA combines its warps' partial states (in warp order by default) and
+//   K CTAs (sm_90). With column reductions (backward kernels) each warp writes its partial state
+//   into the same slot of every CTA of the cluster (distributed shared memory), and after one
+//   cluster barrier every thread combines the row's G / 32 partials from its own shared memory,
+//   lanes in turn then a butterfly (a fixed order: the same bits in every CTA, on every run).
+//   Without them each CTA combines its warps' partial states (in warp order by default) and
 //   leaves its total in its shared memory; after a cluster barrier every thread combines the K
-//   totals, read through distributed shared memory, in rank order (a fixed order: the same bits
-//   on every run). Each CTA keeps the column accumulators of its own columns. Chosen (K = 4)
+//   totals, read through distributed shared memory, in rank order. Each CTA keeps the column
+//   accumulators of its own columns. Chosen (K = 4)
 //   where a 1024-thread row was measured slower: backward kernels whose row does not fit one CTA
 //   (column accumulators beyond its shared memory, or elements beyond its registers) and
 //   single-phase kernels on long rows (softmax backward at N = 32768); `cluster=K` forces it.

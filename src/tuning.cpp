@@ -146,7 +146,8 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
   // way depending on the kernel: RMSNorm backward f32 8192 x 10240 251 us in warp order against
   // 292 with the butterfly, LayerNorm backward at the same shape 344 against 322; sixteenth
   // session, bench/RESULTS.md).
-  if (d.reductions > 0 && d.group > 32 * d.cluster) {
+  // (Not on a cluster with column reductions, whose pushed partials have no such choice.)
+  if (d.reductions > 0 && d.group > 32 * d.cluster && !(d.cluster > 1 && d.column_reduction)) {
     ScheduleHint h;
     h.butterfly = !d.butterfly;
     add(h);

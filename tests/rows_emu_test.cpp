@@ -76,14 +76,16 @@ void expect_hinted_schedules(
 // Two CTAs of 256 threads per row (bf16 N = 4096); four CTAs of 64 threads per row with four rows
 // per cluster and a tail (f32 N = 1000); persistent grids of two clusters, so clusters loop; the
 // column accumulators of backward kernels in registers on a cluster (the default at bf16
-// N = 32768).
+// N = 32768); eight CTAs of 256 threads per row, whose 64 warp partials (more than a warp's
+// lanes) every CTA combines (backward kernels: pushed to every CTA) with a tail (f32 N = 8200).
 TEST_P(RowsEmu, ClusterSchedules) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
   expect_hinted_schedules(GetParam(), 71,
                           {{DType::bf16, 4096, "cluster=2,group=512"},
                            {DType::f32, 1000, "cluster=4,group=256"},
                            {DType::f32, 1000, "cluster=2,group=256,persistent=0"},
-                           {DType::bf16, 4096, "cluster=4,group=512,smem_columns=0"}},
+                           {DType::bf16, 4096, "cluster=4,group=512,smem_columns=0"},
+                           {DType::f32, 8200, "cluster=8,group=2048"}},
                           /*cache_rows=*/false, [](const GeneratedKernel& gen, const char* hint) {
                             EXPECT_EQ(gen.plan.schedule, "rows.cluster") << hint;
                             EXPECT_NE(gen.source.find("__cluster_dims__"), std::string::npos)
@@ -93,19 +95,22 @@ TEST_P(RowsEmu, ClusterSchedules) {
 
 // The two combines of a row reduction's warps' partials: in warp order without a cluster (8
 // warps per row), the butterfly on a cluster of 2 CTAs (2 warps per CTA, a tail). Each generated
-// kernel has the combine it was asked for.
+// kernel has the combine it was asked for; on the cluster, kernels with column reductions push
+// every warp's partial to every CTA instead (the hint does not apply).
 TEST_P(RowsEmu, CombinesOfTheWarps) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
-  expect_hinted_schedules(GetParam(), 151,
-                          {{DType::bf16, 4096, "butterfly=0,group=256"},
-                           {DType::f32, 1000, "butterfly=1,cluster=2,group=128"}},
-                          /*cache_rows=*/false, [](const GeneratedKernel& gen, const char* hint) {
-                            const bool loop =
-                                gen.source.find("for (int w = 1; w <") != std::string::npos;
-                            if (gen.source.find("[buf][group][") == std::string::npos)
-                              return;  // no row reduction
-                            EXPECT_EQ(loop, std::string(hint).starts_with("butterfly=0")) << hint;
-                          });
+  expect_hinted_schedules(
+      GetParam(), 151,
+      {{DType::bf16, 4096, "butterfly=0,group=256"},
+       {DType::f32, 1000, "butterfly=1,cluster=2,group=128"}},
+      /*cache_rows=*/false, [](const GeneratedKernel& gen, const char* hint) {
+        const bool loop = gen.source.find("for (int w = 1; w <") != std::string::npos;
+        if (gen.source.find("[buf][group][") == std::string::npos) return;  // no row reduction
+        EXPECT_EQ(loop, std::string(hint).starts_with("butterfly=0")) << hint;
+        const bool pushed = gen.source.find("*kdsl_cluster_map(&red") != std::string::npos;
+        EXPECT_EQ(pushed, gen.plan.cluster > 1 && gen.source.find("p.ws0[") != std::string::npos)
+            << hint;
+      });
 }
 
 // Rows staged in shared memory (rows.stage): each thread copies its chunks of the rows ahead

@@ -691,6 +691,21 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   const std::string main_kernel =
       gen.source.substr(main_at, gen.source.find("_finalize(", main_at) - main_at);
   EXPECT_EQ(main_kernel.find("__syncthreads();"), std::string::npos);
+  // Every CTA has started (a cluster barrier) before the loop's first remote write.
+  EXPECT_LT(main_kernel.find("kdsl_cluster_sync();"), main_kernel.find("for (long long row0"));
+  // The partials' buffers count against the shared memory the stages may take: 7 stages of
+  // 32 KiB and 16 KiB of partials do not fit 227 KiB.
+  Chosen big = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 65536,
+                      "cluster=8,group=8192,smem_columns=0,stage=8,cache_rows=1");
+  EXPECT_EQ(big.s.stage, 6) << reasons(big.s);
+  // Rows without 16-byte row loads on the cluster rule: not staged, and the explain says none.
+  Chosen v4 = choose("rms_norm.kdsl", "add_rms_norm_bwd", DType::bf16, 16380);
+  ASSERT_EQ(v4.s.cluster, 8) << reasons(v4.s);
+  EXPECT_LT(v4.s.stage, 2);
+  EXPECT_FALSE(has_reason(v4.s, "the next row staged")) << reasons(v4.s);
+  EXPECT_FALSE(has_reason(v4.s, "rows staged in shared memory")) << reasons(v4.s);
+  EXPECT_TRUE(has_reason(choose("rms_norm.kdsl", "add_rms_norm_bwd", DType::bf16, 32768).s,
+                         "the next row staged"));
   Chosen sm = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768);
   ASSERT_GT(sm.s.cluster, 1);
   const std::string sms = generate(sm.k, sm.spec, DeviceTarget{}).source;
