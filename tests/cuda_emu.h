@@ -1,9 +1,17 @@
 // A CPU emulation of the CUDA subset kdsl's generated kernels use, for testing codegen without a
 // GPU: the generated source (its PTX inline assembly replaced, see emulated_source) is compiled
-// by the host C++ compiler into a shared library, and every CUDA thread of a CTA runs as a
-// std::thread. __syncthreads, named barriers and warp shuffles are barriers; atomics, fences and
-// acquire/release accesses are C++ atomics, so CTAs running at once interleave as on a GPU
-// (tiles that wait for other tiles, e.g. a scan's decoupled look-back, are exercised).
+// by the host C++ compiler into a shared library, and every CUDA thread of the CTAs running at
+// once is a fiber (its own stack and registers) on the launching host thread.
+// - A fiber runs alone until it waits: at __syncthreads, a named barrier, a warp shuffle (a
+//   barrier of the warp's 32 lanes), a cluster barrier, and at every acquire or packed look-back
+//   load, so that a tile spinning on another tile's flag lets that tile run.
+// - The fibers are resumed in rounds, each round in a random order, so CTAs running at once
+//   interleave and a missing barrier shows whenever the thread that reads runs before the one
+//   that writes. Random delays before a tile publishes its prefix make other tiles' look-backs
+//   often find only its aggregate (a scan's decoupled look-back is exercised).
+// - Fibers, not one std::thread per CUDA thread: ScanEmu.ScheduleVariants took 402 s with
+//   threads (most of it in the kernel: futex waits, page faults of fresh stacks and shared
+//   memory), 44 s with fibers, reused stacks and shared memory and precompiled headers.
 #pragma once
 
 #include <dlfcn.h>
@@ -23,23 +31,36 @@
 
 namespace kdsl::emu {
 
-/// The host definitions of CUDA's built-ins, placed before the generated source.
-inline const char* kHostCuda = R"EMU(
+/// The standard headers of the emulation, precompiled once (see Library): parsing them took
+/// two thirds of each kernel's compile.
+inline const char* kHostHeaders = R"EMU(
 #include <array>
-#include <map>
-#include <mutex>
-#include <cstdio>
 #include <atomic>
-#include <barrier>
-#include <chrono>
 #include <cmath>
-#include <random>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <random>
 #include <vector>
+#include <sys/mman.h>
+#include <ucontext.h>
+)EMU";
+
+/// The host compiler's command, less its input and output; the precompiled header is built
+/// with the same options, or the compiler would ignore it.
+inline const char* kHostCompile = "g++ -std=c++20 -O1 -w -fPIC -pthread";
+
+/// The name of the file holding kHostHeaders, with a hash of them and of the options in it.
+inline std::string host_header_name() {
+  return fmt::format("kdsl_emu_host_{:016x}.h",
+                     std::hash<std::string>{}(std::string(kHostHeaders) + kHostCompile));
+}
+
+/// The host definitions of CUDA's built-ins, placed (after the headers) before the generated
+/// source.
+inline const char* kHostCuda = R"EMU(
 #define __device__
 #define __global__
 #define __forceinline__ inline
@@ -55,26 +76,107 @@ inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return
 inline uint2 make_uint2(unsigned a, unsigned b) { return {a, b}; }
 inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 inline float2 make_float2(float a, float b) { return {a, b}; }
+// The fibers of one launch's wave: kdsl_emu_yield returns to the launcher's loop, which resumes
+// the next unfinished fiber. On x86-64 a switch saves the callee-saved registers on the stack
+// and swaps stack pointers (swapcontext also saves the signal mask, a system call per switch,
+// which took half the time); elsewhere it is swapcontext.
+#if defined(__x86_64__)
+struct KdslEmuContext { void* sp = nullptr; };
+extern "C" void kdsl_emu_switch(void** save, void* to);
+asm(R"(
+  .text
+  .p2align 4
+  .type kdsl_emu_switch, @function
+kdsl_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size kdsl_emu_switch, .-kdsl_emu_switch
+)");
+inline void kdsl_emu_swap(KdslEmuContext* from, KdslEmuContext* to) { kdsl_emu_switch(&from->sp, to->sp); }
+// A fiber's first switch pops six zero registers and returns into start, with the stack aligned
+// as after a call.
+inline void kdsl_emu_make(KdslEmuContext* c, unsigned char* stack, size_t size, void (*start)()) {
+  auto top = reinterpret_cast<uintptr_t>(stack + size) & ~uintptr_t{15};
+  auto* sp = reinterpret_cast<void**>(top - 64);
+  for (int i = 0; i < 6; ++i) sp[i] = nullptr;
+  sp[6] = reinterpret_cast<void*>(start);
+  c->sp = sp;
+}
+#else
+struct KdslEmuContext { ucontext_t uc; };
+inline void kdsl_emu_swap(KdslEmuContext* from, KdslEmuContext* to) { swapcontext(&from->uc, &to->uc); }
+inline void kdsl_emu_make(KdslEmuContext* c, unsigned char* stack, size_t size, void (*start)()) {
+  getcontext(&c->uc);
+  c->uc.uc_stack.ss_sp = stack;
+  c->uc.uc_stack.ss_size = size;
+  c->uc.uc_link = nullptr;
+  makecontext(&c->uc, start, 0);
+}
+#endif
+inline thread_local KdslEmuContext kdsl_emu_main;
+inline thread_local KdslEmuContext* kdsl_emu_self = nullptr;
+inline thread_local unsigned long long kdsl_emu_progress = 0;  // barriers passed, fibers done
+inline void kdsl_emu_yield() { kdsl_emu_swap(kdsl_emu_self, &kdsl_emu_main); }
+// A barrier of n fibers: the last to arrive opens it, the others yield until it is open.
+struct KdslEmuBarrier {
+  explicit KdslEmuBarrier(unsigned n) : n(n) {}
+  void arrive_and_wait() {
+    const unsigned long long g = generation;
+    if (++arrived == n) {
+      arrived = 0;
+      ++generation;
+      ++kdsl_emu_progress;
+      return;
+    }
+    while (generation == g) kdsl_emu_yield();
+  }
+  unsigned n, arrived = 0;
+  unsigned long long generation = 0;
+};
 struct KdslEmuCta;
 // A thread-block cluster: its CTAs run at once; barrier.cluster is a barrier over all their
 // threads, and mapa maps an address in one CTA's shared memory to the same place in another's.
 struct KdslEmuCluster {
   explicit KdslEmuCluster(unsigned threads) : all(threads) {}
-  std::barrier<> all;
+  KdslEmuBarrier all;
   std::vector<KdslEmuCta*> ctas;
 };
+// A CTA's shared memory: 256 KiB for __shared__ declarations, then 256 KiB of dynamic shared
+// memory. The buffers pass from CTA to CTA without being cleared (a CTA finds what an earlier one
+// left, as on a GPU): allocating and zeroing them for every CTA took most of the time of the
+// emulations with many CTAs.
+constexpr size_t kKdslEmuSmemWords = 32 * 1024, kKdslEmuDynamicWords = 32 * 1024;
+inline thread_local std::vector<std::unique_ptr<unsigned long long[]>> kdsl_emu_smem_pool;
+inline unsigned long long* kdsl_emu_pooled_smem(size_t slot) {
+  while (kdsl_emu_smem_pool.size() <= slot) {
+    kdsl_emu_smem_pool.emplace_back(new unsigned long long[kKdslEmuSmemWords + kKdslEmuDynamicWords]);
+  }
+  return kdsl_emu_smem_pool[slot].get();
+}
 struct KdslEmuCta {
-  explicit KdslEmuCta(unsigned threads) : all(threads), smem(256 * 1024) {
-    for (unsigned w = 0; w < (threads + 31) / 32; ++w) warps.push_back(std::make_unique<std::barrier<>>(32));
+  KdslEmuCta(unsigned threads, size_t slot)
+      : all(threads), smem(kdsl_emu_pooled_smem(slot)), dynamic_smem(smem + kKdslEmuSmemWords) {
+    for (unsigned w = 0; w < (threads + 31) / 32; ++w) warps.push_back(std::make_unique<KdslEmuBarrier>(32));
     buf.resize((threads + 31) / 32);
   }
-  std::barrier<> all;
-  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  KdslEmuBarrier all;
+  std::vector<std::unique_ptr<KdslEmuBarrier>> warps;
   std::vector<std::array<unsigned long long, 32>> buf;
-  std::once_flag named_once;
-  std::unique_ptr<std::barrier<>> named;
-  std::vector<unsigned long long> smem, dynamic_smem = std::vector<unsigned long long>(32 * 1024);
-  std::mutex smem_mu;
+  std::unique_ptr<KdslEmuBarrier> named;
+  unsigned long long *smem, *dynamic_smem;
   std::map<int, size_t> smem_at;  // declaration -> byte offset in smem
   size_t smem_used = 0;
   std::atomic<int> vote_fail{0};
@@ -87,17 +189,16 @@ inline thread_local KdslEmuCta* kdsl_emu_cta = nullptr;
 // thread of the CTA reaches it, at the same place for every other thread.
 template <class T, int I> T* kdsl_emu_smem() {
   KdslEmuCta* c = kdsl_emu_cta;
-  std::lock_guard<std::mutex> lock(c->smem_mu);
   auto it = c->smem_at.find(I);
   if (it == c->smem_at.end()) {
     it = c->smem_at.emplace(I, c->smem_used).first;
     c->smem_used += (sizeof(T) + 15) / 16 * 16;
-    if (c->smem_used > c->smem.size() * sizeof(c->smem[0])) { std::fprintf(stderr, "emu: shared memory overflow\n"); std::abort(); }
+    if (c->smem_used > kKdslEmuSmemWords * sizeof(c->smem[0])) { std::fprintf(stderr, "emu: shared memory overflow\n"); std::abort(); }
   }
-  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(c->smem.data()) + it->second);
+  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(c->smem) + it->second);
 }
 inline unsigned char* kdsl_emu_dynamic_smem() {
-  return reinterpret_cast<unsigned char*>(kdsl_emu_cta->dynamic_smem.data());
+  return reinterpret_cast<unsigned char*>(kdsl_emu_cta->dynamic_smem);
 }
 inline void __syncthreads() { kdsl_emu_cta->all.arrive_and_wait(); }
 inline int __syncthreads_and(int pred) {
@@ -111,7 +212,7 @@ inline int __syncthreads_and(int pred) {
   return r;
 }
 inline void kdsl_emu_named_bar(int n) {
-  std::call_once(kdsl_emu_cta->named_once, [&] { kdsl_emu_cta->named = std::make_unique<std::barrier<>>(n); });
+  if (!kdsl_emu_cta->named) kdsl_emu_cta->named = std::make_unique<KdslEmuBarrier>(n);
   kdsl_emu_cta->named->arrive_and_wait();
 }
 inline void kdsl_emu_cluster_sync() { kdsl_emu_cta->cluster->all.arrive_and_wait(); }
@@ -119,15 +220,15 @@ inline unsigned long long kdsl_emu_mapa(const void* p, int rank) {
   const KdslEmuCta* me = kdsl_emu_cta;
   const KdslEmuCta* to = me->cluster->ctas.at(static_cast<size_t>(rank));
   const auto off = static_cast<const unsigned char*>(p) -
-                   reinterpret_cast<const unsigned char*>(me->smem.data());
-  if (off < 0 || static_cast<size_t>(off) >= me->smem.size() * sizeof(me->smem[0])) {
+                   reinterpret_cast<const unsigned char*>(me->smem);
+  if (off < 0 || static_cast<size_t>(off) >= (kKdslEmuSmemWords + kKdslEmuDynamicWords) * sizeof(me->smem[0])) {
     std::fprintf(stderr, "emu: mapa of an address outside the CTA's shared memory\n");
     std::abort();
   }
-  return reinterpret_cast<unsigned long long>(reinterpret_cast<const unsigned char*>(to->smem.data()) + off);
+  return reinterpret_cast<unsigned long long>(reinterpret_cast<const unsigned char*>(to->smem) + off);
 }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __nanosleep(unsigned) { std::this_thread::yield(); }
+inline void __nanosleep(unsigned) { kdsl_emu_yield(); }
 template <class T> T kdsl_emu_shfl(T v, unsigned src) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   auto& buf = kdsl_emu_cta->buf[warp];
@@ -152,27 +253,28 @@ inline void kdsl_emu_cp_async(void* smem, const void* g, int bytes, int n) {
   std::memset(smem, 0, static_cast<size_t>(bytes));
   if (n > 0) std::memcpy(smem, g, static_cast<size_t>(n));
 }
-inline unsigned kdsl_emu_ld_acquire(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-// Random delays before a tile's inclusive prefix is published, so that other tiles' look-backs
-// often find only its aggregate (the paths a fast single machine would rarely take).
+inline unsigned kdsl_emu_ld_acquire(const unsigned* p) {
+  kdsl_emu_yield();
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+// Random delays before a tile's inclusive prefix is published (every other fiber runs on 1 to 64
+// times), so that other tiles' look-backs often find only its aggregate.
 inline void kdsl_emu_jitter() {
-  thread_local std::minstd_rand rng(static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id())));
-  std::this_thread::sleep_for(std::chrono::microseconds(200 + rng() % 2000));
+  thread_local std::minstd_rand rng(std::random_device{}());
+  for (unsigned i = 1 + rng() % 64; i > 0; --i) kdsl_emu_yield();
 }
 inline void kdsl_emu_st_release(unsigned* p, unsigned v) {
   if (v == 2u) kdsl_emu_jitter();
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
-// Packed look-back words: 16-byte accesses that are single transactions on the GPU; here under
-// one lock.
-inline std::mutex kdsl_emu_pk_mutex;
+// Packed look-back words: 16-byte accesses that are single transactions on the GPU; here no
+// other fiber runs during one.
 inline void kdsl_emu_pk_st(uint4* p, uint4 v) {
   if (v.w == 2u) kdsl_emu_jitter();
-  std::lock_guard<std::mutex> lock(kdsl_emu_pk_mutex);
   *p = v;
 }
 inline uint4 kdsl_emu_pk_ld(const uint4* p) {
-  std::lock_guard<std::mutex> lock(kdsl_emu_pk_mutex);
+  kdsl_emu_yield();
   return *p;
 }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
@@ -209,28 +311,89 @@ extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, 
   blockDim.x = block;
   // A cluster's CTAs run in the same batch.
   concurrent = (concurrent + cluster - 1) / cluster * cluster;
+  struct Fiber {
+    KdslEmuContext ctx;
+    unsigned t, b;
+    KdslEmuCta* cta;
+    bool done;
+  };
+  static thread_local void (*run_entry)(const void*);
+  static thread_local const void* run_params;
+  static thread_local Fiber* running;
+  run_entry = entry;
+  run_params = params;
+  constexpr size_t kStack = 256 * 1024;
   for (unsigned b0 = 0; b0 < grid; b0 += concurrent) {
     std::vector<std::unique_ptr<KdslEmuCta>> ctas;
     std::vector<std::unique_ptr<KdslEmuCluster>> clusters;
-    std::vector<std::thread> threads;
+    std::vector<Fiber> fibers;
     for (unsigned b = b0; b < grid && b < b0 + concurrent; ++b) {
-      ctas.push_back(std::make_unique<KdslEmuCta>(block));
+      ctas.push_back(std::make_unique<KdslEmuCta>(block, b - b0));
       KdslEmuCta* cta = ctas.back().get();
       if (cluster > 1) {
         if (b % cluster == 0) clusters.push_back(std::make_unique<KdslEmuCluster>(block * cluster));
         cta->cluster = clusters.back().get();
         cta->cluster->ctas.push_back(cta);
       }
-      for (unsigned t = 0; t < block; ++t) {
-        threads.emplace_back([=] {
-          threadIdx.x = t;
-          blockIdx.x = b;
-          kdsl_emu_cta = cta;
-          entry(params);
-        });
-      }
+      for (unsigned t = 0; t < block; ++t) fibers.push_back(Fiber{{}, t, b, cta, false});
     }
-    for (auto& th : threads) th.join();
+    // The stacks: one mapping, reserved but not committed, kept from wave to wave and launch to
+    // launch (the page faults of fresh stacks cost as much as the kernels). A guard page per
+    // stack would make a mapping of its own each, past the process's limit on mappings at 16384
+    // fibers; instead a canary word at the bottom of each stack is checked when its fiber ends.
+    static thread_local unsigned char* stacks = nullptr;
+    static thread_local size_t slots = 0;
+    if (fibers.size() > slots) {
+      if (stacks) munmap(stacks, slots * kStack);
+      slots = fibers.size();
+      void* m = mmap(nullptr, slots * kStack, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED) { std::fprintf(stderr, "emu: no memory for fiber stacks\n"); std::abort(); }
+      stacks = static_cast<unsigned char*>(m);
+    }
+    constexpr unsigned long long kCanary = 0x6b64736c43414e59ull;
+    for (size_t i = 0; i < fibers.size(); ++i) {
+      unsigned char* base = stacks + i * kStack;
+      std::memcpy(base, &kCanary, sizeof(kCanary));
+      // A fiber never returns from start: once done it switches back for good.
+      kdsl_emu_make(&fibers[i].ctx, base + sizeof(kCanary), kStack - sizeof(kCanary), +[] {
+        run_entry(run_params);
+        running->done = true;
+        ++kdsl_emu_progress;
+        kdsl_emu_yield();
+      });
+    }
+    // Resume the unfinished fibers in turn, each round from a random fiber up or down, so that
+    // between two barriers a thread may run before or after any other (a missing barrier shows
+    // whichever thread writes and whichever reads). A round in which no barrier opened and no
+    // fiber finished, many times over, is a deadlock (e.g. a barrier some threads never reach).
+    static thread_local std::minstd_rand order(std::random_device{}());
+    const size_t n = fibers.size();
+    size_t live = n;
+    unsigned long long idle_rounds = 0;
+    while (live > 0) {
+      const unsigned long long before = kdsl_emu_progress;
+      const size_t start = order() % n;
+      const bool down = order() & 1u;
+      for (size_t k = 0; k < n; ++k) {
+        Fiber& f = fibers[down ? (start + n - k) % n : (start + k) % n];
+        if (f.done) continue;
+        running = &f;
+        threadIdx.x = f.t;
+        blockIdx.x = f.b;
+        kdsl_emu_cta = f.cta;
+        kdsl_emu_self = &f.ctx;
+        kdsl_emu_swap(&kdsl_emu_main, &f.ctx);
+        if (!f.done) continue;
+        --live;
+        if (std::memcmp(stacks + static_cast<size_t>(&f - fibers.data()) * kStack, &kCanary, sizeof(kCanary)) != 0) {
+          std::fprintf(stderr, "emu: a fiber overflowed its stack\n");
+          std::abort();
+        }
+      }
+      idle_rounds = kdsl_emu_progress == before ? idle_rounds + 1 : 0;
+      if (idle_rounds > 1000000) { std::fprintf(stderr, "emu: deadlock (no fiber can go on)\n"); std::abort(); }
+    }
   }
 }
 )EMU";
@@ -341,7 +504,8 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
     src.replace(at, end - at,
                 fmt::format("{} = *kdsl_emu_smem<{}{}, {}>()", ref, type, dims, index++));
   }
-  std::string out = std::string(kHostCuda) + src + kLauncher;
+  std::string out =
+      fmt::format("#include \"{}\"\n", host_header_name()) + kHostCuda + src + kLauncher;
   for (size_t i = 0; i < symbols.size(); ++i) {
     out += fmt::format(
         "extern \"C\" void kdsl_emu_entry_{}(const void* p) {{ {}(*static_cast<const "
@@ -364,9 +528,9 @@ class Library {
     std::string stem = fmt::format("{}_{}_{}", name, getpid(), counter++);
     std::filesystem::path cpp = dir / (stem + ".cpp"), so = dir / (stem + ".so");
     std::ofstream(cpp) << source;
-    std::string cmd =
-        fmt::format("g++ -std=c++20 -O1 -w -fPIC -shared -pthread -o '{}' '{}' 2> '{}.log'",
-                    so.string(), cpp.string(), so.string());
+    precompile_host_headers(dir);
+    std::string cmd = fmt::format("{} -shared -o '{}' '{}' 2> '{}.log'", kHostCompile, so.string(),
+                                  cpp.string(), so.string());
     if (std::system(cmd.c_str()) != 0) {
       std::ifstream log(so.string() + ".log");
       std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
@@ -388,6 +552,26 @@ class Library {
   }
   ~Library() {
     if (handle_) dlclose(handle_);
+  }
+
+  /// Writes kHostHeaders to `dir` and precompiles them there, once for every process of the
+  /// test run: each file is written under a name of its own and renamed into place, so a
+  /// process never reads one another is writing. Without the precompiled header (a failed
+  /// build) the compiler reads the header itself: slower, same result.
+  static void precompile_host_headers(const std::filesystem::path& dir) {
+    const std::filesystem::path header = dir / host_header_name();
+    const std::filesystem::path pch = header.string() + ".gch";
+    if (std::filesystem::exists(pch)) return;
+    const std::string mine = fmt::format(".{}", getpid());
+    std::error_code ignored;
+    if (!std::filesystem::exists(header)) {
+      std::ofstream(header.string() + mine) << kHostHeaders;
+      std::filesystem::rename(header.string() + mine, header, ignored);
+    }
+    const std::string cmd = fmt::format("{} -x c++-header -o '{}' '{}' 2> /dev/null", kHostCompile,
+                                        pch.string() + mine, header.string());
+    if (std::system(cmd.c_str()) == 0) std::filesystem::rename(pch.string() + mine, pch, ignored);
+    std::filesystem::remove(pch.string() + mine, ignored);
   }
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
