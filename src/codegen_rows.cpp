@@ -49,7 +49,7 @@ class RowEmitter {
     r_ = s.rows_per_cta;
     c_ = s.chunks;
     k_cl_ = s.cluster;
-    push_ = k_cl_ > 1 && s.column_reduction;
+    push_ = pushes_partials(k_cl_, s.column_reduction);
   }
 
   GeneratedKernel run();

@@ -439,7 +439,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         "in warp order, not by a butterfly (measured)");
   }
   // (Noted on the re-chosen schedule too: a measured rule's re-choice keeps these reasons.)
-  const bool pushed = cluster > 1 && column_reduction;  // codegen_rows.cpp
+  const bool pushed = pushes_partials(cluster, column_reduction);
   if (hint.butterfly && (reductions == 0 || s.group <= 32 * cluster || pushed)) {
     s.reasons.push_back(fmt::format(
         "butterfly={:d} does not apply: {}", *hint.butterfly,
@@ -597,14 +597,13 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
         }
         why.back() = fmt::format(
             "the row does not fit one CTA ({}): a cluster of {}, each with {} of the columns, "
-            "the column accumulators in registers, the next row staged (measured at bf16 "
-            "N = 32768: {})",
+            "the column accumulators in registers (measured at bf16 N = 32768: {})",
             beyond, cluster == 8 ? "8 CTAs of 512 threads per row" : "4 CTAs per row",
             cluster == 8 ? "an eighth" : "a quarter",
             cluster == 8 ? "RMSNorm backward 357 us against 369 on 4 CTAs of 1024 with the "
-                           "accumulators in shared memory, 321 staged"
+                           "accumulators in shared memory; staged: 321"
                          : "LayerNorm backward 411 us against 430 with the accumulators in "
-                           "shared memory, 384 staged");
+                           "shared memory; staged: 384");
       }
     } else if (clusters && !s.column_reduction && s.persistent && s.phases == 1) {
       // Single-phase kernels on long rows (softmax backward at N = 32768): four CTAs of 256
@@ -701,12 +700,6 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     cluster = 4;
     why.back() = four_ctas;
     s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
-  } else if (!four_ctas.empty() && s.stage < 2) {
-    // Rows without 16-byte row loads (e.g. VEC = 4 at bf16 N = 16380) are not staged.
-    const std::string staged = ", the next row staged";
-    if (const size_t at = why.back().find(staged); at != std::string::npos) {
-      why.back().erase(at, staged.size());
-    }
   }
   // The f32 prefetch rule holds only where the rows stay in registers at 512 threads, so the
   // next row can be prefetched: at N = 12288 they are streamed there instead (LayerNorm backward

@@ -146,6 +146,12 @@ struct ScheduleHint {
   std::string str() const;
 };
 
+/// Whether a row reduction's warps push their partials into every CTA of the cluster (clusters
+/// with column reductions; codegen_rows.cpp) rather than each CTA's total being read back.
+inline bool pushes_partials(int cluster, bool column_reduction) {
+  return cluster > 1 && column_reduction;
+}
+
 struct RowSchedule {
   std::string name;               // rows.subwarp, rows.warp, rows.cta or rows.cluster
   int vec = 1;                    // elements per access (VEC)

@@ -147,7 +147,8 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
   // 292 with the butterfly, LayerNorm backward at the same shape 344 against 322; sixteenth
   // session, bench/RESULTS.md).
   // (Not on a cluster with column reductions, whose pushed partials have no such choice.)
-  if (d.reductions > 0 && d.group > 32 * d.cluster && !(d.cluster > 1 && d.column_reduction)) {
+  if (d.reductions > 0 && d.group > 32 * d.cluster &&
+      !pushes_partials(d.cluster, d.column_reduction)) {
     ScheduleHint h;
     h.butterfly = !d.butterfly;
     add(h);
