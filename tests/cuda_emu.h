@@ -5,23 +5,30 @@
 // - A fiber runs alone until it waits: at __syncthreads, a named barrier, a warp shuffle (a
 //   barrier of the warp's 32 lanes), a cluster barrier, and at every acquire or packed look-back
 //   load, so that a tile spinning on another tile's flag lets that tile run.
-// - The fibers are resumed in rounds, each round in a random order, so CTAs running at once
+// - The fibers are resumed in rounds, each from a random fiber up or down, so CTAs running at once
 //   interleave and a missing barrier shows whenever the thread that reads runs before the one
 //   that writes. Random delays before a tile publishes its prefix make other tiles' look-backs
 //   often find only its aggregate (a scan's decoupled look-back is exercised).
 // - Fibers, not one std::thread per CUDA thread: ScanEmu.ScheduleVariants took 402 s with
 //   threads (most of it in the kernel: futex waits, page faults of fresh stacks and shared
 //   memory), 44 s with fibers, reused stacks and shared memory and precompiled headers.
+// - Its kernels are compiled without any sanitizer, so the sanitized CI run leaves these tests
+//   out (ctest label `emu`).
 #pragma once
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,13 +56,25 @@ inline const char* kHostHeaders = R"EMU(
 )EMU";
 
 /// The host compiler's command, less its input and output; the precompiled header is built
-/// with the same options, or the compiler would ignore it.
-inline const char* kHostCompile = "g++ -std=c++20 -O1 -w -fPIC -pthread";
+/// with the same options, or the compiler would ignore it. No control-flow protection: a fiber's
+/// first switch returns into a function no call entered (see kdsl_emu_make).
+inline const char* kHostCompile = "g++ -std=c++20 -O1 -w -fPIC -pthread -fcf-protection=none";
 
-/// The name of the file holding kHostHeaders, with a hash of them and of the options in it.
+/// The name of the file holding kHostHeaders, with a hash of them, of the options and of the
+/// compiler's version and target (a precompiled header of another compiler would be ignored).
 inline std::string host_header_name() {
-  return fmt::format("kdsl_emu_host_{:016x}.h",
-                     std::hash<std::string>{}(std::string(kHostHeaders) + kHostCompile));
+  static const std::string name = [] {
+    std::string version;
+    if (FILE* f = popen("g++ -dumpfullversion -dumpmachine 2>/dev/null", "r")) {
+      char buf[256];
+      while (fgets(buf, sizeof buf, f)) version += buf;
+      pclose(f);
+    }
+    return fmt::format(
+        "kdsl_emu_host_{:016x}.h",
+        std::hash<std::string>{}(std::string(kHostHeaders) + kHostCompile + version));
+  }();
+  return name;
 }
 
 /// The host definitions of CUDA's built-ins, placed (after the headers) before the generated
@@ -84,7 +103,7 @@ inline float2 make_float2(float a, float b) { return {a, b}; }
 struct KdslEmuContext { void* sp = nullptr; };
 extern "C" void kdsl_emu_switch(void** save, void* to);
 asm(R"(
-  .text
+  .pushsection .text
   .p2align 4
   .type kdsl_emu_switch, @function
 kdsl_emu_switch:
@@ -104,6 +123,7 @@ kdsl_emu_switch:
   popq %rbp
   ret
   .size kdsl_emu_switch, .-kdsl_emu_switch
+  .popsection
 )");
 inline void kdsl_emu_swap(KdslEmuContext* from, KdslEmuContext* to) { kdsl_emu_switch(&from->sp, to->sp); }
 // A fiber's first switch pops six zero registers and returns into start, with the stack aligned
@@ -111,7 +131,7 @@ inline void kdsl_emu_swap(KdslEmuContext* from, KdslEmuContext* to) { kdsl_emu_s
 inline void kdsl_emu_make(KdslEmuContext* c, unsigned char* stack, size_t size, void (*start)()) {
   auto top = reinterpret_cast<uintptr_t>(stack + size) & ~uintptr_t{15};
   auto* sp = reinterpret_cast<void**>(top - 64);
-  for (int i = 0; i < 6; ++i) sp[i] = nullptr;
+  for (int i = 0; i < 8; ++i) sp[i] = nullptr;
   sp[6] = reinterpret_cast<void*>(start);
   c->sp = sp;
 }
@@ -129,7 +149,12 @@ inline void kdsl_emu_make(KdslEmuContext* c, unsigned char* stack, size_t size, 
 inline thread_local KdslEmuContext kdsl_emu_main;
 inline thread_local KdslEmuContext* kdsl_emu_self = nullptr;
 inline thread_local unsigned long long kdsl_emu_progress = 0;  // barriers passed, fibers done
+inline thread_local unsigned long long kdsl_emu_spins = 0;     // yields outside a barrier
 inline void kdsl_emu_yield() { kdsl_emu_swap(kdsl_emu_self, &kdsl_emu_main); }
+inline void kdsl_emu_spin() {
+  ++kdsl_emu_spins;
+  kdsl_emu_yield();
+}
 // A barrier of n fibers: the last to arrive opens it, the others yield until it is open.
 struct KdslEmuBarrier {
   explicit KdslEmuBarrier(unsigned n) : n(n) {}
@@ -154,21 +179,12 @@ struct KdslEmuCluster {
   KdslEmuBarrier all;
   std::vector<KdslEmuCta*> ctas;
 };
-// A CTA's shared memory: 256 KiB for __shared__ declarations, then 256 KiB of dynamic shared
-// memory. The buffers pass from CTA to CTA without being cleared (a CTA finds what an earlier one
-// left, as on a GPU): allocating and zeroing them for every CTA took most of the time of the
-// emulations with many CTAs.
+// A CTA's shared memory (kdsl::emu::LaunchMemory): 256 KiB for __shared__ declarations, then
+// 256 KiB of dynamic shared memory.
 constexpr size_t kKdslEmuSmemWords = 32 * 1024, kKdslEmuDynamicWords = 32 * 1024;
-inline thread_local std::vector<std::unique_ptr<unsigned long long[]>> kdsl_emu_smem_pool;
-inline unsigned long long* kdsl_emu_pooled_smem(size_t slot) {
-  while (kdsl_emu_smem_pool.size() <= slot) {
-    kdsl_emu_smem_pool.emplace_back(new unsigned long long[kKdslEmuSmemWords + kKdslEmuDynamicWords]);
-  }
-  return kdsl_emu_smem_pool[slot].get();
-}
 struct KdslEmuCta {
-  KdslEmuCta(unsigned threads, size_t slot)
-      : all(threads), smem(kdsl_emu_pooled_smem(slot)), dynamic_smem(smem + kKdslEmuSmemWords) {
+  KdslEmuCta(unsigned threads, unsigned long long* memory)
+      : all(threads), smem(memory), dynamic_smem(smem + kKdslEmuSmemWords) {
     for (unsigned w = 0; w < (threads + 31) / 32; ++w) warps.push_back(std::make_unique<KdslEmuBarrier>(32));
     buf.resize((threads + 31) / 32);
   }
@@ -228,7 +244,7 @@ inline unsigned long long kdsl_emu_mapa(const void* p, int rank) {
   return reinterpret_cast<unsigned long long>(reinterpret_cast<const unsigned char*>(to->smem) + off);
 }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-inline void __nanosleep(unsigned) { kdsl_emu_yield(); }
+inline void __nanosleep(unsigned) { kdsl_emu_spin(); }
 template <class T> T kdsl_emu_shfl(T v, unsigned src) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   auto& buf = kdsl_emu_cta->buf[warp];
@@ -254,14 +270,14 @@ inline void kdsl_emu_cp_async(void* smem, const void* g, int bytes, int n) {
   if (n > 0) std::memcpy(smem, g, static_cast<size_t>(n));
 }
 inline unsigned kdsl_emu_ld_acquire(const unsigned* p) {
-  kdsl_emu_yield();
+  kdsl_emu_spin();
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 // Random delays before a tile's inclusive prefix is published (every other fiber runs on 1 to 64
 // times), so that other tiles' look-backs often find only its aggregate.
 inline void kdsl_emu_jitter() {
   thread_local std::minstd_rand rng(std::random_device{}());
-  for (unsigned i = 1 + rng() % 64; i > 0; --i) kdsl_emu_yield();
+  for (unsigned i = 1 + rng() % 64; i > 0; --i) kdsl_emu_spin();
 }
 inline void kdsl_emu_st_release(unsigned* p, unsigned v) {
   if (v == 2u) kdsl_emu_jitter();
@@ -274,7 +290,7 @@ inline void kdsl_emu_pk_st(uint4* p, uint4 v) {
   *p = v;
 }
 inline uint4 kdsl_emu_pk_ld(const uint4* p) {
-  kdsl_emu_yield();
+  kdsl_emu_spin();
   return *p;
 }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
@@ -305,8 +321,12 @@ using std::max;
 
 /// The launcher, compiled into the library with the kernel.
 inline const char* kLauncher = R"EMU(
+// The stacks (`stack_bytes` each, from `stacks`) and the CTAs' shared memory (`smem[i]` for the
+// i-th CTA of a batch) come from the test process, enough for one batch.
 extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, unsigned grid,
-                                unsigned block, unsigned concurrent, unsigned cluster) {
+                                unsigned block, unsigned concurrent, unsigned cluster,
+                                unsigned char* stacks, size_t kStack,
+                                unsigned long long* const* smem) {
   gridDim.x = grid;
   blockDim.x = block;
   // A cluster's CTAs run in the same batch.
@@ -322,13 +342,12 @@ extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, 
   static thread_local Fiber* running;
   run_entry = entry;
   run_params = params;
-  constexpr size_t kStack = 256 * 1024;
   for (unsigned b0 = 0; b0 < grid; b0 += concurrent) {
     std::vector<std::unique_ptr<KdslEmuCta>> ctas;
     std::vector<std::unique_ptr<KdslEmuCluster>> clusters;
     std::vector<Fiber> fibers;
     for (unsigned b = b0; b < grid && b < b0 + concurrent; ++b) {
-      ctas.push_back(std::make_unique<KdslEmuCta>(block, b - b0));
+      ctas.push_back(std::make_unique<KdslEmuCta>(block, smem[b - b0]));
       KdslEmuCta* cta = ctas.back().get();
       if (cluster > 1) {
         if (b % cluster == 0) clusters.push_back(std::make_unique<KdslEmuCluster>(block * cluster));
@@ -337,20 +356,8 @@ extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, 
       }
       for (unsigned t = 0; t < block; ++t) fibers.push_back(Fiber{{}, t, b, cta, false});
     }
-    // The stacks: one mapping, reserved but not committed, kept from wave to wave and launch to
-    // launch (the page faults of fresh stacks cost as much as the kernels). A guard page per
-    // stack would make a mapping of its own each, past the process's limit on mappings at 16384
-    // fibers; instead a canary word at the bottom of each stack is checked when its fiber ends.
-    static thread_local unsigned char* stacks = nullptr;
-    static thread_local size_t slots = 0;
-    if (fibers.size() > slots) {
-      if (stacks) munmap(stacks, slots * kStack);
-      slots = fibers.size();
-      void* m = mmap(nullptr, slots * kStack, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (m == MAP_FAILED) { std::fprintf(stderr, "emu: no memory for fiber stacks\n"); std::abort(); }
-      stacks = static_cast<unsigned char*>(m);
-    }
+    // A canary word at the bottom of each stack, checked when its fiber ends: an overflow that
+    // runs over it is reported (one that jumps over it is not).
     constexpr unsigned long long kCanary = 0x6b64736c43414e59ull;
     for (size_t i = 0; i < fibers.size(); ++i) {
       unsigned char* base = stacks + i * kStack;
@@ -365,14 +372,15 @@ extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, 
     }
     // Resume the unfinished fibers in turn, each round from a random fiber up or down, so that
     // between two barriers a thread may run before or after any other (a missing barrier shows
-    // whichever thread writes and whichever reads). A round in which no barrier opened and no
-    // fiber finished, many times over, is a deadlock (e.g. a barrier some threads never reach).
+    // whichever thread writes and whichever reads). A round in which no barrier opened, no fiber
+    // finished and none spun (waited on a flag) is a deadlock: every fiber waits at a barrier
+    // (e.g. one some threads never reach). Rounds of spinning alone, many over, are one too.
     static thread_local std::minstd_rand order(std::random_device{}());
     const size_t n = fibers.size();
     size_t live = n;
     unsigned long long idle_rounds = 0;
     while (live > 0) {
-      const unsigned long long before = kdsl_emu_progress;
+      const unsigned long long before = kdsl_emu_progress, spins = kdsl_emu_spins;
       const size_t start = order() % n;
       const bool down = order() & 1u;
       for (size_t k = 0; k < n; ++k) {
@@ -392,7 +400,7 @@ extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, 
         }
       }
       idle_rounds = kdsl_emu_progress == before ? idle_rounds + 1 : 0;
-      if (idle_rounds > 1000000) { std::fprintf(stderr, "emu: deadlock (no fiber can go on)\n"); std::abort(); }
+      if ((idle_rounds > 0 && kdsl_emu_spins == spins) || idle_rounds > 100000) { std::fprintf(stderr, "emu: deadlock (no fiber can go on)\n"); std::abort(); }
     }
   }
 }
@@ -515,6 +523,43 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
   return out;
 }
 
+/// The fibers' stacks and the CTAs' shared memory of emulated launches: one set for the host
+/// thread, grown as launches need, shared by every library's launches. Reusing them matters:
+/// fresh stacks' page faults and zeroing 512 KiB of shared memory per CTA took most of the
+/// emulations' time. A CTA finds what an earlier one left in shared memory (as on a GPU); a
+/// new buffer starts filled with 0xff bytes (NaN as floats), never zeros.
+struct LaunchMemory {
+  static constexpr size_t kStack = 256 * 1024;  // bytes per fiber: reserved, not committed
+  static constexpr size_t kSmemWords = 64 * 1024;
+  unsigned char* stacks = nullptr;
+  size_t stack_slots = 0;
+  std::vector<std::unique_ptr<unsigned long long[]>> buffers;
+  std::vector<unsigned long long*> smem;
+
+  static LaunchMemory& get() {
+    static thread_local LaunchMemory m;
+    return m;
+  }
+  void reserve(size_t fibers, size_t ctas) {
+    if (fibers > stack_slots) {
+      if (stacks) munmap(stacks, stack_slots * kStack);
+      void* m = mmap(nullptr, fibers * kStack, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (m == MAP_FAILED) throw std::runtime_error("cuda_emu: no memory for the fibers' stacks");
+      stacks = static_cast<unsigned char*>(m);
+      stack_slots = fibers;
+    }
+    while (buffers.size() < ctas) {
+      buffers.emplace_back(new unsigned long long[kSmemWords]);
+      std::memset(buffers.back().get(), 0xff, kSmemWords * sizeof(unsigned long long));
+      smem.push_back(buffers.back().get());
+    }
+  }
+  ~LaunchMemory() {
+    if (stacks) munmap(stacks, stack_slots * kStack);
+  }
+};
+
 /// A compiled emulation: the library and its entry points.
 class Library {
  public:
@@ -565,7 +610,10 @@ class Library {
     const std::string mine = fmt::format(".{}", getpid());
     std::error_code ignored;
     if (!std::filesystem::exists(header)) {
-      std::ofstream(header.string() + mine) << kHostHeaders;
+      std::ofstream out(header.string() + mine);
+      out << kHostHeaders;
+      out.close();
+      if (!out) return;  // not written (e.g. the disk is full): the compile will say so
       std::filesystem::rename(header.string() + mine, header, ignored);
     }
     const std::string cmd = fmt::format("{} -x c++-header -o '{}' '{}' 2> /dev/null", kHostCompile,
@@ -580,12 +628,17 @@ class Library {
   /// clusters of `cluster` CTAs (the grid is a multiple of it).
   void launch(size_t i, const void* params, unsigned grid, unsigned block, unsigned concurrent,
               unsigned cluster = 1) const {
-    launch_(entries_.at(i), params, grid, block, concurrent, cluster);
+    const unsigned batch = std::min(grid, (concurrent + cluster - 1) / cluster * cluster);
+    LaunchMemory& m = LaunchMemory::get();
+    m.reserve(static_cast<size_t>(batch) * block, batch);
+    launch_(entries_.at(i), params, grid, block, concurrent, cluster, m.stacks,
+            LaunchMemory::kStack, m.smem.data());
   }
 
  private:
   using Entry = void (*)(const void*);
-  using Launch = void (*)(Entry, const void*, unsigned, unsigned, unsigned, unsigned);
+  using Launch = void (*)(Entry, const void*, unsigned, unsigned, unsigned, unsigned,
+                          unsigned char*, size_t, unsigned long long* const*);
   void* handle_ = nullptr;
   Launch launch_ = nullptr;
   std::vector<Entry> entries_;
