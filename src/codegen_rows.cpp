@@ -337,10 +337,12 @@ void RowEmitter::emit_stage_issue(const std::string& row, const std::string& sta
     int a = load_access_.at(staged_[li]);
     t_.line("kdsl_cp_async<16>(kdsl_stage + (((sst * NS + {}) * C + c) * T + threadIdx.x) * 16,",
             li);
-    t_.line(
-        "                  svalid && in_range ? static_cast<const void*>({}) : t{}, svalid && "
-        "in_range);",
-        elem_ptr(a, "col", "s"), accesses_[a].tensor);
+    // The source address is formed even for a row past the end or a chunk past N: with `ok`
+    // false the copy ignores its source (PTX cp.async with a source size of 0) and zero-fills.
+    // Selecting a valid address instead made ptxas form every chunk's address under a
+    // predicate, 64 more instructions per kernel (LayerNorm backward bf16 N = 8192).
+    t_.line("                  static_cast<const void*>({}), svalid && in_range);",
+            elem_ptr(a, "col", "s"));
   }
   t_.out();
   t_.line("}}");
@@ -968,9 +970,16 @@ void RowEmitter::emit_main() {
       t_.in();
       t_.line("const int col = (c * G + lane) * VEC;");
       t_.line("const bool in_range = {};", in_range());
+      // The chunk's VEC partials in one or two 16-byte stores, aligned since VEC divides N (the
+      // schedule's rule) and each workspace starts 256-byte aligned (runtime.cpp): one
+      // element per store left a warp's stores 32 bytes apart, and at the end of every CTA the
+      // queue of global stores full (twentieth session, Nsight Compute on LayerNorm backward
+      // bf16 8192 x 8192: 12% of the warps' stall samples waiting on it).
+      const DType acc = k_.node(st.value).type.dtype;
+      t_.line("{} W[VEC];", cuda::reg_type(acc));
       t_.line("#pragma unroll");
-      t_.line("for (int v = 0; v < VEC; ++v) if (in_range) p.ws{}[part * N + col + v] = {};",
-              store_ws_[j], column_slot(j));
+      t_.line("for (int v = 0; v < VEC; ++v) W[v] = {};", column_slot(j));
+      t_.line("if (in_range) kdsl_store<VEC>(p.ws{} + part * N + col, W);", store_ws_[j]);
       t_.out();
       t_.line("}}");
     } else {

@@ -379,8 +379,9 @@ __device__ __forceinline__ float kdsl_expm1_approx(float x) {
 const char* cuda_async_copy_prelude() {
   return R"KDSL(// ---- kdsl asynchronous copies (cp.async, sm_80+) ----
 // Asynchronous copy of B bytes (4, 8 or 16) from global to shared memory (sm_80+), bypassing the
-// registers; when ok is false nothing is read and the B bytes are zero-filled. Completed by
-// kdsl_cp_wait or kdsl_cp_wait_group (this thread's copies only).
+// registers; when ok is false the source is ignored (nothing is read, so g may lie outside any
+// allocation) and the B bytes are zero-filled. Completed by kdsl_cp_wait or kdsl_cp_wait_group
+// (this thread's copies only).
 template <int B> __device__ __forceinline__ void kdsl_cp_async(void* smem, const void* g, bool ok) {
   static_assert(B == 4 || B == 8 || B == 16, "cp.async copies 4, 8 or 16 bytes");
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));

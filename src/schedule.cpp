@@ -640,7 +640,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   }
   const bool open = !hint.smem_columns && !hint.cache_rows && cluster == 1;
   const bool rows16 = s.element_bytes == 2;
-  bool staging_rule = false;
+  bool staging_rule = false, pack_rule = false;
   if (open && s.column_reduction && s.chunks * s.vec <= 16 && (rows16 || s.reductions == 1)) {
     // Backward kernels with at most 16 elements per thread (fifth session, sweeps 5 and 6): the
     // column accumulators in registers, not shared memory, whose load and store per element and
@@ -677,6 +677,15 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
           why.front() += ", the loop-invariant vectors kept in registers (measured)";
         }
       }
+      // Several reductions and one chunk per thread (LayerNorm backward at N = 1024 to 4096):
+      // the staged rows also packed in pairs of 16-bit values (twentieth session, bf16
+      // 32768 x 4096: 221.6 us against 224.6, three rounds, as in AC5; 65536 x 1024 equal in
+      // AC5). Not at two chunks (8192 x 8192: 127.9 against 127.5) or for RMSNorm backward
+      // (slower packed in AC5).
+      if (s.reductions >= 2 && s.chunks == 1 && !prefetch_rule && !hint.pack) {
+        h.pack = true;
+        pack_rule = true;
+      }
       h.prefetch.reset();
       h.stage = 2;
       staging_rule = true;
@@ -693,6 +702,12 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   if (why.empty()) return s;
   RowSchedule first = s;
   s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  if (pack_rule && s.stage < 2) {
+    // Packing was measured on staged rows only; rows that could not be staged stay unpacked.
+    h.pack.reset();
+    pack_rule = false;
+    s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  }
   if (!four_ctas.empty() && !s.cache_rows) {
     // The accumulators took the registers the rows needed (a kernel with many column sums):
     // the cluster of four with them in shared memory, which keeps the rows register-resident.
@@ -716,7 +731,9 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   if (hint.stage && *hint.stage >= 2 && first.stage >= 2 && s.stage < 2) return first;
   if (staging_rule) {
     // (The rule does not fire on a user's cache_rows: streamed rows here are too long.)
-    why.back() += s.stage >= 2    ? ", the next row staged in shared memory (measured)"
+    why.back() += s.stage >= 2 && pack_rule ? ", the next row staged in shared memory, 16-bit "
+                                              "values packed in pairs (measured)"
+                  : s.stage >= 2            ? ", the next row staged in shared memory (measured)"
                   : !s.cache_rows ? "; the rows are streamed (too long for the registers), so "
                                     "none is staged"
                                   : "; the rows cannot be staged (no 16-byte row loads or no "

@@ -59,14 +59,18 @@
 //   up to 46% slower, eighteenth session). Chosen (D = 2, measured on an H200) for backward
 //   kernels with column reductions on 16-bit rows (RMSNorm-like ones at every length up to 16
 //   elements per thread, LayerNorm backward with one chunk per thread or where it would
-//   otherwise prefetch, there keeping its loop-invariant vectors in registers), and for
-//   softmax-like kernels on long 16-bit rows (512 threads per row); D is lowered, with a reason,
-//   where D rows do not fit the shared memory.
+//   otherwise prefetch, there keeping its loop-invariant vectors in registers; with one chunk
+//   per thread its rows are also held as packed pairs), and for softmax-like kernels on long
+//   16-bit rows (512 threads per row); D is lowered, with a reason, where D rows do not fit the
+//   shared memory. A copy's source address is formed even for a row past the end: the copy then
+//   ignores its source (cp.async with a source size of 0).
 //
 //   Column accumulators (dw[:] += ...): in registers for backward kernels with at most 16
 //   elements per thread on 16-bit rows or with one reduction (measured: the shared-memory load
 //   and store per element and row kept the shared-memory pipe busy), else in shared memory, each
-//   thread owning its slots. The follow-up kernel sums the partials with 256-thread CTAs of 8 (f32:
+//   thread owning its slots. At the end each thread stores its partials VEC at a time (16-byte
+//   stores; one element per store was measured to fill the queue of global stores at the end
+//   of every CTA). The follow-up kernel sums the partials with 256-thread CTAs of 8 (f32:
 //   32) columns x 32 slices, each slice summing every 32nd partial with 8 loads in flight, then
 //   the slices in order (deterministic).
 //

@@ -263,7 +263,29 @@ TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
     EXPECT_TRUE(l.s.cache_invariant) << n;
     EXPECT_EQ(l.s.group, n / 8 / l.s.chunks) << n;
     EXPECT_EQ(l.s.chunks, n == 8192 ? 2 : 1) << n;
+    // With one chunk per thread its staged rows are packed in pairs (measured at 32768 x 4096);
+    // RMSNorm backward's are not (measured slower), nor LayerNorm backward's at 2 chunks.
+    EXPECT_EQ(l.s.pack, n != 8192) << n;
+    EXPECT_FALSE(r.s.pack) << n;
+    EXPECT_EQ(has_reason(l.s, "16-bit values packed in pairs (measured)"), n != 8192)
+        << reasons(l.s);
+    for (const Chosen* c : {&r, &l}) {
+      // The staged copies form their source address unconditionally (the copy ignores it for
+      // a row past the end), and the per-CTA partials leave in 16-byte stores.
+      EXPECT_EQ(c->source.find("svalid && in_range ? static_cast<const void*>"), std::string::npos)
+          << n;
+      EXPECT_NE(c->source.find("if (in_range) kdsl_store<VEC>(p.ws0 + part * N + col, W);"),
+                std::string::npos)
+          << n;
+    }
   }
+  // A user's pack=0 stands.
+  EXPECT_FALSE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 4096, "pack=0").s.pack);
+  // Odd rows (VEC = 1) store their partials one by one through the same helper.
+  Chosen odd = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 1001);
+  EXPECT_EQ(odd.s.vec, 1);
+  EXPECT_NE(odd.source.find("if (in_range) kdsl_store<VEC>(p.ws1 + part * N + col, W);"),
+            std::string::npos);
   // LayerNorm backward's staged kernel takes this row's mu and rstd (SCc) and loads the next
   // row's (the CTA's rows step by the grid) into SC.
   Chosen lb = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192);

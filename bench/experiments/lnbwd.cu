@@ -16,6 +16,9 @@
 // reference on the CPU (dx on 64 rows spread over M, dw and db over all rows); a NaN fails.
 // Run: lnbwd [8192|4096|1024 [VARIANT]] (one shape; VARIANT, 1-based, one of its variants).
 // Build: nvcc -O3 -arch=sm_90 -std=c++17 -o lnbwd lnbwd.cu
+// With kdsl's generated kernels at N = 8192 as the last variant of that shape (run_generated):
+//   kdsl emit stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype bf16 --shape N=8192 > kdsl_gen.cuh
+//   nvcc ... -DKDSL_GEN_N=8192 -DKDSL_GEN_T=512 -DKDSL_GEN_SMEM=65536 -I. -o lnbwd lnbwd.cu
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -387,6 +390,14 @@ using Kernel = void (*)(const uint4*, const uint4*, const uint4*, const float*, 
                         uint4*, float*, int, long long);
 
 // Checks and times kernel k (T threads, smem bytes of dynamic shared memory) on P.
+// Checks and times one launch of LayerNorm backward on P: `launch` runs both kernels (the row
+// kernel and the finalize), `parts` times each alone (the row kernel, then the finalize), after
+// the full launch; regs, spill, per_sm and grid describe the row kernel for the report.
+template <class Launch, class Part1, class Part2>
+static void run_launch(Problem& P, const char* name, int N, int T, int F, int regs, size_t spill,
+                       int per_sm, int grid, Launch launch, Part1 part1, Part2 part2, float* flush,
+                       size_t flush_bytes, double copy_gbs);
+
 static void run_kernel(Problem& P, const char* name, Kernel k, int N, int T, int F, int smem,
                        float* flush, size_t flush_bytes, double copy_gbs) {
   if (g_only_variant >= 0 && ++g_variant != g_only_variant) return;
@@ -398,15 +409,28 @@ static void run_kernel(Problem& P, const char* name, Kernel k, int N, int T, int
   CK(cudaFuncGetAttributes(&fa, k));
   const int grid = std::min(P.M, per_sm * sms);
   const int M = P.M;
-  CK(cudaMemset(P.dx, 0xff, sizeof(__nv_bfloat16) * M * N));  // poison
-  CK(cudaMemset(P.dw, 0xff, sizeof(__nv_bfloat16) * N));
-  CK(cudaMemset(P.db, 0xff, sizeof(__nv_bfloat16) * N));
-  auto launch = [&] {
+  auto main_kernel = [&] {
     k<<<grid, T, smem>>>(reinterpret_cast<const uint4*>(P.dy), reinterpret_cast<const uint4*>(P.x),
                          reinterpret_cast<const uint4*>(P.w), P.mu, P.rstd,
                          reinterpret_cast<uint4*>(P.dx), P.ws, M, static_cast<long long>(N));
-    finalize<<<(2 * N + 255) / 256, 256>>>(P.ws, grid, N, P.dw, P.db);
   };
+  auto fin = [&] { finalize<<<(2 * N + 255) / 256, 256>>>(P.ws, grid, N, P.dw, P.db); };
+  auto launch = [&] {
+    main_kernel();
+    fin();
+  };
+  run_launch(P, name, N, T, F, fa.numRegs, static_cast<size_t>(fa.localSizeBytes), per_sm, grid,
+             launch, main_kernel, fin, flush, flush_bytes, copy_gbs);
+}
+
+template <class Launch, class Part1, class Part2>
+static void run_launch(Problem& P, const char* name, int N, int T, int F, int regs, size_t spill,
+                       int per_sm, int grid, Launch launch, Part1 part1, Part2 part2, float* flush,
+                       size_t flush_bytes, double copy_gbs) {
+  const int M = P.M;
+  CK(cudaMemset(P.dx, 0xff, sizeof(__nv_bfloat16) * M * N));  // poison
+  CK(cudaMemset(P.dw, 0xff, sizeof(__nv_bfloat16) * N));
+  CK(cudaMemset(P.db, 0xff, sizeof(__nv_bfloat16) * N));
   launch();
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
@@ -455,26 +479,30 @@ static void run_kernel(Problem& P, const char* name, Kernel k, int N, int T, int
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
-  std::vector<float> ts;
-  for (int rep = 0; rep < 60; ++rep) {
-    CK(cudaMemsetAsync(flush, rep & 0xff, flush_bytes));
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    if (rep >= 5) ts.push_back(ms * 1e3f);
-  }
-  std::sort(ts.begin(), ts.end());
-  const double us = ts[ts.size() / 2];
+  auto median_us = [&](auto&& fn) {
+    std::vector<float> ts;
+    for (int rep = 0; rep < 60; ++rep) {
+      CK(cudaMemsetAsync(flush, rep & 0xff, flush_bytes));
+      CK(cudaEventRecord(a));
+      fn();
+      CK(cudaEventRecord(b));
+      CK(cudaEventSynchronize(b));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, a, b));
+      if (rep >= 5) ts.push_back(ms * 1e3f);
+    }
+    std::sort(ts.begin(), ts.end());
+    return static_cast<double>(ts[ts.size() / 2]);
+  };
+  const double us = median_us(launch);
+  const double us1 = median_us(part1), us2 = median_us(part2);
   const double bytes = 3.0 * M * N * 2 + 2.0 * M * 4 + 3.0 * N * 2;
   const double gbs = bytes / us * 1e-3;
   std::printf(
       "lnbwd bf16 M=%-6d N=%-6d %-28s F=%d T=%-5d regs=%-3d spill=%-4zu ctas/SM=%d grid=%-4d %8.2f "
-      "us %6.0f GB/s %.3f of copy  %s (dx %.1e dw %.1e db %.1e)\n",
-      M, N, name, F, T, fa.numRegs, static_cast<size_t>(fa.localSizeBytes), per_sm, grid, us, gbs,
-      gbs / copy_gbs, ok ? "ok" : "FAILED", worst_dx, worst_dw, worst_db);
+      "us (rows %.2f, finalize %.2f) %6.0f GB/s %.3f of copy  %s (dx %.1e dw %.1e db %.1e)\n",
+      M, N, name, F, T, regs, spill, per_sm, grid, us, us1, us2, gbs, gbs / copy_gbs,
+      ok ? "ok" : "FAILED", worst_dx, worst_dw, worst_db);
   CK(cudaEventDestroy(a));
   CK(cudaEventDestroy(b));
 }
@@ -491,6 +519,67 @@ static void run_rows(Problem& P, const char* name, float* flush, size_t flush_by
   run_kernel(P, name, lnbwd_rows<N, T, MINB, RPT>, N, T, 0, 2 * RPT * 2 * (N / 8) * 16, flush,
              flush_bytes, copy_gbs);
 }
+
+#ifdef KDSL_GEN_N
+// kdsl's own generated kernels (`kdsl emit stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype bf16
+// --shape N=KDSL_GEN_N --cuda > kdsl_gen.cuh`, compiled here by nvcc instead of NVRTC) in this
+// harness, with the grids kdsl's runtime gives them: the row kernel's persistent grid from the
+// driver's occupancy, the finalize one CTA of 256 threads per 32 columns. KDSL_GEN_T and
+// KDSL_GEN_SMEM are the row kernel's threads and dynamic shared memory (`--explain`).
+#include "kdsl_gen.cuh"
+#define KDSL_CAT2(a, b) a##b
+#define KDSL_CAT(a, b) KDSL_CAT2(a, b)
+#define KDSL_ROWS KDSL_CAT(kdsl_layer_norm_bwd_bf16_n, KDSL_GEN_N)
+#define KDSL_FIN KDSL_CAT(KDSL_ROWS, _finalize)
+#define KDSL_PARAMS KDSL_CAT(kdsl_params_, KDSL_ROWS)
+static void run_generated(Problem& P, const char* name, float* flush, size_t flush_bytes,
+                          double copy_gbs) {
+  if (g_only_variant >= 0 && ++g_variant != g_only_variant) return;
+  constexpr int N = KDSL_GEN_N, T = KDSL_GEN_T, smem = KDSL_GEN_SMEM;
+  const int M = P.M;
+  CK(cudaFuncSetAttribute(KDSL_ROWS, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int per_sm = 0, sms = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, KDSL_ROWS, T, smem));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  cudaFuncAttributes fa;
+  CK(cudaFuncGetAttributes(&fa, KDSL_ROWS));
+  const int grid = std::min(M, per_sm * sms);
+  KDSL_PARAMS p{};
+  p.t0 = reinterpret_cast<const kdsl_u16*>(P.dy);
+  p.st0_0 = N;
+  p.st0_1 = 1;
+  p.t1 = reinterpret_cast<const kdsl_u16*>(P.x);
+  p.st1_0 = N;
+  p.st1_1 = 1;
+  p.t2 = reinterpret_cast<const kdsl_u16*>(P.w);
+  p.st2_0 = 1;
+  p.t3 = P.mu;
+  p.st3_0 = 1;
+  p.t4 = P.rstd;
+  p.st4_0 = 1;
+  p.t5 = reinterpret_cast<kdsl_u16*>(P.dx);
+  p.st5_0 = N;
+  p.st5_1 = 1;
+  p.t6 = reinterpret_cast<kdsl_u16*>(P.dw);
+  p.st6_0 = 1;
+  p.t7 = reinterpret_cast<kdsl_u16*>(P.db);
+  p.st7_0 = 1;
+  p.sym0 = M;
+  p.sym1 = N;
+  p.rows = M;
+  p.partials = grid;
+  p.ws0 = P.ws;
+  p.ws1 = P.ws + static_cast<size_t>(grid) * N;
+  auto rows = [&] { KDSL_ROWS<<<grid, T, smem>>>(p); };
+  auto fin = [&] { KDSL_FIN<<<(N + 31) / 32, 256>>>(p); };
+  auto launch = [&] {
+    rows();
+    fin();
+  };
+  run_launch(P, name, N, T, 0, fa.numRegs, static_cast<size_t>(fa.localSizeBytes), per_sm, grid,
+             launch, rows, fin, flush, flush_bytes, copy_gbs);
+}
+#endif
 
 static Problem make(int M, int N, std::mt19937& rng) {
   Problem P{};
@@ -586,6 +675,9 @@ int main(int argc, char** argv) {
     run<8192, 512, 1, true, false>(P, "stage, w re-read", flush, flush_bytes, copy_gbs);
     run<8192, 512, 1, true, false, 7>(P, "stage, w re-read", flush, flush_bytes, copy_gbs);
     run<8192, 1024, 1, true, true>(P, "stage, w in registers", flush, flush_bytes, copy_gbs);
+#ifdef KDSL_GEN_N
+    run_generated(P, "kdsl's generated kernels", flush, flush_bytes, copy_gbs);
+#endif
     release(P);
   }
   if (only.empty() || only == "4096") {
