@@ -701,8 +701,13 @@ Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
   inline_stack_.pop_back();
   frames_.pop_back();
   // A body with errors gives the same errors at every call: inline it no more (each call would
-  // re-lower it, and calls that fan out would repeat that exponentially).
-  if (diags().error_count() > errors_before) failed_helpers_.insert(&fn);
+  // re-lower it, and calls that fan out would repeat that exponentially). The errors point into
+  // the helper; a note names the call that inlined it (its arguments decide the body's types),
+  // one per level of nesting.
+  if (diags().error_count() > errors_before) {
+    failed_helpers_.insert(&fn);
+    diags().note(e.loc, fmt::format("in this call of helper '{}'", fn.name), e.span());
+  }
   return result;
 }
 

@@ -86,6 +86,10 @@ TEST(Diagnostics, AWindowStartsOnACharacter) {
 TEST(Diagnostics, ClosestNameFindsTyposOnly) {
   EXPECT_EQ(closest_name("rsqrtt", {"rsqrt", "sqrt", "exp"}), "rsqrt");
   EXPECT_EQ(closest_name("banana", {"rsqrt", "sqrt", "exp"}), "");
+  // Two swapped neighbours are one edit.
+  EXPECT_EQ(closest_name("maen", {"mean", "max", "min"}), "mean");
+  EXPECT_EQ(closest_name("sqrt", {"rsqrt"}), "rsqrt");
+  EXPECT_EQ(closest_name("smu", {"sum", "min"}), "sum");
 }
 
 }  // namespace

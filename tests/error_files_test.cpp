@@ -2,6 +2,7 @@
 // parse is clean). Each file starts with comment lines
 //   # expect: LINE:COL: error: MESSAGE
 //   # expect: LINE:COL: hint: HINT
+//   # expect: LINE:COL: note: NOTE   (e.g. the call that inlined a helper with errors)
 // (LINE counts these lines too), and the diagnostics of the file must be exactly those: the same
 // set, nothing missing, nothing more. A file that lists any hint must list every hint of its
 // diagnostics; a file that lists none is not checked for hints. Files named sema_*.kdsl parse
