@@ -8,7 +8,8 @@
 // - The fibers are resumed in rounds, each from a random fiber up or down, so CTAs running at once
 //   interleave and a missing barrier shows whenever the thread that reads runs before the one
 //   that writes. Random delays before a tile publishes its prefix make other tiles' look-backs
-//   often find only its aggregate (a scan's decoupled look-back is exercised).
+//   often find only its aggregate (a scan's decoupled look-back is exercised). The order and the
+//   delays come from a seed per launch (process_seed: KDSL_EMU_SEED replays a failed test).
 // - Fibers, not one std::thread per CUDA thread: ScanEmu.ScheduleVariants took 402 s with
 //   threads (most of it in the kernel: futex waits, page faults of fresh stacks and shared
 //   memory), 44 s with fibers, reused stacks and shared memory and precompiled headers.
@@ -18,6 +19,7 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -29,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -51,7 +54,6 @@ inline const char* kHostHeaders = R"EMU(
 #include <memory>
 #include <random>
 #include <vector>
-#include <sys/mman.h>
 #include <ucontext.h>
 )EMU";
 
@@ -275,9 +277,11 @@ inline unsigned kdsl_emu_ld_acquire(const unsigned* p) {
 }
 // Random delays before a tile's inclusive prefix is published (every other fiber runs on 1 to 64
 // times), so that other tiles' look-backs often find only its aggregate.
+// The fiber order and the delays come from this generator, seeded by each launch (the test
+// process's seed, see kdsl::emu::launch_seed), so that a failing order can be replayed.
+inline thread_local std::minstd_rand kdsl_emu_rng;
 inline void kdsl_emu_jitter() {
-  thread_local std::minstd_rand rng(std::random_device{}());
-  for (unsigned i = 1 + rng() % 64; i > 0; --i) kdsl_emu_spin();
+  for (unsigned i = 1 + kdsl_emu_rng() % 64; i > 0; --i) kdsl_emu_spin();
 }
 inline void kdsl_emu_st_release(unsigned* p, unsigned v) {
   if (v == 2u) kdsl_emu_jitter();
@@ -326,7 +330,8 @@ inline const char* kLauncher = R"EMU(
 extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, unsigned grid,
                                 unsigned block, unsigned concurrent, unsigned cluster,
                                 unsigned char* stacks, size_t kStack,
-                                unsigned long long* const* smem) {
+                                unsigned long long* const* smem, unsigned long long seed) {
+  kdsl_emu_rng.seed(static_cast<std::uint_fast32_t>(seed % 2147483646u + 1u));
   gridDim.x = grid;
   blockDim.x = block;
   // A cluster's CTAs run in the same batch.
@@ -375,7 +380,7 @@ extern "C" void kdsl_emu_launch(void (*entry)(const void*), const void* params, 
     // whichever thread writes and whichever reads). A round in which no barrier opened, no fiber
     // finished and none spun (waited on a flag) is a deadlock: every fiber waits at a barrier
     // (e.g. one some threads never reach). Rounds of spinning alone, many over, are one too.
-    static thread_local std::minstd_rand order(std::random_device{}());
+    std::minstd_rand& order = kdsl_emu_rng;
     const size_t n = fibers.size();
     size_t live = n;
     unsigned long long idle_rounds = 0;
@@ -560,6 +565,39 @@ struct LaunchMemory {
   }
 };
 
+/// The seed of the emulated launches' fiber order and delays: KDSL_EMU_SEED when set (to replay
+/// a failure), else drawn once per test process. The n-th launch of the process takes seed + n,
+/// so a test run alone with the same seed (under ctest each test is a process of its own) replays
+/// its launches exactly. A failing test that launched prints the seed (SeedReporter).
+inline unsigned long long process_seed() {
+  static const unsigned long long seed = [] {
+    if (const char* e = std::getenv("KDSL_EMU_SEED"); e && *e) return std::strtoull(e, nullptr, 0);
+    std::random_device rd;
+    return (static_cast<unsigned long long>(rd()) << 32) ^ rd();
+  }();
+  return seed;
+}
+inline std::atomic<unsigned long long> launches{0};
+inline unsigned long long launch_seed() {
+  return process_seed() + launches.fetch_add(1);
+}
+
+/// Prints the emulation's seed after a failed test that launched an emulated kernel.
+class SeedReporter : public ::testing::EmptyTestEventListener {
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    if (info.result()->Failed() && launches.load() > 0) {
+      std::fprintf(stderr,
+                   "emu: this process's emulated launches ordered their fibers from seed %llu; "
+                   "KDSL_EMU_SEED=%llu with the same --gtest_filter replays them\n",
+                   process_seed(), process_seed());
+    }
+  }
+};
+inline const bool seed_reporter_installed = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new SeedReporter);
+  return true;
+}();
+
 /// A compiled emulation: the library and its entry points.
 class Library {
  public:
@@ -632,13 +670,13 @@ class Library {
     LaunchMemory& m = LaunchMemory::get();
     m.reserve(static_cast<size_t>(batch) * block, batch);
     launch_(entries_.at(i), params, grid, block, concurrent, cluster, m.stacks,
-            LaunchMemory::kStack, m.smem.data());
+            LaunchMemory::kStack, m.smem.data(), launch_seed());
   }
 
  private:
   using Entry = void (*)(const void*);
   using Launch = void (*)(Entry, const void*, unsigned, unsigned, unsigned, unsigned,
-                          unsigned char*, size_t, unsigned long long* const*);
+                          unsigned char*, size_t, unsigned long long* const*, unsigned long long);
   void* handle_ = nullptr;
   Launch launch_ = nullptr;
   std::vector<Entry> entries_;
