@@ -49,6 +49,11 @@
 #                 tail, about 5-8% of its time by the stall samples); the other backward rows
 #                 1-3% faster, where the tail is a smaller part of a longer kernel; f32 rows
 #                 (partials gathered from shared memory) within 2%.
+#   s20.sh final  (ab2 could not get a machine, and device time ran short) ab2's checks on the new
+#                 code: a one-round A/B on four rows (ab2's prediction), --verify on the new
+#                 binary there and on a cluster row and an f32 row (partials gathered from
+#                 shared memory), sanitize_staged.sh, lnbwd.cu's variant 10, then
+#                 scripts/device/final_bench.sh with the peers timed in the same run.
 #   s20.sh ncu    (after ab: LayerNorm backward 8192 x 8192 only 1% faster, not 3%, so the
 #                 instructions are not what separates it from the hand-written kernel) Nsight
 #                 Compute with source counters on lnbwd.cu's variant 1 (hand-written) and 10
@@ -164,5 +169,41 @@ case "${1:-}" in
     done
     ls -la "$out"
     ;;
-  *) echo "usage: s20.sh probe|ab|ncu" >&2; exit 2 ;;
+  final)
+    # One call (device time was short): the checks of ab2 on the new code, a one-round A/B on
+    # four rows, then the full benchmark; the files the device tool brings back (at most 8).
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    {
+      cases=(
+        "layer_norm layer_norm_bwd bf16 M=8192,N=8192 default"
+        "layer_norm layer_norm_bwd bf16 M=32768,N=4096 default"
+        "layer_norm layer_norm_bwd bf16 M=65536,N=1024 default"
+        "rms_norm rms_norm_bwd bf16 M=8192,N=8192 default"
+      )
+      k=.device/bin/kdsl precompile
+      k=.device/bin/kdsl_old precompile
+      for c in "${cases[@]}"; do
+        for b in kdsl_old kdsl; do
+          extra=(); [ $b = kdsl ] && extra=(--verify)
+          printf '1 %-8s ' "$b"
+          k=.device/bin/$b bench $c "${extra[@]}"
+        done
+      done
+      # The partials of a cluster row and of accumulators in shared memory (f32), verified.
+      bench layer_norm layer_norm_bwd bf16 M=4096,N=32768 default --verify
+      bench layer_norm layer_norm_bwd f32 M=8192,N=10240 default --verify
+      .device/exp/lnbwd 8192 10 | grep -v '^copy'
+      s=$(date +%s)
+      bash scripts/device/sanitize_staged.sh 2>&1
+      echo "sanitize_staged exit $? in $(( $(date +%s) - s )) s"
+    } 2>&1 | tee "$out/checks.txt" | grep -v "rc=0 ====="
+    rm -rf /tmp/fb && mkdir -p /tmp/fb
+    OUT=/tmp/fb KDSL_PEERS=run bash scripts/device/final_bench.sh > /tmp/fb/final_bench.txt 2>&1
+    tail -45 /tmp/fb/final_bench.txt
+    cp /tmp/fb/final_bench.txt /tmp/fb/h200.json /tmp/fb/kdsl_norm.json /tmp/fb/kdsl_scan.json \
+       /tmp/fb/norm_gbps.png /tmp/fb/launch.txt "$out/" 2>&1
+    cp /tmp/fb/peers_run/peers.json "$out/peers_run.json" 2>&1
+    ls -la "$out"
+    ;;
+  *) echo "usage: s20.sh probe|ab|ab2|ncu|final" >&2; exit 2 ;;
 esac
