@@ -398,16 +398,24 @@ static void run_launch(Problem& P, const char* name, int N, int T, int F, int re
                        int per_sm, int grid, Launch launch, Part1 part1, Part2 part2, float* flush,
                        size_t flush_bytes, double copy_gbs);
 
+// The persistent grid of row kernel `k` (T threads, smem bytes of dynamic shared memory): the
+// CTAs resident at once on every SM, at most one per row; *per_sm and *fa describe the kernel.
+static int persistent_grid(const void* k, int T, int smem, int M, int* per_sm,
+                           cudaFuncAttributes* fa) {
+  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int sms = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(per_sm, k, T, smem));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CK(cudaFuncGetAttributes(fa, k));
+  return std::min(M, *per_sm * sms);
+}
+
 static void run_kernel(Problem& P, const char* name, Kernel k, int N, int T, int F, int smem,
                        float* flush, size_t flush_bytes, double copy_gbs) {
   if (g_only_variant >= 0 && ++g_variant != g_only_variant) return;
-  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int per_sm = 0, sms = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, T, smem));
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  int per_sm = 0;
   cudaFuncAttributes fa;
-  CK(cudaFuncGetAttributes(&fa, k));
-  const int grid = std::min(P.M, per_sm * sms);
+  const int grid = persistent_grid(reinterpret_cast<const void*>(k), T, smem, P.M, &per_sm, &fa);
   const int M = P.M;
   auto main_kernel = [&] {
     k<<<grid, T, smem>>>(reinterpret_cast<const uint4*>(P.dy), reinterpret_cast<const uint4*>(P.x),
@@ -537,13 +545,10 @@ static void run_generated(Problem& P, const char* name, float* flush, size_t flu
   if (g_only_variant >= 0 && ++g_variant != g_only_variant) return;
   constexpr int N = KDSL_GEN_N, T = KDSL_GEN_T, smem = KDSL_GEN_SMEM;
   const int M = P.M;
-  CK(cudaFuncSetAttribute(KDSL_ROWS, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int per_sm = 0, sms = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, KDSL_ROWS, T, smem));
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  int per_sm = 0;
   cudaFuncAttributes fa;
-  CK(cudaFuncGetAttributes(&fa, KDSL_ROWS));
-  const int grid = std::min(M, per_sm * sms);
+  const int grid =
+      persistent_grid(reinterpret_cast<const void*>(KDSL_ROWS), T, smem, M, &per_sm, &fa);
   KDSL_PARAMS p{};
   p.t0 = reinterpret_cast<const kdsl_u16*>(P.dy);
   p.st0_0 = N;
