@@ -973,7 +973,7 @@ void RowEmitter::emit_main() {
       // The chunk's VEC partials in one or two 16-byte stores, aligned since VEC divides N (the
       // schedule's rule) and each workspace starts 256-byte aligned (runtime.cpp): one
       // element per store left a warp's stores 32 bytes apart, and at the end of every CTA the
-      // queue of global stores full (twentieth session, Nsight Compute on LayerNorm backward
+      // queue of global stores full (twenty-first session, Nsight Compute on LayerNorm backward
       // bf16 8192 x 8192: 12% of the warps' stall samples waiting on it).
       const DType acc = k_.node(st.value).type.dtype;
       t_.line("{} W[VEC];", cuda::reg_type(acc));

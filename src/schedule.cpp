@@ -678,7 +678,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
         }
       }
       // Several reductions and one chunk per thread (LayerNorm backward at N = 1024 to 4096):
-      // the staged rows also packed in pairs of 16-bit values (twentieth session, bf16
+      // the staged rows also packed in pairs of 16-bit values (twenty-first session, bf16
       // 32768 x 4096: 221.6 us against 224.6, three rounds, as in AC5; 65536 x 1024 equal in
       // AC5). Not at two chunks (8192 x 8192: 127.9 against 127.5) or for RMSNorm backward
       // (slower packed in AC5).

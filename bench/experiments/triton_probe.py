@@ -1,4 +1,4 @@
-# Twentieth session: what torch.compile (Inductor/Triton) generates for the rows where it beats
+# Twenty-first session: what torch.compile (Inductor/Triton) generates for the rows where it beats
 # kdsl (AD5: RMSNorm forward bf16 8192 x 8192, 65536 x 1024, 4096 x 32768 and f32 8192 x 10240;
 # softmax backward bf16 4096 x 32768). Compiles them as ../shared/peers/peers.py does (inputs
 # that require grad, dynamic=False), once each, so that the Inductor and Triton caches (set by

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Twentieth session, on the GPU machine after scripts/device/stage.sh (carry .device):
-#   s20.sh probe  1. What torch.compile generates where it beats kdsl (triton_probe.py: RMSNorm
+# Twenty-first session, on the GPU machine after scripts/device/stage.sh (carry .device):
+#   s21.sh probe  1. What torch.compile generates where it beats kdsl (triton_probe.py: RMSNorm
 #                    forward at four shapes, softmax backward bf16 4096 x 32768): the Inductor
 #                    kernels, their chosen configs and PTX, into $OUT/triton.tgz.
 #                 2. SASS of kdsl's LayerNorm backward bf16 N = 8192 and of the hand-written
@@ -20,7 +20,7 @@
 #                      reads each row twice (the second read from L2), the re-reading candidate
 #                      is within 5% of 195 us.
 #                    - LayerNorm forward bf16 8192 x 8192 (0.866) with 256 and 1024 threads.
-#   s20.sh ab     (after probe: kdsl's generated LayerNorm backward takes 121.7 us in lnbwd.cu's
+#   s21.sh ab     (after probe: kdsl's generated LayerNorm backward takes 121.7 us in lnbwd.cu's
 #                 harness against the hand-written kernel's 104.8 (row kernels alone), so the
 #                 code, not the harness; the SASS loop has 430 instructions against 344, the
 #                 extra ones integer address math, mostly each staged chunk's source address
@@ -37,7 +37,7 @@
 #                 8192 x 8192 and 32768 x 4096 2-3% faster; LayerNorm backward 32768 x 4096
 #                 224.6 -> about 218 (pack 1.4% and the copies); at N = 1024 within 3% either
 #                 way; the clusters (4096 x 32768) within 2%. sanitize_staged.sh clean.
-#   s20.sh ab2    (after ncu: the hand-written kernel stores its per-CTA partials 16 bytes at a time;
+#   s21.sh ab2    (after ncu: the hand-written kernel stores its per-CTA partials 16 bytes at a time;
 #                 kdsl stored them 4 bytes at a time, 32 scalar stores per thread at the end of
 #                 every CTA with a warp's stores 32 bytes apart, and 12% of its stall samples
 #                 were warps waiting for the full queue of global stores (stall_lg: 1277 of
@@ -49,12 +49,12 @@
 #                 tail, about 5-8% of its time by the stall samples); the other backward rows
 #                 1-3% faster, where the tail is a smaller part of a longer kernel; f32 rows
 #                 (partials gathered from shared memory) within 2%.
-#   s20.sh final  (ab2 could not get a machine, and device time ran short) ab2's checks on the new
+#   s21.sh final  (ab2 could not get a machine, and device time ran short) ab2's checks on the new
 #                 code: a one-round A/B on four rows (ab2's prediction), --verify on the new
 #                 binary there and on a cluster row and an f32 row (partials gathered from
 #                 shared memory), sanitize_staged.sh, lnbwd.cu's variant 10, then
 #                 scripts/device/final_bench.sh with the peers timed in the same run.
-#   s20.sh ncu    (after ab: LayerNorm backward 8192 x 8192 only 1% faster, not 3%, so the
+#   s21.sh ncu    (after ab: LayerNorm backward 8192 x 8192 only 1% faster, not 3%, so the
 #                 instructions are not what separates it from the hand-written kernel) Nsight
 #                 Compute with source counters on lnbwd.cu's variant 1 (hand-written) and 10
 #                 (kdsl's generated code, rebuilt with the new codegen): where each kernel's
@@ -205,5 +205,5 @@ case "${1:-}" in
     cp /tmp/fb/peers_run/peers.json "$out/peers_run.json" 2>&1
     ls -la "$out"
     ;;
-  *) echo "usage: s20.sh probe|ab|ab2|ncu|final" >&2; exit 2 ;;
+  *) echo "usage: s21.sh probe|ab|ab2|ncu|final" >&2; exit 2 ;;
 esac
