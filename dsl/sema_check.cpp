@@ -193,9 +193,23 @@ void check_module(const ast::Module& m, Diagnostics& diags) {
     for (const auto& d : module_level.all()) add_unique(out, d);
   }
   for (const ast::FunctionDef* f : kernels) check_kernel(m, *f, out);
-  std::stable_sort(out.begin(), out.end(), [](const Diagnostic& a, const Diagnostic& b) {
-    return a.loc.offset < b.loc.offset;
+  // In source order; a note stays right after the diagnostic it was reported after (the call
+  // that inlined a helper follows the error in the helper's body).
+  std::vector<std::vector<Diagnostic>> groups;
+  for (auto& d : out) {
+    if (d.severity == Severity::note && !groups.empty()) {
+      groups.back().push_back(std::move(d));
+    } else {
+      groups.push_back({std::move(d)});
+    }
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
+    return a.front().loc.offset < b.front().loc.offset;
   });
+  out.clear();
+  for (auto& g : groups) {
+    for (auto& d : g) out.push_back(std::move(d));
+  }
   for (const auto& d : out) {
     Diagnostic& added = d.severity == Severity::error ? diags.error(d.loc, d.message, d.length)
                         : d.severity == Severity::warning

@@ -678,7 +678,8 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
         }
       }
       // Several reductions and one chunk per thread (LayerNorm backward at N = 1024 to 4096):
-      // the staged rows also packed in pairs of 16-bit values (twenty-first session, bf16
+      // the cached 16-bit vectors (the staged rows, and the weights held in registers) also
+      // packed in pairs (twenty-first session, bf16
       // 32768 x 4096: 221.6 us against 224.6, three rounds, as in AC5; 65536 x 1024 equal in
       // AC5). Not at two chunks (8192 x 8192: 127.9 against 127.5) or for RMSNorm backward
       // (slower packed in AC5).
@@ -702,8 +703,9 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   if (why.empty()) return s;
   RowSchedule first = s;
   s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
-  if (pack_rule && s.stage < 2) {
-    // Packing was measured on staged rows only; rows that could not be staged stay unpacked.
+  if (pack_rule && (s.stage < 2 || s.chunks != 1)) {
+    // Packing was measured on staged rows of one chunk per thread only; rows that could not be
+    // staged, or whose packed registers let fewer threads take two chunks each, stay unpacked.
     h.pack.reset();
     pack_rule = false;
     s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);

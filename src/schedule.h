@@ -69,8 +69,8 @@
 //   elements per thread on 16-bit rows or with one reduction (measured: the shared-memory load
 //   and store per element and row kept the shared-memory pipe busy), else in shared memory, each
 //   thread owning its slots. At the end each thread stores its partials VEC at a time (16-byte
-//   stores; one element per store was measured to fill the queue of global stores at the end
-//   of every CTA). The follow-up kernel sums the partials with 256-thread CTAs of 8 (f32:
+//   stores for f32; one element per store was measured to fill the queue of global stores at
+//   the end of every CTA). The follow-up kernel sums the partials with 256-thread CTAs of 8 (f32:
 //   32) columns x 32 slices, each slice summing every 32nd partial with 8 loads in flight, then
 //   the slices in order (deterministic).
 //

@@ -267,7 +267,25 @@ inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v)
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
 inline unsigned __ldcg(const unsigned* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+// A GPU faults on a misaligned vector access; the host would not: every 16-byte access (and a
+// copy's shared-memory slot, and its source when it reads one) is checked here.
+inline void kdsl_emu_check_aligned(const void* p, unsigned bytes) {
+  if (reinterpret_cast<std::uintptr_t>(p) % bytes != 0) {
+    std::fprintf(stderr, "emu: misaligned %u-byte access at %p\n", bytes, p);
+    std::abort();
+  }
+}
+inline uint4 kdsl_emu_ld16(const void* p) {
+  kdsl_emu_check_aligned(p, 16);
+  return *reinterpret_cast<const uint4*>(p);
+}
+inline void kdsl_emu_st16(void* p, uint4 v) {
+  kdsl_emu_check_aligned(p, 16);
+  *reinterpret_cast<uint4*>(p) = v;
+}
 inline void kdsl_emu_cp_async(void* smem, const void* g, int bytes, int n) {
+  kdsl_emu_check_aligned(smem, static_cast<unsigned>(bytes));
+  if (n > 0) kdsl_emu_check_aligned(g, static_cast<unsigned>(bytes));
   std::memset(smem, 0, static_cast<size_t>(bytes));
   if (n > 0) std::memcpy(smem, g, static_cast<size_t>(n));
 }
@@ -275,11 +293,11 @@ inline unsigned kdsl_emu_ld_acquire(const unsigned* p) {
   kdsl_emu_spin();
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
-// Random delays before a tile's inclusive prefix is published (every other fiber runs on 1 to 64
-// times), so that other tiles' look-backs often find only its aggregate.
 // The fiber order and the delays come from this generator, seeded by each launch (the test
 // process's seed, see kdsl::emu::launch_seed), so that a failing order can be replayed.
 inline thread_local std::minstd_rand kdsl_emu_rng;
+// Random delays before a tile's inclusive prefix is published (every other fiber runs on 1 to 64
+// times), so that other tiles' look-backs often find only its aggregate.
 inline void kdsl_emu_jitter() {
   for (unsigned i = 1 + kdsl_emu_rng() % 64; i > 0; --i) kdsl_emu_spin();
 }
@@ -462,6 +480,9 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               R"(asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), )"
               R"("=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");)",
               "v = kdsl_emu_pk_ld(p);");
+  // 16-byte accesses (the streaming ones replaced above too): checked for alignment.
+  replace_all(src, "r = *reinterpret_cast<const uint4*>(p);", "r = kdsl_emu_ld16(p);");
+  replace_all(src, "*reinterpret_cast<uint4*>(p) = v;", "kdsl_emu_st16(p, v);");
   // Asynchronous global-to-shared copies: done at once (zero-filled when not ok); waiting is a
   // no-op.
   replace_all(src, "const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));", "");
@@ -571,17 +592,18 @@ struct LaunchMemory {
 /// its launches exactly. A failing test that launched prints the seed (SeedReporter).
 inline unsigned long long process_seed() {
   static const unsigned long long seed = [] {
-    if (const char* e = std::getenv("KDSL_EMU_SEED"); e && *e) return std::strtoull(e, nullptr, 0);
+    if (const char* e = std::getenv("KDSL_EMU_SEED"); e && *e) {
+      char* end = nullptr;
+      const unsigned long long s = std::strtoull(e, &end, 10);
+      if (*end == '\0') return s;
+      std::fprintf(stderr, "emu: KDSL_EMU_SEED='%s' is not a decimal number; ignored\n", e);
+    }
     std::random_device rd;
     return (static_cast<unsigned long long>(rd()) << 32) ^ rd();
   }();
   return seed;
 }
 inline std::atomic<unsigned long long> launches{0};
-inline unsigned long long launch_seed() {
-  return process_seed() + launches.fetch_add(1);
-}
-
 /// Prints the emulation's seed after a failed test that launched an emulated kernel.
 class SeedReporter : public ::testing::EmptyTestEventListener {
   void OnTestEnd(const ::testing::TestInfo& info) override {
@@ -597,6 +619,11 @@ inline const bool seed_reporter_installed = [] {
   ::testing::UnitTest::GetInstance()->listeners().Append(new SeedReporter);
   return true;
 }();
+
+inline unsigned long long launch_seed() {
+  (void)seed_reporter_installed;  // referenced, so that its initialization is not deferred
+  return process_seed() + launches.fetch_add(1);
+}
 
 /// A compiled emulation: the library and its entry points.
 class Library {

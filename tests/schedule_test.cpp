@@ -271,9 +271,10 @@ TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
         << reasons(l.s);
     for (const Chosen* c : {&r, &l}) {
       // The staged copies form their source address unconditionally (the copy ignores it for
-      // a row past the end), and the per-CTA partials leave in 16-byte stores.
+      // a row past the end), and the per-CTA partials leave VEC at a time.
       EXPECT_EQ(c->source.find("svalid && in_range ? static_cast<const void*>"), std::string::npos)
           << n;
+      EXPECT_NE(c->source.find(" + col), svalid && in_range);"), std::string::npos) << n;
       EXPECT_NE(c->source.find("if (in_range) kdsl_store<VEC>(p.ws0 + part * N + col, W);"),
                 std::string::npos)
           << n;

@@ -487,6 +487,35 @@ def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):
   EXPECT_EQ(diags.all()[1].length, 4u);
 }
 
+// An error inside a helper is followed, in the output, by a note at each call that inlined it
+// (innermost first), even where the calls come later in the file than an unrelated error.
+TEST(SemaCheck, HelperErrorsAreFollowedByTheirCallSites) {
+  Parsed p(R"(def inner(v):
+    return v[0, :]
+
+
+def outer(v):
+    return inner(v) + 1.0
+
+
+@kernel
+def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):
+    for m in parallel(M):
+        y[m, :] = outer(x[m, :]) * undefined_scale
+)");
+  Diagnostics diags;
+  check_module(*p.module, diags);
+  ASSERT_EQ(diags.all().size(), 4u) << diags.render();
+  EXPECT_EQ(diags.all()[0].message, "a vector of f32 cannot be indexed");
+  EXPECT_EQ(diags.all()[0].loc.line, 2u);
+  EXPECT_EQ(diags.all()[1].message, "in this call of helper 'inner'");
+  EXPECT_EQ(diags.all()[1].loc.line, 6u);
+  EXPECT_EQ(diags.all()[2].message, "in this call of helper 'outer'");
+  EXPECT_EQ(diags.all()[2].loc.line, 12u);
+  EXPECT_EQ(diags.all()[2].severity, Severity::note);
+  EXPECT_EQ(diags.all()[3].message, "unknown name 'undefined_scale'");
+}
+
 // --- The examples of dsl/SPEC.md
 // ------------------------------------------------------------------
 
