@@ -972,10 +972,10 @@ void RowEmitter::emit_main() {
       t_.line("const bool in_range = {};", in_range());
       // The chunk's VEC partials stored together (f32 with VEC >= 4: 16-byte stores; VEC = 2:
       // 8-byte; wider types one by one), aligned since VEC divides N (the schedule's rule) and
-      // each workspace starts 256-byte aligned (runtime.cpp): one
-      // element per store left a warp's stores 32 bytes apart, and at the end of every CTA the
-      // queue of global stores full (twenty-first session, Nsight Compute on LayerNorm backward
-      // bf16 8192 x 8192: 12% of the warps' stall samples waiting on it).
+      // each workspace starts 256-byte aligned (runtime.cpp). One element per store left a
+      // warp's stores 32 bytes apart and, at the end of every CTA, the queue of global stores
+      // full (twenty-first session, Nsight Compute on LayerNorm backward bf16 8192 x 8192: 12%
+      // of the warps' stall samples waiting on it).
       const DType acc = k_.node(st.value).type.dtype;
       t_.line("{} W[VEC];", cuda::reg_type(acc));
       t_.line("#pragma unroll");

@@ -679,10 +679,9 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       }
       // Several reductions and one chunk per thread (LayerNorm backward at N = 1024 to 4096):
       // the cached 16-bit vectors (the staged rows, and the weights held in registers) also
-      // packed in pairs (twenty-first session, bf16
-      // 32768 x 4096: 221.6 us against 224.6, three rounds, as in AC5; 65536 x 1024 equal in
-      // AC5). Not at two chunks (8192 x 8192: 127.9 against 127.5) or for RMSNorm backward
-      // (slower packed in AC5).
+      // packed in pairs (twenty-first session, bf16 32768 x 4096: 221.6 us against 224.6, three
+      // rounds, as in AC5; 65536 x 1024 equal in AC5). Not at two chunks (8192 x 8192: 127.9
+      // against 127.5) or for RMSNorm backward (slower packed in AC5).
       if (s.reductions >= 2 && s.chunks == 1 && !prefetch_rule && !hint.pack) {
         h.pack = true;
         pack_rule = true;
