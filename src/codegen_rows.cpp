@@ -63,6 +63,7 @@ class RowEmitter {
   void emit_cluster_helpers();
   void emit_row_body();
   void emit_finalize();
+  void emit_group_combine();
   void emit_scalar(ir::ValueId id);
   void emit_phase(int p);
   void emit_chunk_load(const std::string& dst, int access, const std::string& cond,
@@ -129,6 +130,9 @@ class RowEmitter {
   std::map<ir::ValueId, int> load_access_;
   std::vector<int> store_access_;
   std::vector<int> store_ws_;  // workspace index of each reduce store, -1 otherwise
+  // The CTA's R row groups add their column partials together (in shared memory, in group
+  // order) before one of them stores the CTA's partial (analyze()).
+  bool combine_groups_ = false;
   std::string sym_;
   LaunchPlan plan_;
   Text t_;
@@ -187,6 +191,22 @@ void RowEmitter::analyze() {
     if (vector_view(st.view) || st.kind == ir::StoreKind::reduce) {
       phases_ = std::max(phases_, level_[st.value] + (vector_view(st.view) ? 1 : 0));
     }
+  }
+  // Several row groups per CTA (short rows, N <= 1024 or so): their column partials are added
+  // in the CTA first, so that the workspace holds one partial per CTA, not R. At LayerNorm
+  // backward bf16 65536 x 1024 (2 groups per CTA, 528 CTAs) that halves the 8.7 MB the row
+  // kernel writes at its end and the follow-up kernel reads. Only where every column reduction
+  // is a vector and the (R - 1) x N partials of all of them take at most 16 KiB of shared memory.
+  if (k_cl_ == 1 && r_ > 1) {
+    uint64_t bytes = 0;
+    bool all_vectors = true;
+    for (const ir::Store& st : k_.stores) {
+      if (st.kind != ir::StoreKind::reduce) continue;
+      all_vectors = all_vectors && vector_view(st.view);
+      bytes += static_cast<uint64_t>(r_ - 1) * static_cast<uint64_t>(n_) *
+               dtype_size(k_.node(st.value).type.dtype);
+    }
+    combine_groups_ = all_vectors && bytes > 0 && bytes <= 16384;
   }
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];
@@ -416,7 +436,7 @@ void RowEmitter::plan_params() {
     const ir::Store& st = k_.stores[j];
     uint64_t per_group = (vector_view(st.view) ? static_cast<uint64_t>(n_) : 1) *
                          dtype_size(k_.node(st.value).type.dtype);
-    plan_.workspaces.push_back({per_group * static_cast<uint64_t>(r_)});
+    plan_.workspaces.push_back({per_group * static_cast<uint64_t>(combine_groups_ ? 1 : r_)});
     slots.add(ParamSlot::Kind::workspace, store_ws_[j], 0, 8, DType::i64);
   }
   slots.finish();
@@ -958,12 +978,17 @@ void RowEmitter::emit_main() {
   // The copies issued for rows past the end (zeros) complete before the CTA exits.
   if (s_.stage >= 2) t_.line("kdsl_cp_wait();");
   // Per-group partial sums of the column reductions, for the follow-up kernel.
+  if (combine_groups_) emit_group_combine();
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     const ir::Store& st = k_.stores[j];
     if (st.kind != ir::StoreKind::reduce) continue;
     t_.line("{{");
     t_.in();
-    t_.line("const long long part = static_cast<long long>({}) * R + group;", cta_index());
+    if (combine_groups_) {
+      t_.line("const long long part = {};", cta_index());
+    } else {
+      t_.line("const long long part = static_cast<long long>({}) * R + group;", cta_index());
+    }
     if (vector_view(st.view)) {
       t_.line("#pragma unroll");
       t_.line("for (int c = 0; c < C; ++c) {{");
@@ -980,7 +1005,8 @@ void RowEmitter::emit_main() {
       t_.line("{} W[VEC];", cuda::reg_type(acc));
       t_.line("#pragma unroll");
       t_.line("for (int v = 0; v < VEC; ++v) W[v] = {};", column_slot(j));
-      t_.line("if (in_range) kdsl_store<VEC>(p.ws{} + part * N + col, W);", store_ws_[j]);
+      t_.line("if ({}in_range) kdsl_store<VEC>(p.ws{} + part * N + col, W);",
+              combine_groups_ ? "group == 0 && " : "", store_ws_[j]);
       t_.out();
       t_.line("}}");
     } else {
@@ -1012,45 +1038,120 @@ void RowEmitter::emit_cluster_helpers() {
   t_.line("}}");
 }
 
-// The follow-up kernel: the fixed-order sum of the per-group partials of each column
-// reduction. A CTA of 256 threads owns FC x FV consecutive columns (FV = 4 with 16-byte loads
-// when the partials are f32 rows of a multiple of 4 columns, else 1); its 32 slices of FC threads
-// each sum every 32nd partial, 8 independent loads at a time, and slice 0 adds the 32 slice sums
-// in order. The order depends only on the partial count, so the result is deterministic; the
-// loads in flight (not one chain of thousands of dependent loads per column) keep it short.
+// The column partials of the CTA's R row groups added together (combine_groups_): groups 1 to
+// R - 1 put theirs into shared memory, and group 0 adds them to its own in group order, so that
+// it stores the CTA's one partial. A fixed order: the same bits on every run.
+void RowEmitter::emit_group_combine() {
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const ir::Store& st = k_.stores[j];
+    if (st.kind != ir::StoreKind::reduce) continue;
+    t_.line("__shared__ __align__(16) {} gsum{}[R - 1][N];",
+            cuda::reg_type(k_.node(st.value).type.dtype), j);
+  }
+  t_.line("if (group > 0) {{");
+  t_.in();
+  t_.line("#pragma unroll");
+  t_.line("for (int c = 0; c < C; ++c) {{");
+  t_.in();
+  t_.line("const int col = (c * G + lane) * VEC;");
+  t_.line("const bool in_range = {};", in_range());
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const ir::Store& st = k_.stores[j];
+    if (st.kind != ir::StoreKind::reduce) continue;
+    t_.line("{{");
+    t_.in();
+    t_.line("{} W[VEC];", cuda::reg_type(k_.node(st.value).type.dtype));
+    t_.line("#pragma unroll");
+    t_.line("for (int v = 0; v < VEC; ++v) W[v] = {};", column_slot(j));
+    t_.line("if (in_range) kdsl_store<VEC>(&gsum{}[group - 1][col], W);", j);
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+  t_.line("__syncthreads();");
+  t_.line("if (group == 0) {{");
+  t_.in();
+  t_.line("#pragma unroll");
+  t_.line("for (int c = 0; c < C; ++c) {{");
+  t_.in();
+  t_.line("const int col = (c * G + lane) * VEC;");
+  t_.line("const bool in_range = {};", in_range());
+  t_.line("if (!in_range) continue;");
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const ir::Store& st = k_.stores[j];
+    if (st.kind != ir::StoreKind::reduce) continue;
+    t_.line("for (int q = 1; q < R; ++q) {{");
+    t_.in();
+    t_.line("{} W[VEC];", cuda::reg_type(k_.node(st.value).type.dtype));
+    t_.line("kdsl_load<VEC>(&gsum{}[q - 1][col], W);", j);
+    t_.line("#pragma unroll");
+    t_.line("for (int v = 0; v < VEC; ++v) {0} = {0} + W[v];", column_slot(j));
+    t_.out();
+    t_.line("}}");
+  }
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
+}
+
+// The follow-up kernel: the fixed-order sum of the partials of each column reduction. Each CTA
+// of 256 threads owns FC x FV consecutive columns of one reduction (FV = 4 with 16-byte loads
+// when the partials are f32 rows of a multiple of 4 columns, else 1); its FS = 256 / FC slices of
+// FC threads each sum every FS-th partial, 8 independent loads at a time, and a fixed tree over
+// the slices (halves added pairwise) combines them. FC is the largest of 8, 4 and 2 that still
+// gives every reduction's columns together at least 256 CTAs (FC x FV >= 8, so that a slice
+// reads whole 32-byte sectors): at LayerNorm backward N = 1024 the kernel ran 32 CTAs, one per
+// 32 columns of both reductions, on a GPU of 132 SMs, each reading 270 KB of partials a batch
+// at a time. The order depends only on the partial count and N, so the result is deterministic.
 void RowEmitter::emit_finalize() {
-  constexpr int kCols = 8, kSlices = 32, kBatch = 8;
+  constexpr int kThreads = 256, kBatch = 8, kMinCtas = 256;
   std::string fsym = sym_ + "_finalize";
   FollowUp f;
   f.symbol = fsym;
-  f.block_threads = kCols * kSlices;
+  f.block_threads = kThreads;
   // 16-byte loads of 4 f32 partials need every reduction to be an f32 vector over N % 4 == 0.
   int fv = n_ % 4 == 0 ? 4 : 1;
-  uint64_t columns = 1;
-  for (const ir::Store& st : k_.stores) {
-    if (st.kind != ir::StoreKind::reduce) continue;
-    if (!vector_view(st.view) || k_.node(st.value).type.dtype != DType::f32) fv = 1;
-    if (vector_view(st.view)) columns = std::max<uint64_t>(columns, static_cast<uint64_t>(n_));
-  }
-  t_.line("// Fixed-order sum of the per-group partials of each column reduction (deterministic):");
-  t_.line(
-      "// {} columns per CTA, {} slices each summing every {}th partial, then the slices in order.",
-      kCols * fv, kSlices, kSlices);
-  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
-          kCols * kSlices, fsym, sym_);
-  t_.in();
-  t_.line("constexpr int FC = {}, FS = {}, FB = {}, FV = {};", kCols, kSlices, kBatch, fv);
-  t_.line(
-      "const int fc = static_cast<int>(threadIdx.x) % FC, fs = static_cast<int>(threadIdx.x) / "
-      "FC;");
-  t_.line("const long long j = (static_cast<long long>(blockIdx.x) * FC + fc) * FV;");
-  t_.line("const long long parts = p.partials;");
+  std::vector<size_t> reduce_stores;
   for (size_t jj = 0; jj < k_.stores.size(); ++jj) {
     const ir::Store& st = k_.stores[jj];
     if (st.kind != ir::StoreKind::reduce) continue;
+    reduce_stores.push_back(jj);
+    if (!vector_view(st.view) || k_.node(st.value).type.dtype != DType::f32) fv = 1;
+  }
+  auto width_of = [&](size_t jj) -> uint64_t {
+    return vector_view(k_.stores[jj].view) ? static_cast<uint64_t>(n_) : 1;
+  };
+  auto ctas_for = [&](int fc) {
+    uint64_t ctas = 0;
+    for (size_t jj : reduce_stores) ctas += (width_of(jj) + fc * fv - 1) / (fc * fv);
+    return ctas;
+  };
+  int fc = 8;
+  while (fc > 1 && fc * fv > 8 && ctas_for(fc) < kMinCtas) fc /= 2;
+  const int fs_count = kThreads / fc;
+  t_.line("// Fixed-order sum of the partials of each column reduction (deterministic): {} columns",
+          fc * fv);
+  t_.line(
+      "// of one reduction per CTA, {} slices each summing every {}th partial, then a tree over",
+      fs_count, fs_count);
+  t_.line("// the slices.");
+  t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}(const kdsl_params_{} p) {{",
+          kThreads, fsym, sym_);
+  t_.in();
+  t_.line("constexpr int FC = {}, FS = {}, FB = {}, FV = {};", fc, fs_count, kBatch, fv);
+  t_.line(
+      "const int fc = static_cast<int>(threadIdx.x) % FC, fs = static_cast<int>(threadIdx.x) / "
+      "FC;");
+  t_.line("const long long parts = p.partials;");
+  t_.line("long long cb = blockIdx.x;  // this CTA's column block, counted over the reductions");
+  for (size_t jj : reduce_stores) {
+    const ir::Store& st = k_.stores[jj];
     const ir::TensorParam& tp = k_.tensors[st.tensor];
     DType acc = k_.node(st.value).type.dtype;
-    bool vec = vector_view(st.view);
     std::string off = "0LL";
     std::string vs = "1LL";
     for (size_t ax = 0; ax < st.view.size(); ++ax) {
@@ -1060,14 +1161,16 @@ void RowEmitter::emit_finalize() {
         vs = fmt::format("p.st{}_{}", st.tensor, ax);
       }
     }
-    std::string width = vec ? fmt::format("{}LL", n_) : std::string("1LL");
+    const uint64_t width = width_of(jj);
+    const uint64_t blocks = (width + fc * fv - 1) / (fc * fv);
     // f32 partials are summed in f64: thousands of partials in f32 would lose digits.
     DType sum_t = acc == DType::f32 ? DType::f64 : acc;
     std::string rt = cuda::reg_type(sum_t);
-    t_.line("{{");
+    t_.line("if (cb < {}LL) {{", blocks);
     t_.in();
     t_.line("__shared__ {} fsum{}[FS][FC * FV];", rt, jj);
-    t_.line("const bool ok = j < {};", width);
+    t_.line("const long long j = (cb * FC + fc) * FV;");
+    t_.line("const bool ok = j < {}LL;", width);
     t_.line("{} a[FV];", rt);
     t_.line("#pragma unroll");
     t_.line("for (int e = 0; e < FV; ++e) a[e] = {};", cuda::zero(sum_t));
@@ -1079,7 +1182,7 @@ void RowEmitter::emit_finalize() {
     t_.in();
     t_.line("const long long q = q0 + static_cast<long long>(u) * FS;");
     t_.line("if (ok && q < parts) {{");
-    t_.line("  kdsl_load<FV>(p.ws{} + q * {} + j, v[u]);", store_ws_[jj], width);
+    t_.line("  kdsl_load<FV>(p.ws{} + q * {}LL + j, v[u]);", store_ws_[jj], width);
     t_.line("}} else {{");
     t_.line("  #pragma unroll");
     t_.line("  for (int e = 0; e < FV; ++e) v[u][e] = {};", cuda::zero(acc));
@@ -1098,31 +1201,45 @@ void RowEmitter::emit_finalize() {
     t_.line("#pragma unroll");
     t_.line("for (int e = 0; e < FV; ++e) fsum{}[fs][fc * FV + e] = a[e];", jj);
     t_.line("__syncthreads();");
+    // The tree: slice s adds slice s + h, for h = FS / 2, FS / 4, ..., 1 (a fixed shape).
+    t_.line("#pragma unroll");
+    t_.line("for (int h = FS / 2; h >= 1; h /= 2) {{");
+    t_.in();
+    t_.line("if (fs < h) {{");
+    t_.line("  #pragma unroll");
+    t_.line(
+        "  for (int e = 0; e < FV; ++e) fsum{0}[fs][fc * FV + e] = fsum{0}[fs][fc * FV + e] + "
+        "fsum{0}[fs + h][fc * FV + e];",
+        jj);
+    t_.line("}}");
+    t_.line("__syncthreads();");
+    t_.out();
+    t_.line("}}");
     t_.line("if (fs == 0 && ok) {{");
     t_.in();
     t_.line("#pragma unroll");
     t_.line("for (int e = 0; e < FV; ++e) {{");
     t_.in();
-    t_.line("if (j + e >= {}) break;", width);
-    t_.line("#pragma unroll");
-    t_.line("for (int s = 1; s < FS; ++s) a[e] = a[e] + fsum{}[s][fc * FV + e];", jj);
+    t_.line("if (j + e >= {}LL) break;", width);
+    t_.line("{} s = fsum{}[0][fc * FV + e];", rt, jj);
     t_.line("{}* out = p.t{} + {} + (j + e) * {};", cuda::storage_type(tp.dtype), st.tensor, off,
             vs);
     if (tp.role == ir::Role::inout) {
-      t_.line("a[e] = a[e] + {};",
-              cuda::convert(tp.dtype, sum_t, cuda::from_storage(tp.dtype, "*out")));
+      t_.line("s = s + {};", cuda::convert(tp.dtype, sum_t, cuda::from_storage(tp.dtype, "*out")));
     }
-    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(sum_t, tp.dtype, "a[e]")));
+    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(sum_t, tp.dtype, "s")));
     t_.out();
     t_.line("}}");
     t_.out();
     t_.line("}}");
+    t_.line("return;");
     t_.out();
     t_.line("}}");
+    t_.line("cb -= {}LL;", blocks);
   }
   t_.out();
   t_.line("}}");
-  f.grid_elements = (columns + kCols * fv - 1) / (kCols * fv) * f.block_threads;
+  f.grid_elements = ctas_for(fc) * f.block_threads;
   plan_.follow_ups.push_back(f);
 }
 
@@ -1138,6 +1255,7 @@ GeneratedKernel RowEmitter::run() {
   plan_.reasons = s_.reasons;
   plan_.block_threads = static_cast<uint32_t>(s_.threads);
   plan_.rows_per_cta = static_cast<uint32_t>(r_);
+  plan_.partials_per_cta = static_cast<uint32_t>(combine_groups_ ? 1 : r_);
   plan_.cluster = static_cast<uint32_t>(k_cl_);
   plan_.row_splits = static_cast<uint32_t>(k_cl_);
   plan_.max_ctas_per_sm = static_cast<uint32_t>(s_.ctas_per_sm);

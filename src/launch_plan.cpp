@@ -26,6 +26,7 @@ std::string LaunchPlan::to_json() const {
   j["row_splits"] = row_splits;
   j["cluster"] = cluster;
   j["max_ctas_per_sm"] = max_ctas_per_sm;
+  j["partials_per_cta"] = partials_per_cta;
   j["persistent"] = persistent;
   j["dynamic_smem"] = dynamic_smem;
   j["param_bytes"] = param_bytes;
@@ -70,6 +71,7 @@ LaunchPlan LaunchPlan::from_json(const std::string& text) {
     p.row_splits = j.value("row_splits", 1u);
     p.cluster = std::max(1u, j.value("cluster", 1u));
     p.max_ctas_per_sm = j.at("max_ctas_per_sm").get<uint32_t>();
+    p.partials_per_cta = j.value("partials_per_cta", p.rows_per_cta);
     p.persistent = j.at("persistent").get<bool>();
     p.dynamic_smem = j.at("dynamic_smem").get<uint32_t>();
     p.param_bytes = j.at("param_bytes").get<uint32_t>();

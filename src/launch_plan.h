@@ -57,18 +57,21 @@ struct LaunchPlan {
   uint32_t row_splits = 1;       // CTAs of work per rows_per_cta rows (scan chunks, cluster CTAs)
   uint32_t cluster = 1;          // CTAs per thread-block cluster (x); the grid is a multiple of it
   uint32_t max_ctas_per_sm = 1;  // persistent grid: at most this many CTAs per SM
-  bool persistent = true;        // false: one CTA per rows_per_cta rows
-  uint32_t dynamic_smem = 0;     // bytes
+  /// Column-reduction partials each CTA (each cluster) stores: rows_per_cta, or 1 where the
+  /// CTA's row groups add theirs together first (codegen_rows.cpp).
+  uint32_t partials_per_cta = 1;
+  bool persistent = true;     // false: one CTA per rows_per_cta rows
+  uint32_t dynamic_smem = 0;  // bytes
   uint32_t param_bytes = 0;
   std::vector<ParamSlot> slots;
   std::vector<WorkspaceSpec> workspaces;
   std::vector<FollowUp> follow_ups;
   std::vector<uint32_t> aligned_tensors;  // tensors whose accesses assume 16-byte alignment
 
-  /// The number of per-group partials of the row schedule's column reductions for a grid of
-  /// `grid` CTAs: rows_per_cta per CTA, or per cluster when a row spans a cluster.
+  /// The number of partials of the row schedule's column reductions for a grid of `grid` CTAs:
+  /// partials_per_cta per CTA, or per cluster when a row spans a cluster.
   int64_t partials(uint32_t grid) const {
-    return static_cast<int64_t>(grid / cluster) * rows_per_cta;
+    return static_cast<int64_t>(grid / cluster) * partials_per_cta;
   }
 
   std::string to_json() const;

@@ -524,6 +524,12 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
   if (src.find("extern __shared__") != std::string::npos) {
     throw std::runtime_error("cuda_emu: unhandled dynamic shared memory declaration");
   }
+  // Every static __shared__ variable is placed at a multiple of 16 bytes (kdsl_emu_smem), so an
+  // alignment of 16 asks for nothing more.
+  replace_all(src, "__shared__ __align__(16) ", "__shared__ ");
+  if (src.find("__align__(") != std::string::npos) {
+    throw std::runtime_error("cuda_emu: unhandled __align__ in the generated source");
+  }
   // "__shared__ TYPE NAME[D1][D2];" -> "TYPE (&NAME)[D1][D2] = *kdsl_emu_smem<TYPE[D1][D2], I>();"
   int index = 0;
   for (size_t at = src.find("__shared__ "); at != std::string::npos;

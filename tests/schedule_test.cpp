@@ -275,8 +275,27 @@ TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
       EXPECT_EQ(c->source.find("svalid && in_range ? static_cast<const void*>"), std::string::npos)
           << n;
       EXPECT_NE(c->source.find(" + col), svalid && in_range);"), std::string::npos) << n;
-      EXPECT_NE(c->source.find("if (in_range) kdsl_store<VEC>(p.ws0 + part * N + col, W);"),
-                std::string::npos)
+      // With several rows per CTA (N = 1024: 2) the row groups add their partials together in
+      // shared memory first, and group 0 stores the CTA's one partial.
+      const bool combined = c->s.rows_per_cta > 1;
+      EXPECT_EQ(combined, n == 1024) << n;
+      EXPECT_NE(
+          c->source.find(combined ? "if (group == 0 && in_range) kdsl_store<VEC>(p.ws0 + part * "
+                                    "N + col, W);"
+                                  : "if (in_range) kdsl_store<VEC>(p.ws0 + part * N + col, W);"),
+          std::string::npos)
+          << n;
+      EXPECT_EQ(c->source.find("__shared__ __align__(16) float gsum") != std::string::npos,
+                combined)
+          << n;
+      const LaunchPlan& plan = c->plan;
+      EXPECT_EQ(plan.partials_per_cta, combined ? 1u : plan.rows_per_cta) << n;
+      EXPECT_EQ(plan.partials(8), 8 * static_cast<int64_t>(plan.partials_per_cta)) << n;
+      EXPECT_EQ(LaunchPlan::from_json(plan.to_json()).partials_per_cta, plan.partials_per_cta) << n;
+      // One partial per CTA: the workspace holds one row of N f32 partials per CTA.
+      ASSERT_FALSE(plan.workspaces.empty()) << n;
+      EXPECT_EQ(plan.workspaces[0].bytes_per_cta,
+                static_cast<uint64_t>(n) * 4 * plan.partials_per_cta)
           << n;
     }
   }

@@ -4,7 +4,9 @@
 # shared memory with cp.async (16-bit backward kernels, long softmax rows), per-row scalars
 # loaded a row ahead into registers (since the eighteenth session), column accumulators in
 # registers, the finalize kernel's slices, clusters staged with the accumulators in registers
-# (bf16 N = 32768, since the nineteenth session). scripts/device/sanitize.sh covers every stdlib kernel
+# (bf16 N = 32768, since the nineteenth session), the row groups of a CTA adding their column
+# partials in shared memory (N = 1000, 1024, and 7 with 32 row groups per CTA; since the
+# twenty-second session). scripts/device/sanitize.sh covers every stdlib kernel
 # in f32, where staging is not the default. Prints one line per case and tool; exits 1 on any
 # error. ONLY=REGEX runs only the cases whose "KERNEL DTYPE SHAPE" matches.
 set -uo pipefail
@@ -38,6 +40,7 @@ layer_norm.kdsl layer_norm_bwd bf16 M=300,N=8192 -
 layer_norm.kdsl layer_norm_bwd bf16 M=300,N=4096 -
 layer_norm.kdsl layer_norm_bwd bf16 M=70000,N=1024 -
 layer_norm.kdsl layer_norm_bwd bf16 M=37,N=1000 -
+layer_norm.kdsl layer_norm_bwd bf16 M=300,N=7 -
 layer_norm.kdsl layer_norm_bwd bf16 M=300,N=32768 -
 rms_norm.kdsl rms_norm_bwd bf16 M=300,N=32768 -
 rms_norm.kdsl add_rms_norm_bwd bf16 M=37,N=32760 -

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Twenty-second session, on the GPU machine after scripts/device/stage.sh (carry .device), with
+# the previous commit's kdsl (f7d9c78) staged as .device/bin/kdsl_old:
+#   s22.sh ab     The column partials of the backward kernels: the CTA's row groups add theirs
+#                 together before storing (one partial per CTA, not R), and the follow-up kernel
+#                 that sums them runs at least 256 CTAs, one reduction each, with a tree over its
+#                 slices (before: at N = 1024, 32 CTAs for both reductions, one after the other,
+#                 each reading 270 KB of partials).
+#                 1. Nsight Compute's duration of each kernel (row kernel, finalize), old and new,
+#                    at LayerNorm and RMSNorm backward bf16 65536 x 1024 and 8192 x 8192.
+#                    Prediction: the old finalize takes 6-10 us at 65536 x 1024 (1056 partials of
+#                    2 x 1024 columns, 32 CTAs) and 3-6 us at 8192 x 8192; the new one 1.5-3 us at
+#                    both; the row kernels within 2% (65536 x 1024: half the partial stores, about
+#                    4.3 MB, at its end: up to 1 us faster).
+#                 2. Old against new on the backward rows with column reductions, two rounds,
+#                    --verify on the new binary in the first. Prediction: layer_norm_bwd bf16
+#                    65536 x 1024 112.8 -> 104-107 us (0.845 -> 0.89-0.91 of copy), rms_norm_bwd
+#                    65536 x 1024 109.1 -> 104-107, the 8192 x 8192 rows 1-3% faster, 1024 x 8192
+#                    5-10% faster (a short kernel, the finalize a larger share), the cluster rows
+#                    (4096 x 32768, 33 partials) and 32768 x 4096 within 1.5%.
+#                 3. sanitize_staged.sh (now with a subwarp case, 32 row groups per CTA combined);
+#                    stdlib_norm_gpu_test.
+#   s22.sh final  scripts/device/final_bench.sh with the peers timed in the same run, then
+#                 `kdsl tune --dry-run` at layer_norm_bwd bf16 65536 x 1024.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source bench/experiments/s18.sh lib
+out="${OUT:-/tmp}"
+case "${1:-}" in
+  ab)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=(
+      "layer_norm layer_norm_bwd bf16 M=65536,N=1024 default"
+      "rms_norm rms_norm_bwd bf16 M=65536,N=1024 default"
+      "layer_norm layer_norm_bwd bf16 M=8192,N=8192 default"
+      "rms_norm rms_norm_bwd bf16 M=8192,N=8192 default"
+      "layer_norm layer_norm_bwd bf16 M=1024,N=8192 default"
+      "rms_norm rms_norm_bwd bf16 M=1024,N=8192 default"
+      "layer_norm layer_norm_bwd bf16 M=32768,N=4096 default"
+      "rms_norm rms_norm_bwd bf16 M=32768,N=4096 default"
+      "layer_norm layer_norm_bwd bf16 M=4096,N=32768 default"
+      "rms_norm rms_norm_bwd bf16 M=4096,N=32768 default"
+      "layer_norm layer_norm_bwd f32 M=8192,N=10240 default"
+      "rms_norm rms_norm_bwd f32 M=8192,N=10240 default"
+    )
+    k=.device/bin/kdsl precompile
+    k=.device/bin/kdsl_old precompile
+    {
+      ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+      for c in "layer_norm layer_norm_bwd M=65536,N=1024" "rms_norm rms_norm_bwd M=65536,N=1024" \
+               "layer_norm layer_norm_bwd M=8192,N=8192" "rms_norm rms_norm_bwd M=8192,N=8192"; do
+        set -- $c
+        for b in kdsl_old kdsl; do
+          echo "== ncu $b $2 $3"
+          timeout 60 "$ncu" --clock-control none --metrics gpu__time_duration.sum \
+            .device/bin/$b run stdlib/$1.kdsl -k $2 --dtype bf16 --shape $3 2>&1 |
+            grep -E '^  kdsl_|gpu__time_duration' | sed -E 's/, Context.*//; s/ +/ /g'
+        done
+      done
+      for round in 1 2; do
+        for c in "${cases[@]}"; do
+          for b in kdsl_old kdsl; do
+            extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
+            printf '%s %-8s ' "$round" "$b"
+            k=.device/bin/$b bench $c "${extra[@]}"
+          done
+        done
+      done
+      s=$(date +%s)
+      bash scripts/device/sanitize_staged.sh 2>&1
+      echo "sanitize_staged exit $? in $(( $(date +%s) - s )) s"
+      s=$(date +%s)
+      timeout 150 .device/bin/stdlib_norm_gpu_test 2>&1 | tail -3
+      echo "stdlib_norm_gpu_test in $(( $(date +%s) - s )) s"
+    } 2>&1 | tee "$out/ab.txt"
+    ;;
+  final)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    rm -rf /tmp/fb && mkdir -p /tmp/fb
+    OUT=/tmp/fb KDSL_PEERS=run bash scripts/device/final_bench.sh > /tmp/fb/final_bench.txt 2>&1
+    tail -45 /tmp/fb/final_bench.txt
+    cp /tmp/fb/final_bench.txt /tmp/fb/h200.json /tmp/fb/kdsl_norm.json /tmp/fb/kdsl_scan.json \
+       /tmp/fb/norm_gbps.png /tmp/fb/launch.txt "$out/" 2>&1
+    cp /tmp/fb/peers_run/peers.json "$out/peers_run.json" 2>&1
+    timeout 90 .device/bin/kdsl tune stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype bf16 \
+      --shape M=65536,N=1024 --dry-run 2>&1 | tail -30 | tee "$out/tune.txt"
+    ls -la "$out"
+    ;;
+  *) echo "usage: s22.sh ab|final" >&2; exit 2 ;;
+esac
