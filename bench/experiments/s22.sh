@@ -31,6 +31,10 @@
 #                 Prediction: the follow-up kernel at N = 8192 back to 4.4-5.6 us (as before),
 #                 at 65536 x 1024 4-5.5 us; the 1024 x 8192 rows within 2% of the old binary;
 #                 65536 x 1024 LayerNorm backward 3-4% faster, RMSNorm backward 0-3%.
+#   s22.sh ncu    (for the next session) Nsight Compute with source counters on the cluster rows
+#                 (LayerNorm and RMSNorm backward bf16 4096 x 32768, 0.58 and 0.69 of copy): where
+#                 their warps wait, per SASS instruction, and how many clusters are resident
+#                 (the launch statistics and occupancy sections).
 #   s22.sh final  scripts/device/final_bench.sh with the peers timed in the same run, then
 #                 `kdsl tune --dry-run` at layer_norm_bwd bf16 65536 x 1024.
 set -uo pipefail
@@ -117,7 +121,25 @@ case "${1:-}" in
         done
       done
     } 2>&1 | tee "$out/ab2.txt"
-    "$0" final
+    bash "$0" final
+    ;;
+  ncu)
+    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
+    ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+    for c in "layer_norm layer_norm_bwd" "rms_norm rms_norm_bwd"; do
+      set -- $c
+      .device/bin/kdsl run stdlib/$1.kdsl -k $2 --dtype bf16 --shape M=4096,N=32768 --bench --reps 5 |
+        grep -oE 'bench: [0-9.]+ us'
+      timeout 200 "$ncu" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+        --section SourceCounters --section Occupancy --section LaunchStats \
+        --section MemoryWorkloadAnalysis -k regex:"kdsl_$2_bf16_n32768\$" --launch-count 1 \
+        -o /tmp/rep_$2 -f .device/bin/kdsl run stdlib/$1.kdsl -k $2 --dtype bf16 \
+        --shape M=4096,N=32768 > /tmp/ncu_$2.log 2>&1
+      tail -2 /tmp/ncu_$2.log
+      "$ncu" -i /tmp/rep_$2.ncu-rep --page details --csv > "$out/details_$2.csv" 2>&1
+      "$ncu" -i /tmp/rep_$2.ncu-rep --page source --csv --print-source sass > "$out/source_$2.csv" 2>&1
+    done
+    ls -la "$out"
     ;;
   final)
     nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
@@ -131,5 +153,5 @@ case "${1:-}" in
       --shape M=65536,N=1024 --dry-run 2>&1 | tail -30 | tee "$out/tune.txt"
     ls -la "$out"
     ;;
-  *) echo "usage: s22.sh ab|ab2|final" >&2; exit 2 ;;
+  *) echo "usage: s22.sh ab|ab2|ncu|final" >&2; exit 2 ;;
 esac
