@@ -107,6 +107,15 @@ class RowEmitter {
   }
   bool contiguous(int32_t tensor) const { return (spec_.contiguous_mask >> tensor) & 1u; }
   std::string in_range() const;
+  /// Opens the unrolled loop over the thread's C chunks of a row, with the chunk's first column
+  /// (`col`) and whether it lies in the row (`in_range`); the caller closes it.
+  void open_chunk_loop() {
+    t_.line("#pragma unroll");
+    t_.line("for (int c = 0; c < C; ++c) {{");
+    t_.in();
+    t_.line("const int col = (c * G + lane) * VEC;");
+    t_.line("const bool in_range = {};", in_range());
+  }
 
   const ir::Kernel& k_;
   const Specialization& spec_;
@@ -302,11 +311,7 @@ void RowEmitter::emit_cached_loads(bool invariant, const std::string& array_pref
     }
   }
   if (ids.empty()) return;
-  t_.line("#pragma unroll");
-  t_.line("for (int c = 0; c < C; ++c) {{");
-  t_.in();
-  t_.line("const int col = (c * G + lane) * VEC;");
-  t_.line("const bool in_range = {};", in_range());
+  open_chunk_loop();
   for (ir::ValueId id : ids) {
     int a = load_access_.at(id);
     std::string cond = valid.empty() ? "in_range" : valid + " && in_range";
@@ -348,11 +353,7 @@ void RowEmitter::emit_stage_issue(const std::string& row, const std::string& sta
   emit_row_indices("s", "srow");
   t_.line("const bool svalid = srow < p.rows;");
   t_.line("const int sst = {};", stage);
-  t_.line("#pragma unroll");
-  t_.line("for (int c = 0; c < C; ++c) {{");
-  t_.in();
-  t_.line("const int col = (c * G + lane) * VEC;");
-  t_.line("const bool in_range = {};", in_range());
+  open_chunk_loop();
   for (size_t li = 0; li < staged_.size(); ++li) {
     int a = load_access_.at(staged_[li]);
     t_.line("kdsl_cp_async<16>(kdsl_stage + (((sst * NS + {}) * C + c) * T + threadIdx.x) * 16,",
@@ -574,11 +575,7 @@ void RowEmitter::emit_phase(int p) {
       t_.line("int n{} = 0;", r);
     }
   }
-  t_.line("#pragma unroll");
-  t_.line("for (int c = 0; c < C; ++c) {{");
-  t_.in();
-  t_.line("const int col = (c * G + lane) * VEC;");
-  t_.line("const bool in_range = {};", in_range());
+  open_chunk_loop();
   for (ir::ValueId id : need) {
     const ir::Node& n = k_.node(id);
     if (n.op != Op::load || cached_[id]) continue;
@@ -990,11 +987,7 @@ void RowEmitter::emit_main() {
       t_.line("const long long part = static_cast<long long>({}) * R + group;", cta_index());
     }
     if (vector_view(st.view)) {
-      t_.line("#pragma unroll");
-      t_.line("for (int c = 0; c < C; ++c) {{");
-      t_.in();
-      t_.line("const int col = (c * G + lane) * VEC;");
-      t_.line("const bool in_range = {};", in_range());
+      open_chunk_loop();
       // The chunk's VEC partials stored together (f32 with VEC >= 4: 16-byte stores; VEC = 2:
       // 8-byte; wider types one by one), aligned since VEC divides N (the schedule's rule) and
       // each workspace starts 256-byte aligned (runtime.cpp). One element per store left a
@@ -1050,11 +1043,7 @@ void RowEmitter::emit_group_combine() {
   }
   t_.line("if (group > 0) {{");
   t_.in();
-  t_.line("#pragma unroll");
-  t_.line("for (int c = 0; c < C; ++c) {{");
-  t_.in();
-  t_.line("const int col = (c * G + lane) * VEC;");
-  t_.line("const bool in_range = {};", in_range());
+  open_chunk_loop();
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     const ir::Store& st = k_.stores[j];
     if (st.kind != ir::StoreKind::reduce) continue;
@@ -1074,11 +1063,7 @@ void RowEmitter::emit_group_combine() {
   t_.line("__syncthreads();");
   t_.line("if (group == 0) {{");
   t_.in();
-  t_.line("#pragma unroll");
-  t_.line("for (int c = 0; c < C; ++c) {{");
-  t_.in();
-  t_.line("const int col = (c * G + lane) * VEC;");
-  t_.line("const bool in_range = {};", in_range());
+  open_chunk_loop();
   t_.line("if (!in_range) continue;");
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     const ir::Store& st = k_.stores[j];
