@@ -1053,13 +1053,10 @@ void RowEmitter::emit_group_combine() {
     t_.line("#pragma unroll");
     t_.line("for (int v = 0; v < VEC; ++v) W[v] = {};", column_slot(j));
     t_.line("if (in_range) kdsl_store<VEC>(&gsum{}[group - 1][col], W);", j);
-    t_.out();
-    t_.line("}}");
+    t_.close();
   }
-  t_.out();
-  t_.line("}}");
-  t_.out();
-  t_.line("}}");
+  t_.close();
+  t_.close();
   t_.line("__syncthreads();");
   t_.line("if (group == 0) {{");
   t_.in();
@@ -1074,13 +1071,10 @@ void RowEmitter::emit_group_combine() {
     t_.line("kdsl_load<VEC>(&gsum{}[q - 1][col], W);", j);
     t_.line("#pragma unroll");
     t_.line("for (int v = 0; v < VEC; ++v) {0} = {0} + W[v];", column_slot(j));
-    t_.out();
-    t_.line("}}");
+    t_.close();
   }
-  t_.out();
-  t_.line("}}");
-  t_.out();
-  t_.line("}}");
+  t_.close();
+  t_.close();
 }
 
 // The follow-up kernel: the fixed-order sum of the partials of each column reduction. Each CTA
@@ -1175,8 +1169,7 @@ void RowEmitter::emit_finalize() {
     t_.line("  #pragma unroll");
     t_.line("  for (int e = 0; e < FV; ++e) v[u][e] = {};", cuda::zero(acc));
     t_.line("}}");
-    t_.out();
-    t_.line("}}");
+    t_.close();
     t_.line("#pragma unroll");
     t_.line("for (int u = 0; u < FB; ++u) {{");
     t_.line("  if (q0 + static_cast<long long>(u) * FS >= parts) continue;");
@@ -1184,8 +1177,7 @@ void RowEmitter::emit_finalize() {
     t_.line("  for (int e = 0; e < FV; ++e) a[e] = a[e] + {};",
             cuda::convert(acc, sum_t, "v[u][e]"));
     t_.line("}}");
-    t_.out();
-    t_.line("}}");
+    t_.close();
     t_.line("#pragma unroll");
     t_.line("for (int e = 0; e < FV; ++e) fsum{}[fs][fc * FV + e] = a[e];", jj);
     t_.line("__syncthreads();");
@@ -1207,17 +1199,13 @@ void RowEmitter::emit_finalize() {
       t_.line("s = s + {};", cuda::convert(tp.dtype, sum_t, cuda::from_storage(tp.dtype, "*out")));
     }
     t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(sum_t, tp.dtype, "s")));
-    t_.out();
-    t_.line("}}");
-    t_.out();
-    t_.line("}}");
+    t_.close();
+    t_.close();
     t_.line("return;");
-    t_.out();
-    t_.line("}}");
+    t_.close();
     t_.line("cb -= {}LL;", blocks);
   }
-  t_.out();
-  t_.line("}}");
+  t_.close();
   f.grid_elements = ctas_for(fc) * f.block_threads;
   plan_.follow_ups.push_back(f);
 }

@@ -26,6 +26,11 @@ class Text {
   void raw(const std::string& s) { out_ += s; }
   void in() { ++indent_; }
   void out() { --indent_; }
+  /// Ends the innermost block: one level out, then its closing brace.
+  void close() {
+    out();
+    line("}}");
+  }
   std::string str() const { return out_; }
 
  private:
