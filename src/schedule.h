@@ -35,9 +35,11 @@
 //
 //   Clusters (rows.cluster, G > 1024 possible): a row's G threads span a thread-block cluster of
 //   K CTAs (sm_90). With column reductions (backward kernels) each warp writes its partial state
-//   into the same slot of every CTA of the cluster (distributed shared memory), and after one
-//   cluster barrier every thread combines the row's G / 32 partials from its own shared memory,
-//   lanes in turn then a butterfly (a fixed order: the same bits in every CTA, on every run).
+//   into the same slot of every CTA of the cluster (distributed shared memory; f32 states with
+//   st.async, counted on an mbarrier of the receiving CTA, else plain stores and one cluster
+//   barrier per row), and once they are in every thread combines the row's G / 32 partials from
+//   its own shared memory, lanes in turn then a butterfly (a fixed order: the same bits in every
+//   CTA, on every run).
 //   Without them each CTA combines its warps' partial states (in warp order by default) and
 //   leaves its total in its shared memory; after a cluster barrier every thread combines the K
 //   totals, read through distributed shared memory, in rank order. Each CTA keeps the column

@@ -245,6 +245,49 @@ inline unsigned long long kdsl_emu_mapa(const void* p, int rank) {
   }
   return reinterpret_cast<unsigned long long>(reinterpret_cast<const unsigned char*>(to->smem) + off);
 }
+// An mbarrier (the 8 bytes of its shared variable): the transaction count (may go below zero
+// while stores arrive before their count is expected), the arrivals still pending in the phase
+// and expected per phase, and the phase's parity. The fibers of a launch share one host thread,
+// so no atomics.
+struct KdslEmuMbar {
+  int tx;
+  unsigned pending : 15, count : 15, phase : 1;
+};
+static_assert(sizeof(KdslEmuMbar) == 8, "an mbarrier is 8 bytes");
+inline void kdsl_emu_mbar_step(KdslEmuMbar* m) {
+  if (m->pending == 0 && m->tx == 0) {
+    m->phase ^= 1u;
+    m->pending = m->count;
+    ++kdsl_emu_progress;
+  }
+}
+inline void kdsl_emu_mbar_init(unsigned long long* bar, unsigned count) {
+  auto* m = reinterpret_cast<KdslEmuMbar*>(bar);
+  m->tx = 0;
+  m->pending = count;
+  m->count = count;
+  m->phase = 0;
+}
+inline void kdsl_emu_mbar_expect(unsigned long long* bar, unsigned bytes) {
+  auto* m = reinterpret_cast<KdslEmuMbar*>(bar);
+  if (m->pending == 0) { std::fprintf(stderr, "emu: mbarrier arrival with none pending\n"); std::abort(); }
+  m->tx += static_cast<int>(bytes);
+  m->pending -= 1;
+  kdsl_emu_mbar_step(m);
+}
+// st.async of 4 bytes into CTA `rank`'s copy of `slot`, counted on its copy of `bar`.
+inline void kdsl_emu_push_async(float* slot, float v, unsigned long long* bar, int rank) {
+  *reinterpret_cast<float*>(kdsl_emu_mapa(slot, rank)) = v;
+  auto* m = reinterpret_cast<KdslEmuMbar*>(kdsl_emu_mapa(bar, rank));
+  m->tx -= 4;
+  kdsl_emu_mbar_step(m);
+}
+// try_wait.parity: whether the phase of that parity has completed (yielding when it has not).
+inline unsigned kdsl_emu_mbar_try_wait(unsigned long long* bar, unsigned parity) {
+  if (reinterpret_cast<KdslEmuMbar*>(bar)->phase != parity) return 1;
+  kdsl_emu_spin();
+  return 0;
+}
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __nanosleep(unsigned) { kdsl_emu_spin(); }
 template <class T> T kdsl_emu_shfl(T v, unsigned src) {
@@ -504,6 +547,28 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               "kdsl_emu_cluster_sync();");
   replace_all(src, R"(asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));)",
               "r = kdsl_emu_mapa(p, rank);");
+  // mbarriers and st.async (the pushed partials of a cluster row).
+  replace_all(src, "const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(slot));", "");
+  replace_all(src, "const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));", "");
+  replace_all(src,
+              R"(asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n\tfence.mbarrier_init.)"
+              R"(release.cluster;" :: "r"(b), "r"(count) : "memory");)",
+              "kdsl_emu_mbar_init(bar, count);");
+  replace_all(src,
+              R"(asm volatile("{\n\t.reg .b32 ra, rb;\n\tmapa.shared::cluster.u32 ra, %0, %2;\n\t)"
+              R"(mapa.shared::cluster.u32 rb, %1, %2;\n\tst.async.shared::cluster.mbarrier::)"
+              R"(complete_tx::bytes.b32 [ra], %3, [rb];\n\t}" :: "r"(a), "r"(b), "r"(rank), )"
+              R"("r"(__float_as_uint(v)) : "memory");)",
+              "kdsl_emu_push_async(slot, v, bar, rank);");
+  replace_all(src,
+              R"(asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), )"
+              R"("r"(bytes) : "memory");)",
+              "kdsl_emu_mbar_expect(bar, bytes);");
+  replace_all(src,
+              R"(asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.acquire.cluster.)"
+              R"(shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}" : "=r"(ok) : )"
+              R"("r"(b), "r"(parity) : "memory");)",
+              "ok = kdsl_emu_mbar_try_wait(bar, parity);");
   // Approximate math (kdsl::cuda::approx_math): the host's full-precision functions.
   replace_all(src, R"(asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = exp2f(x);");
   replace_all(src,

@@ -5,6 +5,7 @@
 // a grid capped below the row count makes the persistent CTAs loop.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <tuple>
@@ -112,7 +113,7 @@ TEST_P(RowsEmu, CombinesOfTheWarps) {
         const bool loop = gen.source.find("for (int w = 1; w <") != std::string::npos;
         if (gen.source.find("[buf][group][") == std::string::npos) return;  // no row reduction
         EXPECT_EQ(loop, std::string(hint).starts_with("butterfly=0")) << hint;
-        const bool pushed = gen.source.find("++q) *kdsl_cluster_map(&red") != std::string::npos;
+        const bool pushed = gen.source.find("++q) kdsl_push_async(&red") != std::string::npos;
         EXPECT_EQ(pushed, gen.plan.cluster > 1 && !gen.plan.workspaces.empty()) << hint;
       });
 }
@@ -249,6 +250,35 @@ TEST(RowsEmuNumerics, LayerNormVarianceOfRowsWithALargeMean) {
         EXPECT_NEAR(got[k].get(i), ref[k].get(i), 1e-4 * ref[k].get(i))
             << dtype_name(t) << " N=" << n << " row " << i;
       }
+    }
+  }
+}
+
+// The row groups of a CTA add their column partials in shared memory before one partial per CTA
+// goes to the follow-up kernel (R = 8 at f32 N = 128, R = 2 with a tail at f32 N = 1000 and
+// staged at bf16 N = 1024), and not where they would take more than 8 KiB (bf16 N = 512, R = 4):
+// each generated kernel takes the path the rule says, and every one matches the interpreter.
+TEST(RowsEmuColumns, RowGroupsCombineTheirPartials) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  for (const char* kernel : {"layer_norm_bwd", "rms_norm_bwd"}) {
+    const testing::KernelCase& kc = *std::find_if(
+        std::begin(testing::kKernels), std::end(testing::kKernels),
+        [&](const testing::KernelCase& c) { return std::string(c.kernel) == kernel; });
+    const bool ln = std::string(kernel) == "layer_norm_bwd";
+    for (auto [t, n] :
+         {std::pair{DType::f32, int64_t{128}}, std::pair{DType::f32, int64_t{1000}},
+          std::pair{DType::bf16, int64_t{1024}}, std::pair{DType::bf16, int64_t{512}}}) {
+      expect_hinted_schedules(
+          kc, 301, {{t, n, ""}}, /*cache_rows=*/false,
+          [&](const GeneratedKernel& gen, const char*) {
+            const bool combined = gen.source.find("gsum") != std::string::npos;
+            // LayerNorm backward at bf16 N = 512: 3 x 512 x 2 partials of 4 bytes, over 8 KiB.
+            const bool expected = gen.plan.rows_per_cta > 1 && !(ln && n == 512);
+            EXPECT_EQ(combined, expected) << kernel << " " << dtype_name(t) << " N=" << n;
+            EXPECT_EQ(gen.plan.partials_per_cta, combined ? 1u : gen.plan.rows_per_cta)
+                << kernel << " " << dtype_name(t) << " N=" << n;
+          });
+      if (::testing::Test::HasFailure()) return;
     }
   }
 }

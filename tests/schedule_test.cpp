@@ -7,6 +7,8 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -290,8 +292,13 @@ TEST(RowSchedule, BackwardColumnAccumulatorsAndStagedRows) {
           << n;
       const LaunchPlan& plan = c->plan;
       EXPECT_EQ(plan.partials_per_cta, combined ? 1u : plan.rows_per_cta) << n;
-      EXPECT_EQ(plan.partials(8), 8 * static_cast<int64_t>(plan.partials_per_cta)) << n;
+      // One partial per CTA in all three: combined at N = 1024, one row group per CTA above.
+      EXPECT_EQ(plan.partials(8), 8) << n;
       EXPECT_EQ(LaunchPlan::from_json(plan.to_json()).partials_per_cta, plan.partials_per_cta) << n;
+      // A plan written before the field existed: one partial per row group.
+      nlohmann::json old_plan = nlohmann::json::parse(plan.to_json());
+      old_plan.erase("partials_per_cta");
+      EXPECT_EQ(LaunchPlan::from_json(old_plan.dump()).partials_per_cta, plan.rows_per_cta) << n;
       // One partial per CTA: the workspace holds one row of N f32 partials per CTA.
       ASSERT_FALSE(plan.workspaces.empty()) << n;
       EXPECT_EQ(plan.workspaces[0].bytes_per_cta,
@@ -723,11 +730,14 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   EXPECT_EQ(gen.plan.partials(8), 2 * static_cast<int64_t>(gen.plan.rows_per_cta));
   LaunchPlan back = LaunchPlan::from_json(gen.plan.to_json());
   EXPECT_EQ(back.cluster, 4u);
-  // Column reductions on a cluster: each warp writes its row partials into every CTA (one
-  // cluster barrier per row, no CTA barrier, no remote load); without them (softmax backward)
-  // the CTA's total is read by the others after the cluster barrier.
-  EXPECT_NE(gen.source.find("for (int q = 0; q < K; ++q) *kdsl_cluster_map(&red"),
+  // Column reductions on a cluster: each warp writes its row partials into every CTA with
+  // st.async, counted on an mbarrier of the receiving CTA (no cluster barrier per row, no CTA
+  // barrier, no remote load); without them (softmax backward) the CTA's total is read by the
+  // others after the cluster barrier.
+  EXPECT_NE(gen.source.find("for (int q = 0; q < K; ++q) kdsl_push_async(&red"), std::string::npos);
+  EXPECT_NE(gen.source.find("if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[buf], "),
             std::string::npos);
+  EXPECT_NE(gen.source.find("kdsl_mbar_wait(&kdsl_full[buf], kdsl_ph);"), std::string::npos);
   EXPECT_EQ(gen.source.find("redc"), std::string::npos);
   const size_t main_at = gen.source.find("__cluster_dims__(4, 1, 1)");
   const std::string main_kernel =
