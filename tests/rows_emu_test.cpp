@@ -265,18 +265,17 @@ TEST(RowsEmuColumns, RowGroupsCombineTheirPartials) {
         std::begin(testing::kKernels), std::end(testing::kKernels),
         [&](const testing::KernelCase& c) { return std::string(c.kernel) == kernel; });
     const bool ln = std::string(kernel) == "layer_norm_bwd";
-    for (auto [t, n] :
-         {std::pair{DType::f32, int64_t{128}}, std::pair{DType::f32, int64_t{1000}},
-          std::pair{DType::bf16, int64_t{1024}}, std::pair{DType::bf16, int64_t{512}}}) {
+    for (const HintedCase& c :
+         {HintedCase{DType::f32, 128, ""}, HintedCase{DType::f32, 1000, ""},
+          HintedCase{DType::bf16, 1024, ""}, HintedCase{DType::bf16, 512, ""}}) {
+      const std::string what = fmt::format("{} {} N={}", kernel, dtype_name(c.dtype), c.n);
+      // LayerNorm backward at bf16 N = 512: 3 x 512 x 2 partials of 4 bytes, over 8 KiB.
+      const bool over = ln && c.n == 512;
       expect_hinted_schedules(
-          kc, 301, {{t, n, ""}}, /*cache_rows=*/false,
-          [&](const GeneratedKernel& gen, const char*) {
+          kc, 301, {c}, /*cache_rows=*/false, [&](const GeneratedKernel& gen, const char*) {
             const bool combined = gen.source.find("gsum") != std::string::npos;
-            // LayerNorm backward at bf16 N = 512: 3 x 512 x 2 partials of 4 bytes, over 8 KiB.
-            const bool expected = gen.plan.rows_per_cta > 1 && !(ln && n == 512);
-            EXPECT_EQ(combined, expected) << kernel << " " << dtype_name(t) << " N=" << n;
-            EXPECT_EQ(gen.plan.partials_per_cta, combined ? 1u : gen.plan.rows_per_cta)
-                << kernel << " " << dtype_name(t) << " N=" << n;
+            EXPECT_EQ(combined, gen.plan.rows_per_cta > 1 && !over) << what;
+            EXPECT_EQ(gen.plan.partials_per_cta, combined ? 1u : gen.plan.rows_per_cta) << what;
           });
       if (::testing::Test::HasFailure()) return;
     }
