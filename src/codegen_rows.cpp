@@ -679,7 +679,10 @@ void RowEmitter::emit_phase(int p) {
       // rounds): LayerNorm backward 330 -> 285 us, RMSNorm backward 276 -> 234.
       // Reuse of a buffer two rows later is safe without a barrier: a CTA pushes row r + 2 into
       // buffer b only after its own mbarrier saw every warp's row r + 1 partials, and each warp
-      // pushes row r + 1 only after it has read (and used) row r's from buffer b.
+      // pushes row r + 1 only after it has read (and used) row r's from buffer b; the
+      // __syncwarp orders the other lanes' reads before lane 0's push in the memory model too
+      // (their values reach lane 0 through shuffles, which do not order memory).
+      if (async_push_) t_.line("__syncwarp();");
       t_.line("if ((tl & 31) == 0) {{");
       t_.in();
       t_.line("#pragma unroll");

@@ -290,6 +290,8 @@ inline unsigned kdsl_emu_mbar_try_wait(unsigned long long* bar, unsigned parity)
 }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __nanosleep(unsigned) { kdsl_emu_spin(); }
+// A barrier of the thread's warp (all 32 lanes, as the shuffles).
+inline void __syncwarp(unsigned = 0xffffffffu) { kdsl_emu_cta->warps[threadIdx.x >> 5]->arrive_and_wait(); }
 template <class T> T kdsl_emu_shfl(T v, unsigned src) {
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   auto& buf = kdsl_emu_cta->buf[warp];

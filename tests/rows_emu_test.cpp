@@ -282,5 +282,36 @@ TEST(RowsEmuColumns, RowGroupsCombineTheirPartials) {
   }
 }
 
+// A cluster row whose reductions are combined at two points of the row (the mean, then the
+// variance around it) keeps plain remote stores of the warps' partials and a cluster barrier per
+// combine (the st.async exchange counts one mbarrier phase per row and buffer); with a column
+// reduction, on a cluster of 2 CTAs, against the interpreter.
+TEST(RowsEmuColumns, ClusterRowsWithTwoCombinesKeepTheBarrier) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  static constexpr const char* kSource = R"(
+@kernel
+def centred_bwd[T: (f32, bf16)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)], cs: Out[T, (N,)]):
+    for m in parallel(M):
+        xf = f32(x[m, :])
+        mu = mean(xf)
+        v = mean((xf - mu) * (xf - mu))
+        y[m, :] = T((xf - mu) * rsqrt(v + 1e-5))
+        cs[:] += xf * v
+)";
+  auto fe = run_front_end(std::make_shared<const SourceFile>("centred.kdsl", kSource));
+  ProblemSpec ps;
+  ps.kernel = "centred_bwd";
+  ps.binding = {DType::f32};
+  ps.shapes = {{"M", 37}, {"N", 1000}};
+  ps.seed = 17;
+  Problem p = make_problem(fe, ps);
+  const ScheduleHint h = ScheduleHint::parse("cluster=2,group=128");
+  const GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{}, h);
+  ASSERT_EQ(gen.plan.cluster, 2u);
+  EXPECT_NE(gen.source.find("++q) *kdsl_cluster_map(&red"), std::string::npos);
+  EXPECT_EQ(gen.source.find("kdsl_full"), std::string::npos);
+  emu::expect_emulated_matches_reference(p, "centred_bwd f32 M=37 N=1000 cluster=2", 8, 4, h);
+}
+
 }  // namespace
 }  // namespace kdsl

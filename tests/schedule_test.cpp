@@ -743,8 +743,17 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   const std::string main_kernel =
       gen.source.substr(main_at, gen.source.find("_finalize(", main_at) - main_at);
   EXPECT_EQ(main_kernel.find("__syncthreads();"), std::string::npos);
-  // Every CTA has started (a cluster barrier) before the loop's first remote write.
+  // Every CTA has started (a cluster barrier) before the loop's first remote write, and none
+  // leaves before the others are done with its shared memory (one after the loop): no cluster
+  // barrier in the row loop.
   EXPECT_LT(main_kernel.find("kdsl_cluster_sync();"), main_kernel.find("for (long long row0"));
+  size_t syncs = 0;
+  for (size_t at = main_kernel.find("kdsl_cluster_sync();"); at != std::string::npos;
+       at = main_kernel.find("kdsl_cluster_sync();", at + 1)) {
+    ++syncs;
+  }
+  EXPECT_EQ(syncs, 2u);
+  EXPECT_NE(main_kernel.find("__syncwarp();\n"), std::string::npos);
   // The partials' buffers count against the shared memory the stages may take: 7 stages of
   // 32 KiB and 16 KiB of partials do not fit 227 KiB.
   Chosen big = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 65536,
