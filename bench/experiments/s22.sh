@@ -44,6 +44,9 @@
 #                 stdlib_norm_gpu_test.
 #                 Prediction: rms_norm_bwd bf16 4096 x 32768 279 -> 240-255 us, layer_norm_bwd
 #                 335 -> 310-325 (ERRBAR 8% and the barrier 7% of its samples).
+#   s22.sh syncwarp  (after a review: __syncwarp before each warp's push) --verify and one
+#                 round old (650c2a8) against new on the two cluster rows. Prediction: within 1%
+#                 of AF5 (285 and 234 us).
 #   s22.sh final  scripts/device/final_bench.sh with the peers timed in the same run, then
 #                 `kdsl tune --dry-run` at layer_norm_bwd bf16 65536 x 1024.
 set -uo pipefail
@@ -185,6 +188,21 @@ case "${1:-}" in
       echo "stdlib_norm_gpu_test in $(( $(date +%s) - s )) s"
     } 2>&1 | tee "$out/async.txt"
     ;;
+  syncwarp)
+    for c in "layer_norm layer_norm_bwd" "rms_norm rms_norm_bwd"; do
+      set -- $c
+      for sh in M=37,N=32760 M=4096,N=32768; do
+        printf '%-16s %-14s ' "$2" "$sh"
+        timeout 60 .device/bin/kdsl run stdlib/$1.kdsl -k $2 --dtype bf16 --shape $sh --verify 2>&1 |
+          grep -oE 'verify [a-z_]+: [a-zA-Z]+|error:.*' | tr '\n' ' '
+        echo
+      done
+      for b in kdsl_old kdsl; do
+        printf '%-8s ' "$b"
+        k="timeout 60 .device/bin/$b" bench $1 $2 bf16 M=4096,N=32768 default
+      done
+    done
+    ;;
   final)
     nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
     rm -rf /tmp/fb && mkdir -p /tmp/fb
@@ -197,5 +215,5 @@ case "${1:-}" in
       --shape M=65536,N=1024 --dry-run 2>&1 | tail -30 | tee "$out/tune.txt"
     ls -la "$out"
     ;;
-  *) echo "usage: s22.sh ab|ab2|ncu|async|final" >&2; exit 2 ;;
+  *) echo "usage: s22.sh ab|ab2|ncu|async|syncwarp|final" >&2; exit 2 ;;
 esac
