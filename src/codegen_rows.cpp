@@ -141,7 +141,7 @@ class RowEmitter {
   std::vector<int> store_access_;
   std::vector<int> store_ws_;  // workspace index of each reduce store, -1 otherwise
   // The CTA's R row groups add their column partials together (in shared memory, in group
-  // order) before one of them stores the CTA's partial (analyze()).
+  // order) before one of them stores the CTA's partial (choose_group_combine()).
   bool combine_groups_ = false;
   // On a cluster with pushed partials: each warp's partial goes to every CTA with st.async, which
   // counts its bytes on an mbarrier of the receiving CTA, instead of plain remote stores and a
@@ -1182,11 +1182,11 @@ void RowEmitter::emit_group_combine() {
 // slices' sums in slice order (independent shared-memory loads, one add chain per column: it
 // was 0.7 us faster than a tree of barriers at FS = 32, twenty-second session). FC is the
 // largest of 16, 8, 4 and 2 that still gives every reduction's columns together at least 256
-// CTAs, about one wave at the kernel's 92 registers (FC x FV >= 8, so that a slice reads whole
-// 32-byte sectors). At LayerNorm backward N = 1024 the kernel had run 32 CTAs, one per 32
-// columns of both reductions in turn, on a GPU of 132 SMs: 10.6 us under Nsight Compute at
-// 65536 x 1024, now 256 CTAs. The order depends only on the partial count and N, so the result
-// is deterministic.
+// CTAs (an earlier form with up to 512 CTAs of 92 registers ran two waves at N = 8192), with
+// FC x FV >= 8, so that a slice reads whole 32-byte sectors. At LayerNorm backward N = 1024 the
+// kernel had run 32 CTAs, one per 32 columns of both reductions in turn, on a GPU of 132 SMs: 10.6
+// us under Nsight Compute at 65536 x 1024, now 256 CTAs. The order depends only on the partial
+// count and N, so the result is deterministic.
 void RowEmitter::emit_finalize() {
   constexpr int kThreads = 256, kBatch = 8, kMinCtas = 256;
   std::string fsym = sym_ + "_finalize";
