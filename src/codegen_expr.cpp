@@ -193,11 +193,11 @@ std::string unary_expr(ir::UnaryFn fn, DType t, DType result, const std::string&
         r = f("erf");
         break;
       case F::sigmoid:
-        r = approx ? fmt::format("kdsl_rcp_approx(1.f + kdsl_exp_approx_ftz(-{}))", a)
+        r = approx ? fmt::format("kdsl_sigmoid_approx({})", a)
                    : fmt::format("({} / ({} + {}(-{})))", one, one, d ? "exp" : "expf", a);
         break;
       case F::silu:
-        r = approx ? fmt::format("({} * kdsl_rcp_approx(1.f + kdsl_exp_approx_ftz(-{})))", a, a)
+        r = approx ? fmt::format("({} * kdsl_sigmoid_approx({}))", a, a)
                    : fmt::format("({} / ({} + {}(-{})))", a, one, d ? "exp" : "expf", a);
         break;
       case F::gelu:

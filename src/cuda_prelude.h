@@ -8,11 +8,12 @@ namespace kdsl {
 /// and deterministic reduction operators (sum, max, min, Welford/Chan variance, argmax/argmin).
 const char* cuda_prelude();
 
-/// CUDA C++ source of the approximate f32 math (kdsl_exp_approx, kdsl_ex2_approx, kdsl_rcp_approx,
-/// kdsl_div_approx, kdsl_sqrt_approx: PTX approximations without .ftz; kdsl_exp_approx_ftz, with
-/// .ftz, for sigmoid, silu and expm1, where a flushed subnormal cannot show; kdsl_expm1_approx, a
-/// polynomial below |x| = 1/2). Emitted after cuda_prelude() by the kernels whose f32 math is
-/// approximate (cuda::approx_math).
+/// CUDA C++ source of the approximate f32 math (kdsl_ex2_approx, kdsl_div_approx,
+/// kdsl_sqrt_approx: PTX approximations without .ftz; kdsl_exp_approx and kdsl_sigmoid_approx,
+/// .ftz approximations on operands scaled so that subnormal results are still kept;
+/// kdsl_exp_approx_ftz, inside sigmoid, silu and expm1, where a flushed subnormal cannot show;
+/// kdsl_expm1_approx, a polynomial below |x| = 1/2). Emitted after cuda_prelude() by the kernels
+/// whose f32 math is approximate (cuda::approx_math).
 const char* cuda_approx_math_prelude();
 
 /// CUDA C++ source of the asynchronous global-to-shared copies (cp.async, sm_80+): kdsl_cp_async

@@ -576,7 +576,12 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
   replace_all(src,
               R"(asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.44269504088896341f));)",
               "r = expf(x);");
-  replace_all(src, R"(asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = 1.f / x;");
+  replace_all(src, R"(asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(h) : "f"(x * 0x1.715476p-1f));)",
+              "h = expf(0.5f * x);");
+  replace_all(src,
+              R"(asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : )"
+              R"("f"(fmaf(kdsl_exp_approx_ftz(-x), 0.25f, 0.25f)));)",
+              "r = 1.f / fmaf(kdsl_exp_approx_ftz(-x), 0.25f, 0.25f);");
   replace_all(src, R"(asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));)", "r = a / b;");
   replace_all(src, R"(asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = sqrtf(x);");
   // The rescanning scan tile's barrier to common-subexpression elimination: no effect on values.

@@ -320,16 +320,27 @@ template <int W, class T, class Op> __device__ __forceinline__ T kdsl_warp_reduc
 // approximations ex2.approx, rcp.approx, sqrt.approx and div.full (full range, at most 2 ulp).
 // Their relative errors are a few f32 ulp (exp of x: the rounding of x * log2(e), at most 2^-17
 // when |x| is near 88), far below the rounding error of the data (2^-8 relative for bf16, 2^-11
-// for f16). Subnormals are kept (no .ftz), except by kdsl_exp_approx_ftz where they cannot show;
-// kdsl_expm1_approx is a polynomial near 0.
+// for f16). Subnormal results are kept: the .ftz forms run where a flushed subnormal cannot show
+// (kdsl_exp_approx_ftz) or on operands scaled to stay normal (kdsl_exp_approx,
+// kdsl_sigmoid_approx); kdsl_expm1_approx is a polynomial near 0.
 __device__ __forceinline__ float kdsl_ex2_approx(float x) {
   float r;
   asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
-__device__ __forceinline__ float kdsl_exp_approx(float x) { return kdsl_ex2_approx(x * 1.44269504088896341f); }
-// The same, flushing a subnormal result to zero (ex2.approx.ftz: one instruction; without .ftz
-// ptxas adds a rescaling around it, about 4). Only where that cannot show: e^x enters 1 + e^x
+// e^x as the square of 2^(x log2(e) / 2), from ex2.approx.ftz: the half power is normal for
+// every e^x >= 2^-252, so the square rounds a subnormal e^x, and overflows to infinity, where
+// e^x does, as the unflushed ex2.approx would; three instructions where ex2.approx.f32 takes
+// five (sm_90: ptxas rescales around it). The argument's rounding is that of x * log2(e) (the
+// constant is half of log2(e)'s f32 value, exactly); the square doubles ex2.approx's own
+// relative error, about 2^-22.
+__device__ __forceinline__ float kdsl_exp_approx(float x) {
+  float h;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(h) : "f"(x * 0x1.715476p-1f));
+  return h * h;
+}
+// e^x flushing a subnormal result to zero (ex2.approx.ftz of x * log2(e): one instruction). Only
+// where that cannot show: e^x enters 1 + e^x
 // (sigmoid, silu) or e^x - 1 with |x| >= 1/2 (expm1), which round to 1 and -1 alike for every
 // |e^x| < 2^-25.
 __device__ __forceinline__ float kdsl_exp_approx_ftz(float x) {
@@ -337,10 +348,15 @@ __device__ __forceinline__ float kdsl_exp_approx_ftz(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.44269504088896341f));
   return r;
 }
-__device__ __forceinline__ float kdsl_rcp_approx(float x) {
+// sigmoid(x) = 1 / (1 + e^-x) with rcp.approx.ftz: the denominator d >= 1 is divided by 4 in
+// the fma (exactly: one rounding of (1 + e^-x) / 4), so 4 / d > 2^-126 stays normal for every
+// finite d, and the product by 1/4 rounds a subnormal sigmoid as rcp.approx.f32 would (the
+// same bits: ptxas's rescaling around an unflushed rcp is this one). Three instructions where
+// 1.f + e and rcp.approx.f32 take six.
+__device__ __forceinline__ float kdsl_sigmoid_approx(float x) {
   float r;
-  asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaf(kdsl_exp_approx_ftz(-x), 0.25f, 0.25f)));
+  return 0.25f * r;
 }
 __device__ __forceinline__ float kdsl_div_approx(float a, float b) {
   float r;
