@@ -88,8 +88,8 @@ TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
   testing::ScopedEnv math("KDSL_MATH", nullptr);
   auto fe = load("stdlib/rg_lru.kdsl");
   auto body = [&](DType t) { return kernel_body(gen(*fe, "rg_lru_bwd", t, 4096).source); };
-  const char* approx[] = {"kdsl_sigmoid_approx(", "kdsl_sqrt_approx(",
-                          "kdsl_div_approx(", "= kdsl_exp_approx(", "kdsl_expm1_approx("};
+  const char* approx[] = {"kdsl_sigmoid_approx(", "kdsl_sqrt_approx(", "kdsl_div_approx(",
+                          "= kdsl_exp_approx(", "kdsl_expm1_approx("};
   const char* full[] = {"(1.f / (1.f + expf(", "sqrtf(", "= expf(", "expm1f("};
   for (DType t : {DType::bf16, DType::f16}) {
     const std::string b = body(t);
