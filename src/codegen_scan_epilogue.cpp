@@ -73,7 +73,7 @@ void Emitter::emit_phase_b() {
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
-  t_.line("const long long q0 = {};", q0_expr(""));
+  t_.line("const kdsl_pos q0 = {};", q0_expr(""));
   if (rescan()) {
     t_.line("#pragma unroll");
     t_.line("for (int v = 0; v < VR; ++v) {{");
@@ -82,9 +82,9 @@ void Emitter::emit_phase_b() {
   t_.line("#pragma unroll");
   t_.line("for (int vp = 0; vp < VP; ++vp) {{");
   t_.in();
-  t_.line("const long long q = q0 + vp;");
+  t_.line("const kdsl_pos q = q0 + vp;");
   t_.line("const bool qv = ALL_VALID || q < L;");
-  t_.line("const long long tp = REV ? L - 1 - q : q;");
+  t_.line("const kdsl_pos tp = REV ? L - 1 - q : q;");
   t_.line("(void)qv; (void)tp;");
   std::map<At, std::string> memo;
   bool any_exclusive = false;
@@ -154,7 +154,7 @@ void Emitter::emit_phase_b() {
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
-  t_.line("const long long q0 = {};", q0_expr(""));
+  t_.line("const kdsl_pos q0 = {};", q0_expr(""));
   emit_step_stores();
   t_.out();
   t_.line("}}");
@@ -190,7 +190,7 @@ void Emitter::emit_step_stores() {
       t_.line("}}");
       t_.line("sp{0} += sp{0}_s;", j);
     } else if (s_.vector_fast) {
-      t_.line("const long long pl = REV ? L - q0 - VP : q0;");
+      t_.line("const kdsl_pos pl = REV ? L - q0 - VP : q0;");
       t_.line("if ((ALL_VALID || q0 < L) && rv[0]) {{");
       t_.in();
       t_.line("{} tmp[VP];", sty);
@@ -203,8 +203,8 @@ void Emitter::emit_step_stores() {
       t_.line("#pragma unroll");
       t_.line("for (int vp = 0; vp < VP; ++vp) {{");
       t_.in();
-      t_.line("const long long q = q0 + vp;");
-      t_.line("const long long pp = REV ? L - 1 - q : q;");
+      t_.line("const kdsl_pos q = q0 + vp;");
+      t_.line("const kdsl_pos pp = REV ? L - 1 - q : q;");
       t_.line("#pragma unroll");
       t_.line("for (int v = 0; v < VR; ++v) {{");
       t_.in();

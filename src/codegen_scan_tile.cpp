@@ -95,8 +95,8 @@ std::string Emitter::init_state(size_t i) const {
 // columns: a thread's T steps are consecutive positions).
 std::string Emitter::q0_expr(const std::string& sfx, const std::string& j) const {
   if (s_.blocked)
-    return fmt::format("qt{} + ((static_cast<long long>(wp) * LP + lp) * T + {}) * VP", sfx, j);
-  return fmt::format("qt{} + ((static_cast<long long>(wp) * T + {}) * LP + lp) * VP", sfx, j);
+    return fmt::format("qt{} + ((static_cast<kdsl_pos>(wp) * LP + lp) * T + {}) * VP", sfx, j);
+  return fmt::format("qt{} + ((static_cast<kdsl_pos>(wp) * T + {}) * LP + lp) * VP", sfx, j);
 }
 
 // scan.columns: the thread's position q0 moves by VP (blocked) or LP * VP positions per step j.
@@ -117,12 +117,18 @@ void Emitter::emit_column_pointer(const std::string& ptr, const std::string& typ
 }
 
 void Emitter::emit_constants() {
-  t_.line("constexpr long long L = {}LL;", len_);
+  // Positions (processing order and physical, with their shifts) in 32-bit arithmetic where the
+  // sequence is short enough: fewer instructions per element than 64-bit adds and compares (the
+  // bounds of the shifted accesses are tested per element). Offsets stay 64-bit.
+  const bool narrow = len_ + s_.cl() <= (int64_t{1} << 30);
+  t_.line("using kdsl_pos = {};  // positions along the scan axis", narrow ? "int" : "long long");
+  t_.line("using kdsl_upos = {};", narrow ? "unsigned" : "unsigned long long");
+  t_.line("constexpr kdsl_pos L = {};", len_);
   t_.line("constexpr int VR = VRT, VP = {}, LR = {}, LP = {}, WR = {}, WP = {}, T = {};", s_.vp,
           s_.lr, s_.lp, s_.wr, s_.wp, s_.t);
   t_.line("constexpr int TD = WR * LR * VR;  // rows per tile");
   t_.line("constexpr bool FAST = VR > 1;  // 16-byte accesses of VR rows (scan.columns)");
-  t_.line("constexpr long long CL = {}LL;", s_.cl());
+  t_.line("constexpr kdsl_pos CL = {};", s_.cl());
   t_.line("constexpr bool REV = {}, ALL_VALID = L % CL == 0;", s_.reverse ? "true" : "false");
   t_.line("const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;");
   t_.line("const int wp = warp % WP, wr = warp / WP, lr = lane % LR, lp = lane / LR;");
@@ -163,7 +169,8 @@ std::vector<ir::ValueId> Emitter::row_nodes() const {
 
 // The per-tile values of the thread's rows (suffix: "" the current tile, "_n" the next one).
 void Emitter::emit_row_decls(const std::string& sfx) {
-  t_.line("long long c{0} = 0, rt{0} = 0, r0{0} = 0, qt{0} = 0;", sfx);
+  t_.line("long long c{0} = 0, rt{0} = 0, r0{0} = 0;", sfx);
+  t_.line("kdsl_pos qt{} = 0;", sfx);
   t_.line("bool rv{}[VR];", sfx);
   for (size_t a = 0; a < p_.accesses.size(); ++a) t_.line("long long ao{}{} = 0;", a, sfx);
   for (size_t j = 0; j < k_.stores.size(); ++j) {
@@ -180,7 +187,8 @@ void Emitter::emit_row_assign(const std::string& sfx, const std::string& tile) {
   t_.line("c{0} = {1} / RT;", sfx, tile);
   t_.line("rt{0} = {1} - c{0} * RT;", sfx, tile);
   t_.line("r0{0} = rt{0} * TD + rr0;", sfx);
-  t_.line("qt{0} = c{0} * CL;  // the tile's first position (processing order)", sfx);
+  t_.line("qt{0} = static_cast<kdsl_pos>(c{0} * CL);  // the tile's first position (processing order)",
+          sfx);
   t_.line("#pragma unroll");
   t_.line("for (int v = 0; v < VR; ++v) rv{0}[v] = r0{0} < p.rows;  // VR divides the rows", sfx);
   for (size_t a = 0; a < p_.accesses.size(); ++a) {
@@ -238,14 +246,14 @@ void Emitter::emit_row_copy() {
 // position. Unshifted, pp is inside exactly when 0 <= q < L, and q is never negative.
 void Emitter::emit_position(const std::string& q, int delta, const std::string& sfx, bool need_pp) {
   if (need_pp || delta != 0) {
-    t_.line("const long long pp = (REV ? L - 1 - {0} : {0}) - ({1});", q, delta);
+    t_.line("const kdsl_pos pp = (REV ? L - 1 - {0} : {0}) - ({1});", q, delta);
   }
   if (delta == 0) {
     t_.line("const bool ok = (ALL_VALID || {} < L) && rv{}[0];", q, sfx);
   } else {
     t_.line(
-        "const bool ok = (ALL_VALID || {} < L) && static_cast<unsigned long long>(pp) < "
-        "static_cast<unsigned long long>(L) && rv{}[0];",
+        "const bool ok = (ALL_VALID || {} < L) && static_cast<kdsl_upos>(pp) < "
+        "static_cast<kdsl_upos>(L) && rv{}[0];",
         q, sfx);
   }
 }
@@ -255,13 +263,13 @@ void Emitter::emit_position_loop(int delta, const std::string& sfx) {
   t_.line("#pragma unroll");
   t_.line("for (int vp = 0; vp < VP; ++vp) {{");
   t_.in();
-  t_.line("const long long q = q0 + vp;");
+  t_.line("const kdsl_pos q = q0 + vp;");
   emit_position("q", delta, sfx, true);
 }
 
 // pl: the first physical position of the VP positions from q0 (scan.rows, vector accesses).
 void Emitter::emit_vector_position(int delta, const std::string& sfx) {
-  t_.line("const long long pl = (REV ? L - q0 - VP : q0) - ({});", delta);
+  t_.line("const kdsl_pos pl = (REV ? L - q0 - VP : q0) - ({});", delta);
   t_.line("const bool ok = (ALL_VALID || q0 < L) && pl >= 0 && pl + VP <= L && rv{}[0];", sfx);
 }
 
@@ -274,7 +282,7 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
   const std::string base = fmt::format("t{}", x.tensor);
   const std::string vs = vstride(x.tensor, x.view);
   if (declare) t_.line("{} {}[T][VR * VP];", st, array);
-  auto q0 = [&]() { t_.line("const long long q0 = {};", q0_expr(sfx, "j")); };
+  auto q0 = [&]() { t_.line("const kdsl_pos q0 = {};", q0_expr(sfx, "j")); };
   if (s_.columns) {
     // 16-byte accesses of VR rows when the launch allows them; else one row at a time. Both
     // step a pointer from the thread's first position (emit_column_pointer).
@@ -397,7 +405,7 @@ void Emitter::emit_staged_load(int a, const std::string& sfx) {
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
-  t_.line("const long long q0 = {};", q0_expr(sfx, "j"));
+  t_.line("const kdsl_pos q0 = {};", q0_expr(sfx, "j"));
   if (s_.columns) {
     emit_position("q0", x.delta, sfx, false);
     copy("0", ptr);
@@ -500,8 +508,8 @@ std::string Emitter::elem(ir::ValueId id, int delta, std::map<At, std::string>& 
       std::string inner = elem(n.args[0], delta + n.index, memo);
       int d = delta + n.index;
       t_.line(
-          "const {} {} = static_cast<unsigned long long>(tp - ({})) < static_cast<unsigned long "
-          "long>(L) ? {} : {};",
+          "const {} {} = static_cast<kdsl_upos>(tp - ({})) < static_cast<kdsl_upos>(L) ? {} : "
+          "{};",
           rt, name, d, inner, scalar(n.args[1]));
       break;
     }
@@ -573,14 +581,14 @@ void Emitter::emit_phase_a() {
   t_.line("#pragma unroll");
   t_.line("for (int j = 0; j < T; ++j) {{");
   t_.in();
-  t_.line("const long long q0 = {};", q0_expr(""));
+  t_.line("const kdsl_pos q0 = {};", q0_expr(""));
   for (size_t i = 0; i < p_.states.size(); ++i) t_.line("{} a{};", state_type(i), i);
   t_.line("#pragma unroll");
   t_.line("for (int vp = 0; vp < VP; ++vp) {{");
   t_.in();
-  t_.line("const long long q = q0 + vp;");
+  t_.line("const kdsl_pos q = q0 + vp;");
   t_.line("const bool qv = ALL_VALID || q < L;");
-  t_.line("const long long tp = REV ? L - 1 - q : q;");
+  t_.line("const kdsl_pos tp = REV ? L - 1 - q : q;");
   t_.line("(void)tp;");
   std::map<At, std::string> memo;
   for (size_t i = 0; i < p_.states.size(); ++i) {
