@@ -26,6 +26,16 @@
 #                 instructions fewer of about 25) 0-5%, most at 4096 x 32768 (1 CTA of 512 per
 #                 SM, 105 registers), where it is furthest from copy (0.86); f32 rows unchanged
 #                 (full-precision math).
+#   s23.sh pos    (after math: rg_lru_bwd bf16 560 -> 519 us) positions along the scan axis in
+#                 32-bit arithmetic where L + CL <= 2^30 (the bounds of rg_lru_bwd's shifted
+#                 accesses were tested per element with 64-bit compares); .device/bin/kdsl_old is
+#                 94ba19e. --verify on every new case, old against new, three rounds; the Small
+#                 and IssueShapes cases of stdlib_scan_gpu_test; two softmax hints at bf16
+#                 4096 x 32768 (1024 threads, staged 2 and 3 deep; 59-64 registers, 32 warps
+#                 per SM, against 512 threads with 105).
+#                 Prediction: the scan kernels with shifted accesses (rg_lru_bwd) 1-3% faster
+#                 (about 5 of 155 instructions per element), the others within 1%; the softmax
+#                 hints no faster than the default (earlier sweeps found none).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
@@ -94,8 +104,46 @@ case "${1:-}" in
         --shape M=4096,N=32768 2>&1 | grep -E "^    [A-Z]" | grep -vE "^    (Section|-)"
     } 2>&1 | tee "$out/math.txt"
     ;;
+  pos)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=(
+      "rg_lru rg_lru_bwd bf16 B=1,L=32768,D=2048 default"
+      "rg_lru rg_lru_bwd f16 B=1,L=32768,D=2048 default"
+      "rg_lru rg_lru_bwd f32 B=1,L=32768,D=2048 default"
+      "rg_lru rg_lru bf16 B=1,L=32768,D=2048 default"
+      "linear_recurrence linear_recurrence bf16 B=1,L=32768,D=2048 default"
+      "linear_recurrence linear_recurrence_bwd bf16 B=1,L=32768,D=2048 default"
+      "scan cumsum_mid bf16 B=1,L=32768,D=2048 default"
+      "scan cumsum_mid f32 B=1,L=32768,D=2048 default"
+      "scan cumsum bf16 M=4096,N=8192 default"
+      "scan logcumsumexp_bwd bf16 M=4096,N=8192 default"
+    )
+    k=.device/bin/kdsl precompile
+    k=.device/bin/kdsl_old precompile
+    {
+      for round in 1 2 3; do
+        for c in "${cases[@]}"; do
+          for b in kdsl_old kdsl; do
+            extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
+            printf '%s %-8s ' "$round" "$b"
+            k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
+          done
+        done
+      done
+      cases=(
+        "softmax softmax bf16 M=4096,N=32768 default"
+        "softmax softmax bf16 M=4096,N=32768 group=1024,stage=2"
+        "softmax softmax bf16 M=4096,N=32768 group=1024,stage=3"
+      )
+      precompile
+      rounds 2 first
+      s=$(date +%s)
+      timeout 200 .device/bin/stdlib_scan_gpu_test --gtest_filter='*Small*:*IssueShapes*' 2>&1 | tail -3
+      echo "stdlib_scan_gpu_test in $(( $(date +%s) - s )) s"
+    } 2>&1 | tee "$out/pos.txt"
+    ;;
   *)
-    echo "usage: s23.sh probe|math" >&2
+    echo "usage: s23.sh probe|math|pos" >&2
     exit 2
     ;;
 esac
