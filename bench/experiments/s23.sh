@@ -36,6 +36,7 @@
 #                 Prediction: the scan kernels with shifted accesses (rg_lru_bwd) 1-3% faster
 #                 (about 5 of 155 instructions per element), the others within 1%; the softmax
 #                 hints no faster than the default (earlier sweeps found none).
+#   s23.sh final  scripts/device/final_bench.sh with the peers timed in the same run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
@@ -142,8 +143,18 @@ case "${1:-}" in
       echo "stdlib_scan_gpu_test in $(( $(date +%s) - s )) s"
     } 2>&1 | tee "$out/pos.txt"
     ;;
+  final)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    rm -rf /tmp/fb && mkdir -p /tmp/fb
+    OUT=/tmp/fb KDSL_PEERS=run bash scripts/device/final_bench.sh > /tmp/fb/final_bench.txt 2>&1
+    tail -45 /tmp/fb/final_bench.txt
+    cp /tmp/fb/final_bench.txt /tmp/fb/h200.json /tmp/fb/kdsl_norm.json /tmp/fb/kdsl_scan.json \
+       /tmp/fb/norm_gbps.png /tmp/fb/launch.txt "$out/" 2>&1
+    cp /tmp/fb/peers_run/peers.json "$out/peers_run.json" 2>&1
+    ls -la "$out"
+    ;;
   *)
-    echo "usage: s23.sh probe|math|pos" >&2
+    echo "usage: s23.sh probe|math|pos|final" >&2
     exit 2
     ;;
 esac
