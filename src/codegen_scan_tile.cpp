@@ -190,8 +190,7 @@ void Emitter::emit_row_assign(const std::string& sfx, const std::string& tile) {
   t_.line("c{0} = {1} / RT;", sfx, tile);
   t_.line("rt{0} = {1} - c{0} * RT;", sfx, tile);
   t_.line("r0{0} = rt{0} * TD + rr0;", sfx);
-  t_.line("qt{0} = static_cast<kdsl_pos>(c{0} * CL);  // the tile's first position (processing order)",
-          sfx);
+  t_.line("qt{0} = static_cast<kdsl_pos>(c{0} * CL);  // the tile's first position", sfx);
   t_.line("#pragma unroll");
   t_.line("for (int v = 0; v < VR; ++v) rv{0}[v] = r0{0} < p.rows;  // VR divides the rows", sfx);
   for (size_t a = 0; a < p_.accesses.size(); ++a) {
