@@ -41,6 +41,20 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
 out="${OUT:-/tmp}"
+# Old (.device/bin/kdsl_old) against new (.device/bin/kdsl) on every case of `cases`, $1 rounds,
+# alternating, --verify on the new binary in round 1.
+ab_rounds() {
+  local round c b extra
+  for round in $(seq "$1"); do
+    for c in "${cases[@]}"; do
+      for b in kdsl_old kdsl; do
+        extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
+        printf '%s %-8s ' "$round" "$b"
+        k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
+      done
+    done
+  done
+}
 case "${1:-}" in
   probe)
     nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
@@ -87,15 +101,7 @@ case "${1:-}" in
     k=.device/bin/kdsl precompile
     k=.device/bin/kdsl_old precompile
     {
-      for round in 1 2 3; do
-        for c in "${cases[@]}"; do
-          for b in kdsl_old kdsl; do
-            extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
-            printf '%s %-8s ' "$round" "$b"
-            k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
-          done
-        done
-      done
+      ab_rounds 3
       timeout 120 .device/bin/numerics_gpu_test 2>&1 | grep -E "largest|OK|FAIL|PASSED|tests ran"
       timeout 120 .device/bin/ieee_gpu_test 2>&1 | tail -3
       ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
@@ -122,15 +128,7 @@ case "${1:-}" in
     k=.device/bin/kdsl precompile
     k=.device/bin/kdsl_old precompile
     {
-      for round in 1 2 3; do
-        for c in "${cases[@]}"; do
-          for b in kdsl_old kdsl; do
-            extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
-            printf '%s %-8s ' "$round" "$b"
-            k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
-          done
-        done
-      done
+      ab_rounds 3
       cases=(
         "softmax softmax bf16 M=4096,N=32768 default"
         "softmax softmax bf16 M=4096,N=32768 group=1024,stage=2"
