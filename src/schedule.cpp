@@ -640,7 +640,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   }
   const bool open = !hint.smem_columns && !hint.cache_rows && cluster == 1;
   const bool rows16 = s.element_bytes == 2;
-  bool staging_rule = false, pack_rule = false;
+  bool staging_rule = false, pack_rule = false, long_dependent_rule = false;
   if (open && s.column_reduction && s.chunks * s.vec <= 16 && (rows16 || s.reductions == 1)) {
     // Backward kernels with at most 16 elements per thread (fifth session, sweeps 5 and 6): the
     // column accumulators in registers, not shared memory, whose load and store per element and
@@ -692,16 +692,25 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     }
   } else if (open && !hint.group && !hint.stage && !hint.prefetch && !s.column_reduction &&
              s.persistent && s.phases >= 2 && rows16 && s.group == 1024) {
-    // Dependent reductions (softmax) on long 16-bit rows: 512 threads per row with the next row
-    // staged in shared memory (softmax bf16 4096 x 32768: 162 us against 199).
-    h.group = 512;
+    // Dependent reductions (softmax) on long 16-bit rows: the next row staged in shared memory,
+    // the row kept by 1024 threads where it can be staged so (softmax bf16 4096 x 32768: 144.0
+    // us against 147.7 at 512 threads, log_softmax 144.5 against 147.6; twenty-fourth session),
+    // else by 512 (162 us against 199 unstaged at 1024 in the sixth session; at 2048 x 65536,
+    // where the rows are streamed, 207 against 258 at 1024).
+    h.group = 1024;
     h.stage = 2;
     staging_rule = true;
-    why.push_back("a long row with dependent reductions: 512 threads per row");
+    long_dependent_rule = true;
+    why.push_back("a long row with dependent reductions: 1024 threads per row");
   }
   if (why.empty()) return s;
   RowSchedule first = s;
   s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  if (long_dependent_rule && s.stage < 2) {
+    h.group = 512;
+    why.back() = "a long row with dependent reductions: 512 threads per row";
+    s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+  }
   if (pack_rule && (s.stage < 2 || s.chunks != 1)) {
     // Packing was measured on staged rows of one chunk per thread only; rows that could not be
     // staged, or whose packed registers let fewer threads take two chunks each, stay unpacked.

@@ -130,13 +130,18 @@ TEST(RowSchedule, LongRowsRunOnAPersistentGrid) {
   // Longer rows and f32 rows stay on the persistent grid.
   EXPECT_TRUE(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 65536).s.persistent);
   EXPECT_TRUE(choose("layer_norm.kdsl", "layer_norm", DType::f32, 32768).s.persistent);
-  // Two phases: no cluster; 512 threads per row with the next row staged in shared memory.
+  // Two phases: no cluster; 1024 threads per row with the next row staged in shared memory.
   Chosen s = choose("softmax.kdsl", "softmax", DType::bf16, 32768);
   EXPECT_TRUE(s.s.persistent);
-  EXPECT_EQ(s.s.group, 512);
+  EXPECT_EQ(s.s.group, 1024);
   EXPECT_EQ(s.s.stage, 2);
   EXPECT_EQ(s.s.cluster, 1);
   EXPECT_NE(s.source.find("kdsl_cp_async<16>"), std::string::npos);
+  // Rows too long to stage (streamed) keep 512 threads per row.
+  Chosen s2 = choose("softmax.kdsl", "log_softmax", DType::bf16, 65536);
+  EXPECT_EQ(s2.s.group, 512);
+  EXPECT_LT(s2.s.stage, 2);
+  EXPECT_TRUE(has_reason(s2.s, "a long row with dependent reductions: 512 threads per row"));
   // f32 rows of that length stay on 1024 threads without staging.
   EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::f32, 32768).s.stage, 0);
 }
