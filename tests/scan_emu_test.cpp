@@ -329,6 +329,29 @@ TEST_F(ScanEmu, RescanningTilesMatchTheInterpreter) {
   }
 }
 
+// The default 64-step tile of rescanned 16-bit cumsum-like kernels (sequences of at least 8192):
+// tiles of 1024 positions, a partial last one, 2-row accesses (D even) and element accesses.
+TEST_F(ScanEmu, SixtyFourStepTilesMatchTheInterpreter) {
+  testing::ScanScheduleEnv env("");
+  uint64_t seed = 900;
+  for (const auto& [name, dtype] : std::vector<std::pair<std::string, DType>>{
+           {"cumsum_mid", DType::bf16}, {"cumprod_reverse_exclusive_mid", DType::f16}}) {
+    std::optional<testing::ScanKernel> k;
+    for (const testing::ScanKernel& c : testing::stdlib_scan_kernels()) {
+      if (c.kernel == name && !c.complex) k = c;
+    }
+    ASSERT_TRUE(k && k->middle) << name;
+    auto fe = testing::front_end(k->file);
+    for (auto [b, l, d] : {std::tuple<int64_t, int64_t, int64_t>{1, 9000, 4}, {1, 8200, 3}}) {
+      Problem p = testing::scan_problem(fe, *k, dtype, b, l, d, seed++);
+      ASSERT_NE(p.ir.name.find(name), std::string::npos);
+      emu::expect_emulated_matches_reference(
+          p, fmt::format("{} {} ({}, {}, {})", name, dtype_name(dtype), b, l, d));
+      if (HasFailure()) return;
+    }
+  }
+}
+
 // Every stdlib scan kernel, f32, at a shape with several chunks and odd sizes and at a short one;
 // the recurrences in bf16 too.
 class StdlibScanEmu : public ::testing::TestWithParam<testing::ScanKernel> {};

@@ -802,8 +802,9 @@ using testing::ScanScheduleEnv;
 
 // The middle-axis layout measured on the H200 at (1, 32768, 2048) (bench/RESULTS.md, ninth to
 // eleventh sessions): memory-bound kernels take accesses of 2 rows, 16 lanes along the rows and 8
-// to 32 steps from a register budget; 16-bit kernels with much elementwise math (RG-LRU) take
-// accesses of 2 rows, 32 lanes along the rows and 8 or 16 steps from a smaller budget; f32 ones
+// to 32 steps from a register budget (64 for a rescanned 16-bit cumsum over L >= 8192); 16-bit
+// kernels with much elementwise math (RG-LRU) take accesses of 2 rows, 32 lanes along the rows
+// and 8 or 16 steps from a smaller budget; f32 ones
 // with much math, logcumsumexp (math in the combine), 8-byte elements and short sequences keep
 // element accesses of 32-byte rows.
 TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
@@ -818,7 +819,9 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   };
   const Case cases[] = {
       {"scan.kdsl", "cumsum_mid", DType::f32, 32768, 2, 16, 2, 32},
-      {"scan.kdsl", "cumsum_mid", DType::bf16, 32768, 2, 16, 2, 32},
+      // rescanning one f32 state (3 half words): 128 elements, where L makes 8 tiles of 1024
+      {"scan.kdsl", "cumsum_mid", DType::bf16, 32768, 2, 16, 2, 64},
+      {"scan.kdsl", "cumsum_mid", DType::bf16, 8191, 2, 16, 2, 32},
       {"linear_recurrence.kdsl", "linear_recurrence", DType::f32, 32768, 2, 16, 2, 16},
       // rescanning 16-bit tensors: a budget of 256 words holds 64 elements of 8 half words
       {"linear_recurrence.kdsl", "linear_recurrence", DType::bf16, 32768, 2, 16, 2, 32},
