@@ -281,9 +281,8 @@ void Emitter::emit_smem() {
   }
   for (size_t i = 0; i < p_.states.size(); ++i) {
     if (warp_smem()) t_.line("{} w{}[{}][{}];", state_type(i), i, s_.wp, s_.td());
-    if (p_.lookback) {
-      t_.line("{} x{}[{}];", state_type(i), i, s_.td());
-      if (!packed()) t_.line("{} lbv{}[{}][{}];", state_type(i), i, lookback_window(), s_.td());
+    if (p_.lookback && !packed()) {
+      t_.line("{} lbv{}[{}][{}];", state_type(i), i, lookback_window(), s_.td());
     }
     if (p_.lookback && !p_.states[i].inits.empty()) {
       t_.line("{} in{}[{}];", state_type(i), i, s_.td());

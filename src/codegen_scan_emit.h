@@ -56,6 +56,7 @@ class Emitter {
   /// together they take at most three words, the fourth being the status.
   bool packed() const;
   void emit_packed_lookback();
+  void emit_warp_prefixes(size_t i);
 
   // The tile (codegen_scan_tile.cpp).
   void emit_tile();

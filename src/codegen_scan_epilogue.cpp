@@ -38,11 +38,12 @@ void Emitter::emit_phase_b() {
   t_.in();
   for (size_t i = 0; i < p_.states.size(); ++i) {
     const std::string ty = state_type(i);
-    std::string base = p_.lookback                   ? fmt::format("sm.x{}[rr0 + v]", i)
+    // With a look-back, its threads left each warp's prefix in sm.w (emit_warp_prefixes).
+    std::string base = p_.lookback                   ? fmt::format("sm.w{}[wp][rr0 + v]", i)
                        : !p_.states[i].inits.empty() ? init_state(i)
                                                      : ty + "_empty()";
     t_.line("{} Y{} = {};  // the prefix before the warp's first position", ty, i, base);
-    if (warp_smem()) {
+    if (warp_smem() && !p_.lookback) {
       t_.line("#pragma unroll");
       t_.line("for (int w = 0; w < WP - 1; ++w) {{");
       t_.in();

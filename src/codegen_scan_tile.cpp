@@ -869,12 +869,34 @@ void Emitter::emit_lookback(const std::function<void()>& between) {
   t_.in();
   for (size_t i = 0; i < p_.states.size(); ++i) {
     t_.line("inc{0}[tile * TD + tid] = {1}_op(ex{0}, ag{0});", i, state_type(i));
-    t_.line("sm.x{0}[tid] = ex{0};", i);
+    emit_warp_prefixes(i);
   }
   t_.out();
   t_.line("}}");
   t_.line("__syncthreads();");
   t_.line("if (tid == 0) kdsl_sc_st_release(flags + tile, 2u);");
+}
+
+// After the look-back, in thread tid < TD (row tid of the tile): state i's prefix before each
+// warp's first position, ex (+) agg[warp 0] (+) ... (+) agg[warp w - 1], written over the warps'
+// aggregates sm.w<i>[w][tid] for phase B, which then reads its warp's one value instead of
+// combining the WP - 1 aggregates before it in every thread (a chain of shared-memory loads
+// and combines per row of the thread).
+void Emitter::emit_warp_prefixes(size_t i) {
+  const std::string ty = state_type(i);
+  t_.line("{{");
+  t_.in();
+  t_.line("{} y = ex{};", ty, i);
+  t_.line("#pragma unroll");
+  t_.line("for (int w = 0; w < WP; ++w) {{");
+  t_.in();
+  t_.line("const {} a = sm.w{}[w][tid];", ty, i);
+  t_.line("sm.w{}[w][tid] = y;", i);
+  t_.line("if (w + 1 < WP) y = {}_op(y, a);", ty);
+  t_.out();
+  t_.line("}}");
+  t_.out();
+  t_.line("}}");
 }
 
 namespace {
@@ -974,7 +996,7 @@ void Emitter::emit_packed_lookback() {
   t_.line("uint4 w2 = make_uint4(0u, 0u, 0u, 2u);");
   for (size_t i = 0; i < p_.states.size(); ++i) {
     t_.line("const {0} in{1} = {0}_op(ex{1}, ag{1});", state_type(i), i);
-    t_.line("sm.x{0}[tid] = ex{0};", i);
+    emit_warp_prefixes(i);
   }
   pack("w2", "in");
   t_.line("kdsl_sc_pk_st(pk + tile * TD + tid, w2);");
