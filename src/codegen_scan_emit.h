@@ -78,6 +78,9 @@ class Emitter {
   void emit_loads(bool phase_a, const std::string& sfx, bool declare);
   void emit_load(int a, const std::string& sfx, const std::string& array, bool declare);
   bool loaded_in_b(int a) const;
+  int shift_source(int a) const;
+  std::string array_of(int a) const;
+  void emit_shift_copies();
   void emit_position(const std::string& q, int delta, const std::string& sfx, bool need_pp);
   void emit_vector_position(int delta, const std::string& sfx);
   void emit_position_loop(int delta, const std::string& sfx);

@@ -277,6 +277,54 @@ void Emitter::emit_vector_position(int delta, const std::string& sfx) {
 
 // Loads of access `a` for all T steps into R<a>[T][VR * VP] (storage format), zero where the row
 // or the position is outside the tensor.
+// The unshifted access of the same tensor and view whose registers hold access `a`'s elements
+// at a thread's other steps, or -1. A thread's steps are consecutive positions (scan.columns, one
+// position per access), so an access at shift d reads at step j what the unshifted one read at
+// step j + SH (SH = d on a reverse scan, -d on a forward one): only the |d| steps whose partner
+// falls outside the thread's steps are loaded; the rest are copied (emit_shift_copies). This
+// takes rg_lru_bwd's second load of gate_a (at t + 1) from 8 loads a thread and tile to 1.
+// Not when the loads are pipelined (the next tile's go to other arrays).
+int Emitter::shift_source(int a) const {
+  const Access& x = p_.accesses[a];
+  if (!s_.columns || pipelined() || s_.vp != 1 || x.delta == 0 || std::abs(x.delta) >= s_.t) {
+    return -1;
+  }
+  for (size_t b = 0; b < p_.accesses.size(); ++b) {
+    const Access& y = p_.accesses[b];
+    if (y.tensor == x.tensor && y.view == x.view && y.delta == 0) return static_cast<int>(b);
+  }
+  return -1;
+}
+
+// The register array of access `a` in the non-pipelined tile: R<a> when phase A loads it, else
+// RB<a> (both issued when the tile starts).
+std::string Emitter::array_of(int a) const {
+  return fmt::format("{}{}", loaded_in_b(a) ? "RB" : "R", a);
+}
+
+// After every load of the tile is issued: the shifted accesses' elements at the steps their
+// unshifted partner read (shift_source).
+void Emitter::emit_shift_copies() {
+  for (size_t a = 0; a < p_.accesses.size(); ++a) {
+    const int b = shift_source(static_cast<int>(a));
+    if (b < 0) continue;
+    const std::string sh = fmt::format("SH{}", a);
+    t_.line("#pragma unroll");
+    t_.line("for (int j = 0; j < T; ++j) {{  // {} at the other steps: {}'s registers",
+            array_of(static_cast<int>(a)), array_of(b));
+    t_.in();
+    t_.line("if (j + {0} >= 0 && j + {0} < T) {{", sh);
+    t_.in();
+    t_.line("#pragma unroll");
+    t_.line("for (int v = 0; v < VR * VP; ++v) {}[j][v] = {}[j + {}][v];",
+            array_of(static_cast<int>(a)), array_of(b), sh);
+    t_.out();
+    t_.line("}}");
+    t_.out();
+    t_.line("}}");
+  }
+}
+
 void Emitter::emit_load(int a, const std::string& sfx, const std::string& array, bool declare) {
   const Access& x = p_.accesses[a];
   const DType dt = k_.tensors[x.tensor].dtype;
@@ -289,10 +337,16 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
     // 16-byte accesses of VR rows when the launch allows them; else one row at a time. Both
     // step a pointer from the thread's first position (emit_column_pointer).
     const std::string ptr = fmt::format("ap{}", a);
+    const bool copied = sfx.empty() && shift_source(a) >= 0;
+    if (copied) t_.line("constexpr int SH{} = REV ? {} : -({});", a, x.delta, x.delta);
     auto steps = [&](bool fast) {
       t_.line("#pragma unroll");
       t_.line("for (int j = 0; j < T; ++j) {{");
       t_.in();
+      if (copied) {
+        t_.line("if (j + SH{0} < 0 || j + SH{0} >= T) {{  // else copied", a);
+        t_.in();
+      }
       q0();
       emit_position("q0", x.delta, sfx, false);
       if (!fast) {
@@ -312,6 +366,10 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
         t_.line("const {} y = ok ? *{} : {}{{}};", st, ptr, st);
         t_.line("#pragma unroll");
         t_.line("for (int v = 0; v < VR; ++v) {}[j][v] = y;", array);
+      }
+      if (copied) {
+        t_.out();
+        t_.line("}}");
       }
       t_.line("{0} += {0}_s;", ptr);
       t_.out();
@@ -1051,6 +1109,7 @@ void Emitter::emit_uniforms() {
 // the column-reduction partials.
 void Emitter::emit_tile_body(const std::function<void()>& between) {
   emit_loads(false, "", true);
+  emit_shift_copies();
   emit_lookback_setup();
   emit_phase_a();
   emit_lookback(between);

@@ -69,6 +69,20 @@ rounds() {
   done
 }
 # `source s18.sh lib` (s19.sh) takes the functions above alone.
+# Old (.device/bin/kdsl_old) against new (.device/bin/kdsl) on every case of `cases`, $1 rounds,
+# alternating, --verify on the new binary in round 1.
+ab_rounds() {
+  local round c b extra
+  for round in $(seq "$1"); do
+    for c in "${cases[@]}"; do
+      for b in kdsl_old kdsl; do
+        extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
+        printf '%s %-8s ' "$round" "$b"
+        k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
+      done
+    done
+  done
+}
 [ "${1:-}" = lib ] && return 0
 case "${1:-}" in
   hand)

@@ -41,20 +41,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
 out="${OUT:-/tmp}"
-# Old (.device/bin/kdsl_old) against new (.device/bin/kdsl) on every case of `cases`, $1 rounds,
-# alternating, --verify on the new binary in round 1.
-ab_rounds() {
-  local round c b extra
-  for round in $(seq "$1"); do
-    for c in "${cases[@]}"; do
-      for b in kdsl_old kdsl; do
-        extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
-        printf '%s %-8s ' "$round" "$b"
-        k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
-      done
-    done
-  done
-}
 case "${1:-}" in
   probe)
     nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader

@@ -18,6 +18,23 @@
 #                    executed SASS per line, to split the tile's integer (address, bounds) work
 #                    from its loads, scan and stores, as AG1 did for rg_lru_bwd (61 of 167
 #                    instructions per element were integer work there).
+#   s24.sh ab     (after probe: tune found no faster layout for the recurrences or the last-axis
+#                 cumsum; cumsum_mid bf16 64 steps 81.9 against 85.2 us; softmax and log_softmax
+#                 at 4096 x 32768 2.0-2.6% faster on 1024 threads staged, 25% slower at 65536)
+#                 .device/bin/kdsl_old is df5bc88 (the session's start, codegen-wise), against
+#                 the new defaults (1024-thread staged long softmax rows, 64-step rescanned
+#                 16-bit cumsum tiles over L >= 8192) and the warp prefixes the look-back threads
+#                 now leave in shared memory (phase B read them instead of combining up to 7
+#                 warps' aggregates per row: a chain of shared loads and combines per tile).
+#                 --verify on the new binary in round 1, two rounds, alternating; the scan GPU
+#                 tests of the kernels concerned; compute-sanitizer memcheck and racecheck on
+#                 the new schedules at small shapes (a partial 64-step tile, 1024-thread rows).
+#                 Prediction: softmax / log_softmax bf16 and f16 4096 x 32768 2-3% faster;
+#                 cumsum_mid bf16 at (1, 32768, 2048) 3-5% faster, at (1, 32768, 1024) and
+#                 (1, 8192, 2560) 0-5%, at (4, 2048, 2048) (32 steps still) 0-2% from the
+#                 warp prefixes; the recurrences and RG-LRU 0-3% (up to 7 fewer dependent
+#                 shared loads and combines per row and tile; rg_lru_bwd has 16 elements per
+#                 thread and tile, so it gains most per element).
 #   s24.sh final  scripts/device/final_bench.sh with the peers timed in the same run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,6 +77,52 @@ case "${1:-}" in
     "$ncu" -i /tmp/rep_lr.ncu-rep --page source --csv --print-source sass > "$out/source_lr.csv" 2>&1
     ls -la "$out"
     ;;
+  ab)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=(
+      "softmax softmax bf16 M=4096,N=32768 default"
+      "softmax log_softmax bf16 M=4096,N=32768 default"
+      "softmax softmax f16 M=4096,N=32768 default"
+      "scan cumsum_mid bf16 $scan_shape default"
+      "scan cumsum_mid bf16 B=1,L=32768,D=1024 default"
+      "scan cumsum_mid bf16 B=1,L=8192,D=2560 default"
+      "scan cumsum_mid bf16 B=4,L=2048,D=2048 default"
+      "scan cumprod_mid bf16 $scan_shape default"
+      "scan cumsum_mid f32 $scan_shape default"
+      "linear_recurrence linear_recurrence bf16 $scan_shape default"
+      "linear_recurrence linear_recurrence_bwd bf16 $scan_shape default"
+      "rg_lru rg_lru bf16 $scan_shape default"
+      "rg_lru rg_lru_bwd bf16 $scan_shape default"
+      "scan cumsum bf16 M=4096,N=8192 default"
+    )
+    k=.device/bin/kdsl precompile
+    k=.device/bin/kdsl_old precompile
+    {
+      ab_rounds 2
+      s=$(date +%s)
+      f='*Small/*_mid*:*Small/linear*:*Small/rg_lru*:ScanGpu.*'
+      f+=':*IssueShapes/cumsum_mid*:*IssueShapes/linear_recurrence:*IssueShapes/rg_lru_bwd*'
+      timeout 200 .device/bin/stdlib_scan_gpu_test --gtest_filter="$f" 2>&1 | grep -E "OK|FAIL|PASSED|tests ran" | tail -40
+      echo "stdlib_scan_gpu_test in $(( $(date +%s) - s )) s"
+      timeout 100 .device/bin/stdlib_norm_gpu_test --gtest_filter='*softmax*' 2>&1 | tail -3
+      cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+      while read -r f kn dt sh; do
+        $k run "stdlib/$f.kdsl" -k "$kn" --dtype "$dt" --shape "$sh" > /dev/null 2>&1
+        for tool in memcheck racecheck; do
+          r=$(timeout 120 "$cs" --tool $tool --error-exitcode 9 $k run "stdlib/$f.kdsl" -k "$kn" \
+              --dtype "$dt" --shape "$sh" 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tail -1)
+          echo "$kn $dt $sh $tool rc=${PIPESTATUS[0]} $r"
+        done
+      done <<'CASES'
+softmax softmax bf16 M=300,N=32768
+softmax log_softmax f16 M=37,N=32776
+scan cumsum_mid bf16 B=1,L=9000,D=64
+scan cumprod_reverse_exclusive_mid f16 B=2,L=8200,D=6
+linear_recurrence linear_recurrence bf16 B=1,L=5000,D=64
+rg_lru rg_lru_bwd bf16 B=1,L=3000,D=128
+CASES
+    } 2>&1 | tee "$out/ab.txt"
+    ;;
   final)
     nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
     rm -rf /tmp/fb && mkdir -p /tmp/fb
@@ -71,7 +134,7 @@ case "${1:-}" in
     ls -la "$out"
     ;;
   *)
-    echo "usage: s24.sh probe|final" >&2
+    echo "usage: s24.sh probe|ab|final" >&2
     exit 2
     ;;
 esac
