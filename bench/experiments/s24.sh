@@ -34,7 +34,9 @@
 #                 (1, 8192, 2560) 0-5%, at (4, 2048, 2048) (32 steps still) 0-2% from the
 #                 warp prefixes; the recurrences and RG-LRU 0-3% (up to 7 fewer dependent
 #                 shared loads and combines per row and tile; rg_lru_bwd has 16 elements per
-#                 thread and tile, so it gains most per element).
+#                 thread and tile, so it gains most per element); rg_lru_bwd also takes its
+#                 shifted gate_a from the unshifted load's registers (7 of 8 loads a thread and
+#                 tile fewer, about 3 of 150 instructions an element): 2-5% in all.
 #   s24.sh final  scripts/device/final_bench.sh with the peers timed in the same run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
