@@ -927,12 +927,18 @@ void Emitter::emit_lookback(const std::function<void()>& between) {
   t_.in();
   for (size_t i = 0; i < p_.states.size(); ++i) {
     t_.line("inc{0}[tile * TD + tid] = {1}_op(ex{0}, ag{0});", i, state_type(i));
-    emit_warp_prefixes(i);
   }
   t_.out();
   t_.line("}}");
   t_.line("__syncthreads();");
   t_.line("if (tid == 0) kdsl_sc_st_release(flags + tile, 2u);");
+  // The warps' prefixes after the inclusive prefix is published: the next chunks wait on it.
+  t_.line("if (tid < TD) {{");
+  t_.in();
+  for (size_t i = 0; i < p_.states.size(); ++i) emit_warp_prefixes(i);
+  t_.out();
+  t_.line("}}");
+  t_.line("__syncthreads();");
 }
 
 // After the look-back, in thread tid < TD (row tid of the tile): state i's prefix before each
@@ -1054,10 +1060,11 @@ void Emitter::emit_packed_lookback() {
   t_.line("uint4 w2 = make_uint4(0u, 0u, 0u, 2u);");
   for (size_t i = 0; i < p_.states.size(); ++i) {
     t_.line("const {0} in{1} = {0}_op(ex{1}, ag{1});", state_type(i), i);
-    emit_warp_prefixes(i);
   }
   pack("w2", "in");
   t_.line("kdsl_sc_pk_st(pk + tile * TD + tid, w2);");
+  // The warps' prefixes after the inclusive prefix is published: the next chunks wait on it.
+  for (size_t i = 0; i < p_.states.size(); ++i) emit_warp_prefixes(i);
   t_.out();
   t_.line("}}");
   t_.line("__syncthreads();");
