@@ -38,6 +38,17 @@
 #                 shifted gate_a from the unshifted load's registers (7 of 8 loads a thread and
 #                 tile fewer, about 3 of 150 instructions an element): 2-5% in all.
 #   s24.sh final  scripts/device/final_bench.sh with the peers timed in the same run.
+#   s24.sh f32    (after final: linear_recurrence_bwd f32 at (1, 32768, 2048) took 447 us, 0.706
+#                 of copy, against 388 in AG4 and 362 in AF3; 1-10% slower at the other shapes
+#                 since AF3, while bf16 got faster) the binaries of 94ba19e (before 32-bit scan
+#                 positions), df5bc88 (AG4's code), e893d0b (final's code) and the new one, which
+#                 writes the warps' prefixes after the inclusive prefix is published instead of
+#                 before (the look-back thread of a chunk of 128 positions did 8 shared loads,
+#                 combines and stores before the next chunks could see its prefix). Two rounds,
+#                 --verify on the new binary in round 1; bf16 rows e893d0b against new.
+#                 Prediction: the new binary recovers e893d0b's loss at (1, 32768, 2048) (447 ->
+#                 about 390 us); the AG4 loss against 94ba19e (about 7%) stays, from the 32-bit
+#                 positions; the bf16 rows within 1% of e893d0b.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
@@ -131,12 +142,43 @@ CASES
     OUT=/tmp/fb KDSL_PEERS=run bash scripts/device/final_bench.sh > /tmp/fb/final_bench.txt 2>&1
     tail -45 /tmp/fb/final_bench.txt
     cp /tmp/fb/final_bench.txt /tmp/fb/h200.json /tmp/fb/kdsl_norm.json /tmp/fb/kdsl_scan.json \
-       /tmp/fb/norm_gbps.png /tmp/fb/launch.txt "$out/" 2>&1
+       /tmp/fb/norm_gbps.png /tmp/fb/launch.txt /tmp/fb/peers.txt "$out/" 2>&1
     cp /tmp/fb/peers_run/peers.json "$out/peers_run.json" 2>&1
     ls -la "$out"
     ;;
+  f32)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    bins=(kdsl_94 kdsl_old kdsl_e89 kdsl)
+    cases=(
+      "linear_recurrence linear_recurrence_bwd f32 $scan_shape default"
+      "linear_recurrence linear_recurrence_bwd f32 B=1,L=32768,D=1024 default"
+      "linear_recurrence linear_recurrence_bwd f32 B=4,L=2048,D=2048 default"
+    )
+    for b in "${bins[@]}"; do k=.device/bin/$b precompile; done
+    {
+      for round in 1 2; do
+        for c in "${cases[@]}"; do
+          for b in "${bins[@]}"; do
+            extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
+            printf '%s %-8s ' "$round" "$b"
+            k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
+          done
+        done
+      done
+      cp .device/bin/kdsl_e89 .device/bin/kdsl_old
+      cases=(
+        "linear_recurrence linear_recurrence_bwd bf16 $scan_shape default"
+        "linear_recurrence linear_recurrence bf16 $scan_shape default"
+        "rg_lru rg_lru_bwd bf16 $scan_shape default"
+        "scan cumsum_mid bf16 $scan_shape default"
+      )
+      k=.device/bin/kdsl precompile
+      k=.device/bin/kdsl_old precompile
+      ab_rounds 2
+    } 2>&1 | tee "$out/f32.txt"
+    ;;
   *)
-    echo "usage: s24.sh probe|ab|final" >&2
+    echo "usage: s24.sh probe|ab|final|f32" >&2
     exit 2
     ;;
 esac
