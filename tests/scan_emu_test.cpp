@@ -293,6 +293,14 @@ TEST_F(ScanEmu, BoolInputs) {
   emu::expect_emulated_matches_reference(p, "masked_rows M=3 N=5000");
 }
 
+// The stdlib middle-axis scan kernel `name` (real dtypes), if there is one.
+std::optional<testing::ScanKernel> stdlib_middle_kernel(const std::string& name) {
+  for (const testing::ScanKernel& c : testing::stdlib_scan_kernels()) {
+    if (c.kernel == name && !c.complex && c.middle) return c;
+  }
+  return std::nullopt;
+}
+
 // The rescanning tile (ScanSchedule::rescan, the default for 16-bit light middle-axis scans, or
 // KDSL_SCAN_SCHEDULE rescan=1: phase B scans each thread's elements again from the prefix before
 // it) on stdlib kernels with inclusive, exclusive and reverse scans, an initial state, shifted
@@ -313,11 +321,8 @@ TEST_F(ScanEmu, RescanningTilesMatchTheInterpreter) {
   for (const char* hint : {"rescan=1", "rescan=1,vr=2,lp=2,t=4", "rescan=0"}) {
     env.set(hint);
     for (const auto& [name, dtype] : cases) {
-      std::optional<testing::ScanKernel> k;
-      for (const testing::ScanKernel& c : testing::stdlib_scan_kernels()) {
-        if (c.kernel == name && !c.complex) k = c;
-      }
-      ASSERT_TRUE(k && k->middle) << name;
+      std::optional<testing::ScanKernel> k = stdlib_middle_kernel(name);
+      ASSERT_TRUE(k) << name;
       auto fe = testing::front_end(k->file);
       for (auto [b, l, d] : {std::tuple<int64_t, int64_t, int64_t>{2, 700, 24}, {3, 333, 5}}) {
         Problem p = testing::scan_problem(fe, *k, dtype, b, l, d, seed++);
@@ -336,11 +341,8 @@ TEST_F(ScanEmu, SixtyFourStepTilesMatchTheInterpreter) {
   uint64_t seed = 900;
   for (const auto& [name, dtype] : std::vector<std::pair<std::string, DType>>{
            {"cumsum_mid", DType::bf16}, {"cumprod_reverse_exclusive_mid", DType::f16}}) {
-    std::optional<testing::ScanKernel> k;
-    for (const testing::ScanKernel& c : testing::stdlib_scan_kernels()) {
-      if (c.kernel == name && !c.complex) k = c;
-    }
-    ASSERT_TRUE(k && k->middle) << name;
+    std::optional<testing::ScanKernel> k = stdlib_middle_kernel(name);
+    ASSERT_TRUE(k) << name;
     auto fe = testing::front_end(k->file);
     for (auto [b, l, d] : {std::tuple<int64_t, int64_t, int64_t>{1, 9000, 4}, {1, 8200, 3}}) {
       Problem p = testing::scan_problem(fe, *k, dtype, b, l, d, seed++);

@@ -70,18 +70,39 @@ rounds() {
 }
 # `source s18.sh lib` (s19.sh) takes the functions above alone.
 # Old (.device/bin/kdsl_old) against new (.device/bin/kdsl) on every case of `cases`, $1 rounds,
-# alternating, --verify on the new binary in round 1.
+# alternating, --verify on the new binary in round 1; further arguments name the binaries
+# (.device/bin/NAME, the last one verified) instead of kdsl_old and kdsl.
 ab_rounds() {
-  local round c b extra
-  for round in $(seq "$1"); do
+  local round c b extra n=$1
+  shift
+  local bins=("$@")
+  [ ${#bins[@]} -gt 0 ] || bins=(kdsl_old kdsl)
+  for round in $(seq "$n"); do
     for c in "${cases[@]}"; do
-      for b in kdsl_old kdsl; do
-        extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
+      for b in "${bins[@]}"; do
+        extra=(); [ "$round" = 1 ] && [ "$b" = "${bins[-1]}" ] && extra=(--verify)
         printf '%s %-8s ' "$round" "$b"
         k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
       done
     done
   done
+}
+# Nsight Compute on the first launch of the kernel matching $2 (a regex) in `kdsl ARGS...`:
+# speed of light, warp states, scheduler, instructions, source counters, occupancy; the details
+# and the per-SASS-line source page as CSV in $out/details_$1.csv and $out/source_$1.csv.
+ncu_source() {
+  local name=$1 regex=$2
+  shift 2
+  local ncu
+  ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+  timeout 240 "$ncu" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --section InstructionStats --section SourceCounters --section Occupancy --section LaunchStats \
+    -k regex:"$regex" --launch-count 1 -o "/tmp/rep_$name" -f .device/bin/kdsl "$@" \
+    > "/tmp/ncu_$name.log" 2>&1
+  tail -3 "/tmp/ncu_$name.log"
+  "$ncu" -i "/tmp/rep_$name.ncu-rep" --page details --csv > "$out/details_$name.csv" 2>&1
+  "$ncu" -i "/tmp/rep_$name.ncu-rep" --page source --csv --print-source sass \
+    > "$out/source_$name.csv" 2>&1
 }
 [ "${1:-}" = lib ] && return 0
 case "${1:-}" in

@@ -57,16 +57,9 @@ case "${1:-}" in
     )
     precompile
     rounds 2 first 2>&1 | tee "$out/probe.txt"
-    ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
     args=(run stdlib/rg_lru.kdsl -k rg_lru_bwd --dtype bf16 --shape B=1,L=32768,D=2048)
     .device/bin/kdsl "${args[@]}" --bench --reps 5 | grep -oE 'bench: [0-9.]+ us' | tee -a "$out/probe.txt"
-    timeout 240 "$ncu" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-      --section InstructionStats --section SourceCounters --section Occupancy --section LaunchStats \
-      -k regex:'kdsl_rg_lru_bwd_bf16_n32768$' --launch-count 1 -o /tmp/rep_rg -f \
-      .device/bin/kdsl "${args[@]}" > /tmp/ncu_rg.log 2>&1
-    tail -3 /tmp/ncu_rg.log
-    "$ncu" -i /tmp/rep_rg.ncu-rep --page details --csv > "$out/details_rg_lru_bwd.csv" 2>&1
-    "$ncu" -i /tmp/rep_rg.ncu-rep --page source --csv --print-source sass > "$out/source_rg_lru_bwd.csv" 2>&1
+    ncu_source rg_lru_bwd 'kdsl_rg_lru_bwd_bf16_n32768$' "${args[@]}"
     ls -la "$out"
     ;;
   math)

@@ -54,7 +54,6 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
 out="${OUT:-/tmp}"
-ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
 scan_shape=B=1,L=32768,D=2048
 case "${1:-}" in
   probe)
@@ -81,14 +80,8 @@ case "${1:-}" in
     )
     precompile
     rounds 2 first 2>&1 | tee "$out/softmax.txt"
-    args=(run stdlib/linear_recurrence.kdsl -k linear_recurrence --dtype bf16 --shape $scan_shape)
-    timeout 200 "$ncu" --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-      --section InstructionStats --section SourceCounters --section Occupancy --section LaunchStats \
-      -k regex:'kdsl_linear_recurrence_bf16_n32768$' --launch-count 1 -o /tmp/rep_lr -f \
-      $k "${args[@]}" > /tmp/ncu_lr.log 2>&1
-    tail -3 /tmp/ncu_lr.log
-    "$ncu" -i /tmp/rep_lr.ncu-rep --page details --csv > "$out/details_lr.csv" 2>&1
-    "$ncu" -i /tmp/rep_lr.ncu-rep --page source --csv --print-source sass > "$out/source_lr.csv" 2>&1
+    ncu_source lr 'kdsl_linear_recurrence_bf16_n32768$' run stdlib/linear_recurrence.kdsl \
+      -k linear_recurrence --dtype bf16 --shape $scan_shape
     ls -la "$out"
     ;;
   ab)
@@ -158,15 +151,7 @@ CASES
     )
     for b in "${bins[@]}"; do k=.device/bin/$b precompile; done
     {
-      for round in 1 2; do
-        for c in "${cases[@]}"; do
-          for b in "${bins[@]}"; do
-            extra=(); [ "$round" = 1 ] && [ $b = kdsl ] && extra=(--verify)
-            printf '%s %-8s ' "$round" "$b"
-            k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
-          done
-        done
-      done
+      ab_rounds 2 "${bins[@]}"
       cp .device/bin/kdsl_e89 .device/bin/kdsl_old
       cases=(
         "linear_recurrence linear_recurrence_bwd bf16 $scan_shape default"
