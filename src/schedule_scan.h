@@ -97,6 +97,9 @@ struct ScanSchedule {
   // local prefixes (half the register words for packed 16-bit loads; the combine runs twice per
   // element either way). Not with pipelining, whose phase A loads the next tile.
   bool rescan = false;
+  // scan.columns: positions along the scan axis in 64-bit arithmetic even where 32 bits hold
+  // them (KDSL_SCAN_SCHEDULE pos64=1, for experiments; Emitter::emit_constants).
+  bool wide_positions = false;
   // Who set the tile's layout keys (t, lp, wp, vr): "" the scheduler, else "KDSL_SCAN_SCHEDULE"
   // or "schedule hint ..." (layout_hint: the caller's hint), for errors the layout causes later
   // (codegen: a tile whose shared memory exceeds the static limit).
@@ -118,8 +121,8 @@ bool needs_scan_schedule(const ir::Kernel& k);
 /// steps per thread, the lanes and warps along the positions, the rows per access (scan.columns;
 /// any of t, lp, wp or vr starts from the element-access layout, not the 2-row one) and the
 /// pipelining (pipeline=1: the next tile's loads into registers, 2: into
-/// shared memory by cp.async, 0: none), the rescanning tile (rescan=1, ScanSchedule::rescan) and
-/// the CTAs per SM the registers must allow, for
+/// shared memory by cp.async, 0: none), the rescanning tile (rescan=1, ScanSchedule::rescan),
+/// 64-bit positions (pos64=1) and the CTAs per SM the registers must allow, for
 /// experiments (the source, hence the cache key, changes with them). `hint`'s t, lp, wp and vr
 /// (`--schedule`, `kdsl tune`'s record) override the same keys of the variable, the same way.
 /// Throws kdsl::SourceError when the kernel's scans cannot run in one pass (e.g. scans in

@@ -48,7 +48,8 @@
 #                 --verify on the new binary in round 1; bf16 rows e893d0b against new.
 #                 Prediction: the new binary recovers e893d0b's loss at (1, 32768, 2048) (447 ->
 #                 about 390 us); the AG4 loss against 94ba19e (about 7%) stays, from the 32-bit
-#                 positions; the bf16 rows within 1% of e893d0b. The last-axis cumsum f32
+#                 positions (kdsl_p64, the new code with 64-bit positions, shows it in one
+#                 binary); the bf16 rows within 1% of e893d0b. The last-axis cumsum f32
 #                 2048 x 32768 (141.5 us in AG4, 147.4 in final: a look-back along the row) too.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -142,7 +143,10 @@ CASES
     ;;
   f32)
     nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
-    bins=(kdsl_94 kdsl_old kdsl_e89 kdsl)
+    # kdsl_p64: the new binary with 64-bit positions along the scan axis (KDSL_SCAN_SCHEDULE)
+    printf '#!/bin/sh\nKDSL_SCAN_SCHEDULE=pos64=1 exec "$(dirname "$0")/kdsl" "$@"\n' > .device/bin/kdsl_p64
+    chmod +x .device/bin/kdsl_p64
+    bins=(kdsl_94 kdsl_old kdsl_e89 kdsl_p64 kdsl)
     cases=(
       "linear_recurrence linear_recurrence_bwd f32 $scan_shape default"
       "linear_recurrence linear_recurrence_bwd f32 B=1,L=32768,D=1024 default"
