@@ -51,6 +51,9 @@
 #                 positions (kdsl_p64, the new code with 64-bit positions, shows it in one
 #                 binary); the bf16 rows within 1% of e893d0b. The last-axis cumsum f32
 #                 2048 x 32768 (141.5 us in AG4, 147.4 in final: a look-back along the row) too.
+#                 Then softmax_bwd bf16 4096 x 32768 (0.92x of torch.compile in final; a
+#                 cluster of 4 CTAs of 256 by default) with other clusters and one CTA per row:
+#                 expected within 3% of the default (Q6 and R5 measured the cluster faster).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
@@ -166,6 +169,16 @@ CASES
       k=.device/bin/kdsl precompile
       k=.device/bin/kdsl_old precompile
       ab_rounds 2
+      cases=(
+        "softmax softmax_bwd bf16 M=4096,N=32768 default"
+        "softmax softmax_bwd bf16 M=4096,N=32768 cluster=2"
+        "softmax softmax_bwd bf16 M=4096,N=32768 cluster=8"
+        "softmax softmax_bwd bf16 M=4096,N=32768 cluster=4,group=2048"
+        "softmax softmax_bwd bf16 M=4096,N=32768 cluster=8,group=2048"
+        "softmax softmax_bwd bf16 M=4096,N=32768 persistent=0"
+      )
+      precompile
+      rounds 2 first
     } 2>&1 | tee "$out/f32.txt"
     ;;
   *)
