@@ -122,7 +122,8 @@ void Emitter::emit_constants() {
   // adds and compares (the bounds of the shifted accesses are tested per element). Offsets stay
   // 64-bit. Measured (twenty-third session, bf16 (1, 32768, 2048), three rounds): rg_lru_bwd
   // 521.7 -> 512.4 us, linear_recurrence_bwd 204.9 -> 200.1; not on scan.rows, where the last-axis
-  // cumsum bf16 4096 x 8192 was 1.8% slower (42.6 -> 43.3 us).
+  // cumsum bf16 4096 x 8192 was 1.8% slower (42.6 -> 43.3 us), nor with f32 tensors
+  // (ScanSchedule::wide_positions: the f32 backward recurrence was 20% slower).
   const bool narrow = s_.blocked && !s_.wide_positions && len_ + s_.cl() <= (int64_t{1} << 30);
   t_.line("using kdsl_pos = {};  // positions along the scan axis", narrow ? "int" : "long long");
   t_.line("using kdsl_upos = {};", narrow ? "unsigned" : "unsigned long long");

@@ -454,6 +454,13 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         s.t, s.t * s.vr * words));
   }
   s.rescan = rescan16;
+  // Positions along the scan axis in 32-bit arithmetic (Emitter::emit_constants) where every
+  // vector tensor is f16 or bf16. Measured on the H200 at (1, 32768, 2048): bf16 rg_lru_bwd 1.8%
+  // and linear_recurrence_bwd 2.3% faster (twenty-third session, AG3); f32 linear_recurrence_bwd
+  // 20% slower (444 us against 367 with 64-bit positions, the same code otherwise; 5-10% at
+  // (1, 32768, 1024) and (4, 2048, 2048)) and f32 rg_lru_bwd 0.4% slower (twenty-fourth
+  // session, bench/results/f32_2026-12-03_s24.txt).
+  s.wide_positions = !(float32_or_less && vmax == 2);
   apply_hints(s, hints);
   apply_hints(s, given);  // the caller's hint over the variable's
   if (s.rescan && s.vr < 2 && hints.value("rescan", 0) == 0) {

@@ -98,7 +98,8 @@ struct ScanSchedule {
   // element either way). Not with pipelining, whose phase A loads the next tile.
   bool rescan = false;
   // scan.columns: positions along the scan axis in 64-bit arithmetic even where 32 bits hold
-  // them (KDSL_SCAN_SCHEDULE pos64=1, for experiments; Emitter::emit_constants).
+  // them (Emitter::emit_constants): unless every vector tensor is f16 or bf16, or by
+  // KDSL_SCAN_SCHEDULE pos64=1 / pos64=0, for comparisons.
   bool wide_positions = false;
   // Who set the tile's layout keys (t, lp, wp, vr): "" the scheduler, else "KDSL_SCAN_SCHEDULE"
   // or "schedule hint ..." (layout_hint: the caller's hint), for errors the layout causes later
