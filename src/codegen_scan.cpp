@@ -233,7 +233,7 @@ uint64_t Emitter::smem_bytes() const {
     }
     bytes = (bytes + align - 1) / align * align;
     if (warp_smem()) n += bytes * wp * td;
-    if (p_.lookback) n += bytes * td * (packed() ? 1 : 1 + win);
+    if (p_.lookback && !packed()) n += bytes * td * win;  // lbv
     if (p_.lookback && !st.inits.empty()) n += bytes * td;
   }
   if (staged()) {

@@ -276,18 +276,19 @@ void Emitter::emit_vector_position(int delta, const std::string& sfx) {
   t_.line("const bool ok = (ALL_VALID || q0 < L) && pl >= 0 && pl + VP <= L && rv{}[0];", sfx);
 }
 
-// Loads of access `a` for all T steps into R<a>[T][VR * VP] (storage format), zero where the row
-// or the position is outside the tensor.
 // The unshifted access of the same tensor and view whose registers hold access `a`'s elements
 // at a thread's other steps, or -1. A thread's steps are consecutive positions (scan.columns, one
 // position per access), so an access at shift d reads at step j what the unshifted one read at
 // step j + SH (SH = d on a reverse scan, -d on a forward one): only the |d| steps whose partner
 // falls outside the thread's steps are loaded; the rest are copied (emit_shift_copies). This
 // takes rg_lru_bwd's second load of gate_a (at t + 1) from 8 loads a thread and tile to 1.
-// Not when the loads are pipelined (the next tile's go to other arrays).
+// Not when the loads are pipelined (the next tile's go to other arrays). A copied step beyond
+// the sequence's end may hold an element where a load would have put zero; every use of such a
+// step is masked (its position is outside the sequence).
 int Emitter::shift_source(int a) const {
   const Access& x = p_.accesses[a];
-  if (!s_.columns || pipelined() || s_.vp != 1 || x.delta == 0 || std::abs(x.delta) >= s_.t) {
+  if (!s_.columns || !s_.blocked || pipelined() || s_.vp != 1 || x.delta == 0 ||
+      std::abs(x.delta) >= s_.t) {
     return -1;
   }
   for (size_t b = 0; b < p_.accesses.size(); ++b) {
@@ -326,6 +327,8 @@ void Emitter::emit_shift_copies() {
   }
 }
 
+// Loads of access `a` for all T steps into R<a>[T][VR * VP] (storage format), zero where the row
+// or the position is outside the tensor (steps copied from a partner: shift_source).
 void Emitter::emit_load(int a, const std::string& sfx, const std::string& array, bool declare) {
   const Access& x = p_.accesses[a];
   const DType dt = k_.tensors[x.tensor].dtype;
@@ -840,7 +843,8 @@ int Emitter::lookback_window() const {
 // After phase A (every warp's aggregate in shared memory): the tile's aggregate per row; unless
 // the peek found everything, publish it (flag 1) and look back, waiting for flags; then publish
 // the inclusive prefix (flag 2). Data are written, then the CTA synchronizes, then one thread
-// releases the flag (the release is cumulative over the barrier, PTX memory model).
+// releases the flag (the release is cumulative over the barrier, PTX memory model). Last, the
+// warps' aggregates in sm.w become the warps' prefixes for phase B (emit_warp_prefixes).
 void Emitter::emit_lookback(const std::function<void()>& between) {
   if (p_.states.empty() || !warp_smem()) {
     between();

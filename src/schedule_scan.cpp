@@ -406,7 +406,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     // 128 elements, 64 steps, where the sequence still makes at least 8 tiles of 1024 positions:
     // cumsum_mid bf16 at (1, 32768, 2048) 81.9 us against 85.2 at 32 steps (kdsl tune,
     // twenty-fourth session); the others stop at 64 elements, 32 steps.
-    const int e_max = rescan16 && len >= 8192 ? 128 : 64;
+    const int e_max = rescan16 && half <= 3 && len >= 8192 ? 128 : 64;
     int e = 8;
     while (e * 2 <= e_max && e * 2 * half <= 2 * light_budget) e *= 2;
     s.t = std::clamp(e / s.vr, 8, e_max / 2);
