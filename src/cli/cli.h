@@ -185,6 +185,13 @@ bool have_gpu(std::string* why);
 /// Prints "kdsl: note: NOTE" on stderr unless NOTE is empty or -q is given.
 void print_note(const std::string& note);
 
+/// Runs body(i) for every i in [0, n) on `threads` threads (the calling one among them, at least
+/// one, at most n), each taking the next unclaimed index, so the calls run in no fixed order.
+/// `body` must be safe to run concurrently and should catch its own errors: the first exception
+/// it lets out is rethrown here after every thread has finished (the indices not yet claimed by
+/// then still run).
+void parallel_for(size_t n, size_t threads, const std::function<void(size_t)>& body);
+
 /// "1.5 KiB", "12.0 MiB".
 std::string human_bytes(uint64_t bytes);
 

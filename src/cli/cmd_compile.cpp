@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <iostream>
@@ -133,7 +132,6 @@ int compile(const CompileOptions& o) {
   std::mutex mu;       // guards the jobs' results, `printed`, `done` and the terminal
   size_t printed = 0;  // jobs [0, printed) have had their line printed, in order
   size_t done = 0;
-  std::atomic<size_t> next{0};
   auto finish = [&](size_t i) {
     std::lock_guard<std::mutex> lock(mu);
     ++done;
@@ -153,37 +151,31 @@ int compile(const CompileOptions& o) {
     }
     bar.update(done, jobs[i].symbol);
   };
-  auto work = [&]() {
-    for (size_t i = next++; i < jobs.size(); i = next++) {
-      Job& j = jobs[i];
-      Job result = j;
-      try {
-        CompiledKernel ck =
-            compile_kernel(*list.fe, j.req->sig->name, j.req->spec, j.target, nullptr, hint);
-        result.symbol = ck.gen.plan.symbol;
-        result.status = ck.binary.hit ? Job::kHit : Job::kCompiled;
-        result.ms = ck.binary.hit ? ck.binary.load_ms : ck.binary.compile_ms;
-        // With the cache off, not storing is what was asked for (the note below says so).
-        if (default_disk_cache().config().enabled) result.not_stored = ck.binary.not_stored;
-      } catch (const ScheduleHintError& e) {
-        result.status = Job::kFailed;
-        result.error = std::string("--schedule: ") + e.what();
-        result.hint_error = true;
-      } catch (const std::exception& e) {
-        result.status = Job::kFailed;
-        result.error = e.what();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        j = std::move(result);
-      }
-      finish(i);
+  parallel_for(jobs.size(), threads, [&](size_t i) {
+    Job& j = jobs[i];
+    Job result = j;
+    try {
+      CompiledKernel ck =
+          compile_kernel(*list.fe, j.req->sig->name, j.req->spec, j.target, nullptr, hint);
+      result.symbol = ck.gen.plan.symbol;
+      result.status = ck.binary.hit ? Job::kHit : Job::kCompiled;
+      result.ms = ck.binary.hit ? ck.binary.load_ms : ck.binary.compile_ms;
+      // With the cache off, not storing is what was asked for (the note below says so).
+      if (default_disk_cache().config().enabled) result.not_stored = ck.binary.not_stored;
+    } catch (const ScheduleHintError& e) {
+      result.status = Job::kFailed;
+      result.error = std::string("--schedule: ") + e.what();
+      result.hint_error = true;
+    } catch (const std::exception& e) {
+      result.status = Job::kFailed;
+      result.error = e.what();
     }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      j = std::move(result);
+    }
+    finish(i);
+  });
   bar.clear();
 
   size_t compiled = 0, hits = 0, failed = 0, hint_errors = 0, not_stored = 0;

@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <iostream>
 #include <thread>
 
@@ -45,21 +44,14 @@ bool same_results(const Problem& p, const std::vector<HostTensor>& got,
 // to compile is left to the loop, which reports it.
 void precompile(const Problem& p, const Specialization& spec, const DeviceTarget& target,
                 const std::vector<ScheduleHint>& candidates) {
-  std::atomic<size_t> next{1};
-  auto work = [&] {
-    for (size_t i = next++; i < candidates.size(); i = next++) {
-      try {
-        compile_kernel(*p.fe, p.sig->name, spec, target, nullptr, candidates[i]);
-      } catch (const std::exception&) {  // reported when the loop reaches it
-      }
-    }
-  };
-  size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
-                                    candidates.size() > 1 ? candidates.size() - 1 : 1);
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+  if (candidates.size() < 2) return;
+  parallel_for(candidates.size() - 1, std::max(1u, std::thread::hardware_concurrency()),
+               [&](size_t i) {
+                 try {
+                   compile_kernel(*p.fe, p.sig->name, spec, target, nullptr, candidates[i + 1]);
+                 } catch (const std::exception&) {  // reported when the loop reaches it
+                 }
+               });
 }
 
 int tune(const TuneOptions& o) {

@@ -3,13 +3,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "cli.h"
 #include "src/driver.h"
@@ -556,6 +560,28 @@ SpecList expand_specs(const SpecListOptions& o, bool all_symbols) {
   }
   if (list.specs.empty()) throw ArgumentError("the options name no specialization");
   return list;
+}
+
+void parallel_for(size_t n, size_t threads, const std::function<void(size_t)>& body) {
+  threads = std::clamp<size_t>(threads, 1, std::max<size_t>(n, 1));
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::exception_ptr first;
+  auto work = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        body(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!first) first = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace kdsl::cli
