@@ -36,6 +36,7 @@ Emitter::Emitter(const ir::Kernel& k, const Specialization& spec, const ScanSche
                  const Plan& p)
     : k_(k), spec_(spec), s_(s), p_(p) {
   len_ = k.vector_symbol >= 0 ? k.symbols[k.vector_symbol].value.value_or(1) : 1;
+  plan_kept();
 }
 
 std::string Emitter::state_type(size_t i) const {

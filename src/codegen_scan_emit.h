@@ -119,6 +119,12 @@ class Emitter {
   LaunchPlan plan_;
   Text t_;
   bool in_phase_b_ = false;
+  // Phase A's transcendental results held for phase B (ScanSchedule::keep_math): (node, delta)
+  // as phase A computes them, in the arrays K<index>[T][VR * VP].
+  std::vector<At> kept_;
+  bool keep_off_ = false;  // while computing a kept value at a step phase A did not cover
+  void plan_kept();
+  int kept_step(size_t i, int delta) const;
 };
 
 }  // namespace kdsl::scan_codegen

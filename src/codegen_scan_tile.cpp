@@ -548,6 +548,31 @@ void Emitter::emit_loads(bool phase_a, const std::string& sfx, bool declare) {
 
 // The value of vector node `id` at physical position tp - delta of the current element, as a
 // variable name; its statements are emitted on first use (memo holds what is in scope).
+// The values phase A computes that phase B would compute again (ScanSchedule::keep_math):
+// transcendental results, which phase B needs at the same position or within the thread's steps
+// (blocked steps of one position, so that step j + d holds the position d steps on). Phase A
+// writes each into K<i>[j][v * VP + vp]; phase B reads it there (elem), and computes it only at
+// steps outside the thread's (a shift across the thread's first or last step).
+void Emitter::plan_kept() {
+  if (!s_.keep_math || !s_.blocked || s_.vp != 1 || pipelined()) return;
+  for (const At& a : p_.phase_a) {
+    if (!is_transcendental(k_.node(a.first))) continue;
+    for (const At& b : p_.phase_b) {
+      if (b.first != a.first) continue;
+      kept_.push_back(a);
+      break;
+    }
+  }
+}
+
+// The step offset d at which kept value i holds (node, delta) of step j: j + d (any sign; the
+// caller tests the range). A value at delta is the node's value delta positions before the
+// element in sequence order (tp - delta); steps run in processing order.
+int Emitter::kept_step(size_t i, int delta) const {
+  const int da = kept_[i].second;
+  return s_.reverse ? delta - da : da - delta;
+}
+
 std::string Emitter::elem(ir::ValueId id, int delta, std::map<At, std::string>& memo) {
   if (p_.where[id] != Where::vec) return scalar(id);
   auto it = memo.find({id, delta});
@@ -557,6 +582,32 @@ std::string Emitter::elem(ir::ValueId id, int delta, std::map<At, std::string>& 
                          ? fmt::format("x{}", id)
                          : fmt::format("x{}{}{}", id, delta > 0 ? "_p" : "_m", std::abs(delta));
   const char* rt = cuda::reg_type(n.type.dtype);
+  if (in_phase_b_ && !keep_off_) {
+    for (size_t i = 0; i < kept_.size(); ++i) {
+      if (kept_[i].first != id) continue;
+      const int d = kept_step(i, delta);
+      if (d <= -s_.t || d >= s_.t) continue;
+      // Kept from phase A where step j + d is the thread's; computed here where it is not (the
+      // test folds once the steps are unrolled).
+      const std::string kn = name + "_k";
+      t_.line("{} {};", rt, kn);
+      t_.line("if (j + ({0}) >= 0 && j + ({0}) < T) {{", d);
+      t_.in();
+      t_.line("{} = K{}[j + ({})][v * VP + vp];", kn, i, d);
+      t_.out();
+      t_.line("}} else {{");
+      t_.in();
+      std::map<At, std::string> inner = memo;  // the block's names end with it
+      keep_off_ = true;
+      const std::string v = elem(id, delta, inner);
+      keep_off_ = false;
+      t_.line("{} = {};", kn, v);
+      t_.out();
+      t_.line("}}");
+      memo[{id, delta}] = kn;
+      return kn;
+    }
+  }
   switch (n.op) {
     case Op::load: {
       int a = p_.access_of.at({id, delta});
@@ -636,6 +687,11 @@ void Emitter::emit_phase_a() {
       t_.line("{} pr{}[VR];  // the prefix before the thread within the warp", state_type(i), i);
   }
   if (p_.states.empty()) return;
+  for (size_t i = 0; i < kept_.size(); ++i) {
+    const ir::ValueId id = kept_[i].first;
+    t_.line("{} K{}[T][VR * VP];  // x{} (delta {}) for phase B",
+            cuda::reg_type(k_.node(id).type.dtype), i, id, kept_[i].second);
+  }
   t_.line("#pragma unroll");
   t_.line("for (int v = 0; v < VR; ++v) {{");
   t_.in();
@@ -668,6 +724,9 @@ void Emitter::emit_phase_a() {
     t_.out();
     t_.line("}}");
     if (!rescan()) t_.line("s{0}[j][v * VP + vp] = a{0};", i);
+  }
+  for (size_t i = 0; i < kept_.size(); ++i) {
+    t_.line("K{}[j][v * VP + vp] = {};", i, memo.at(kept_[i]));
   }
   t_.out();
   t_.line("}}");

@@ -68,34 +68,13 @@ bool logaddexp_combine(const ir::Kernel& k) {
 // logaddexp scan's combine): the kernels with several (RG-LRU) are bound by their instructions,
 // not by memory: they keep element accesses, or take the 16-bit heavy-math layout below.
 int element_math(const ir::Kernel& k) {
-  using F = ir::UnaryFn;
   int n_math = 0;
   for (const ir::Node& n : k.nodes) {
     if (n.type.form != ir::Form::vector) continue;
     if (n.op == ir::Op::scan && static_cast<ir::ScanKind>(n.fn) == ir::ScanKind::logaddexp) {
       n_math += 2;
-    } else if (n.op == ir::Op::unary) {
-      switch (static_cast<F>(n.fn)) {
-        case F::exp:
-        case F::exp2:
-        case F::log:
-        case F::log2:
-        case F::log1p:
-        case F::expm1:
-        case F::sqrt:
-        case F::rsqrt:
-        case F::tanh:
-        case F::sigmoid:
-        case F::erf:
-        case F::silu:
-        case F::gelu:
-        case F::gelu_tanh:
-        case F::softplus:
-          ++n_math;
-          break;
-        default:
-          break;
-      }
+    } else if (is_transcendental(n)) {
+      ++n_math;
     }
   }
   return n_math;
@@ -146,7 +125,8 @@ const std::vector<ScheduleKey>& scan_keys() {
       {"ctas", "0 to 32", [](int v) { return v >= 0 && v <= 32; }},
       {"packed", "0 or 1", [](int v) { return v == 0 || v == 1; }},
       {"rescan", "0 or 1", [](int v) { return v == 0 || v == 1; }},
-      {"pos64", "0 or 1", [](int v) { return v == 0 || v == 1; }}};
+      {"pos64", "0 or 1", [](int v) { return v == 0 || v == 1; }},
+      {"keep", "0 or 1", [](int v) { return v == 0 || v == 1; }}};
   return keys;
 }
 
@@ -163,7 +143,7 @@ ScanHints read_hints() {
     h.items = parse_schedule_items(
         h.text, "KDSL_SCAN_SCHEDULE", scan_keys(),
         "t (1 to 64), lp, wp, window (1 to 32), vr (1 to 16), powers of two; pipeline (0, 1, 2), "
-        "ctas (0 to 32), packed (0 or 1), rescan (0 or 1), pos64 (0 or 1)");
+        "ctas (0 to 32), packed (0 or 1), rescan (0 or 1), pos64 (0 or 1), keep (0 or 1)");
   } catch (const ScheduleHintError& e) {
     throw ArgumentError(e.what());
   }
@@ -206,6 +186,8 @@ void apply_hints(ScanSchedule& s, const ScanHints& h) {
       s.rescan = v != 0;
     } else if (key == "pos64") {
       s.wide_positions = v != 0;
+    } else if (key == "keep") {
+      s.keep_math = v != 0;
     } else if (key == "ctas") {
       s.min_ctas = v;
     } else if (key == "pipeline") {
@@ -219,6 +201,31 @@ void apply_hints(ScanSchedule& s, const ScanHints& h) {
 }
 
 }  // namespace
+
+bool is_transcendental(const ir::Node& n) {
+  using F = ir::UnaryFn;
+  if (n.op != ir::Op::unary) return false;
+  switch (static_cast<F>(n.fn)) {
+    case F::exp:
+    case F::exp2:
+    case F::log:
+    case F::log2:
+    case F::log1p:
+    case F::expm1:
+    case F::sqrt:
+    case F::rsqrt:
+    case F::tanh:
+    case F::sigmoid:
+    case F::erf:
+    case F::silu:
+    case F::gelu:
+    case F::gelu_tanh:
+    case F::softplus:
+      return true;
+    default:
+      return false;
+  }
+}
 
 bool needs_scan_schedule(const ir::Kernel& k) {
   for (const ir::Node& n : k.nodes) {
@@ -448,6 +455,11 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     int e = 16;
     while (e * 2 <= 32 && e * 2 * words <= 192) e *= 2;
     s.t = e / s.vr;
+    // Two CTAs of 256 threads per SM (128 registers a thread): ptxas chose 128 for rg_lru_bwd
+    // bf16 by itself, but 164 (one CTA per SM) once phase A's sigmoid and exp are kept for phase
+    // B (ScanSchedule::keep_math), and 128 with these bounds, spilling the same 12 bytes as
+    // before (ptxas, CUDA 13.0, sm_90).
+    s.min_ctas = 2;
     s.reasons.push_back(fmt::format(
         "4-byte accesses of 2 rows, 128-byte lines per position and warp, {} steps: about {} "
         "register words of elements per thread (much math per element: bound by instructions)",
@@ -572,6 +584,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         "launch bounds: at least {} of {} threads per SM ({})", counted(s.min_ctas, "CTA", "CTAs"),
         s.threads(),
         ctas_keyed ? "KDSL_SCAN_SCHEDULE ctas"
+        : heavy16  ? "the heavy-math 2-row layout: 128 registers a thread"
                    : "the memory-bound 2-row layout: its register budget was measured with two"));
   }
   s.reasons.push_back(fmt::format(

@@ -101,6 +101,12 @@ struct ScanSchedule {
   // them (Emitter::emit_constants): unless every vector tensor is f16 or bf16, or by
   // KDSL_SCAN_SCHEDULE pos64=1 / pos64=0, for comparisons.
   bool wide_positions = false;
+  // scan.columns with blocked steps of one position: a transcendental result (exp, sigmoid, ...)
+  // that phase A computes and phase B evaluates again, at the same step or at a neighbouring one
+  // (a shifted operand: RG-LRU backward's a at t + 1 is a at t one step on), is kept from phase A
+  // in registers (K<i>[T][VR], Emitter::kept_) instead of being computed again, except at the
+  // steps the thread's phase A did not cover. KDSL_SCAN_SCHEDULE keep=0 turns it off.
+  bool keep_math = true;
   // Who set the tile's layout keys (t, lp, wp, vr): "" the scheduler, else "KDSL_SCAN_SCHEDULE"
   // or "schedule hint ..." (layout_hint: the caller's hint), for errors the layout causes later
   // (codegen: a tile whose shared memory exceeds the static limit).
@@ -113,6 +119,10 @@ struct ScanSchedule {
   int64_t cl() const { return static_cast<int64_t>(wp) * t * lp * vp; }
 };
 
+/// Whether node `n` is a transcendental evaluation (exp, log, sqrt, sigmoid, silu, ...): what
+/// counts as element math in the scan schedule.
+bool is_transcendental(const ir::Node& n);
+
 /// True when `k` needs the scan schedule: it scans, shifts, takes first/last, or reduces scalars
 /// over some but not all of its loop variables.
 bool needs_scan_schedule(const ir::Kernel& k);
@@ -123,8 +133,9 @@ bool needs_scan_schedule(const ir::Kernel& k);
 /// any of t, lp, wp or vr starts from the element-access layout, not the 2-row one) and the
 /// pipelining (pipeline=1: the next tile's loads into registers, 2: into
 /// shared memory by cp.async, 0: none), the rescanning tile (rescan=1, ScanSchedule::rescan),
-/// 64-bit positions (pos64=1) and the CTAs per SM the registers must allow, for
-/// experiments (the source, hence the cache key, changes with them). `hint`'s t, lp, wp and vr
+/// 64-bit positions (pos64=1), keeping phase A's transcendental results for phase B (keep=1, the
+/// default; ScanSchedule::keep_math) and the CTAs per SM the registers must allow, for experiments
+/// (the source, hence the cache key, changes with them). `hint`'s t, lp, wp and vr
 /// (`--schedule`, `kdsl tune`'s record) override the same keys of the variable, the same way.
 /// Throws kdsl::SourceError when the kernel's scans cannot run in one pass (e.g. scans in
 /// opposite directions), kdsl::ArgumentError for a malformed KDSL_SCAN_SCHEDULE or one whose tile

@@ -172,8 +172,8 @@ TEST(Codegen, ApproximateMathLooksAtEveryFloatGeneric) {
 
 // Scan combines of custom states (no identity): 4-byte components select on the empty flags,
 // 8-byte ones (c64) keep the early returns (measured: the selects cost the complex backward
-// recurrence 13 registers and 18% on the H200). The memory-bound 2-row layout carries its
-// launch bounds of two CTAs per SM; RG-LRU's instruction-bound layout none.
+// recurrence 13 registers and 18% on the H200). The memory-bound 2-row layout and RG-LRU's
+// 16-bit instruction-bound layout carry launch bounds of two CTAs per SM; the f32 layout none.
 TEST(Codegen, ScanCombinesAndLaunchBoundsFollowTheMeasuredRules) {
   testing::ScopedEnv math("KDSL_MATH", nullptr);
   testing::ScopedEnv sched("KDSL_SCAN_SCHEDULE", nullptr);
@@ -187,8 +187,34 @@ TEST(Codegen, ScanCombinesAndLaunchBoundsFollowTheMeasuredRules) {
   const std::string c64 = generate(k, none, DeviceTarget{}).source;
   EXPECT_NE(c64.find("if (!r.h) return l;"), std::string::npos);
   EXPECT_EQ(c64.find("r.h ? (l.h ? "), std::string::npos);
-  const std::string rg = gen(*load("stdlib/rg_lru.kdsl"), "rg_lru_bwd", DType::bf16, 32768).source;
-  EXPECT_NE(rg.find("__launch_bounds__(256) "), std::string::npos);
+  auto rg_lru = load("stdlib/rg_lru.kdsl");
+  const std::string rg = gen(*rg_lru, "rg_lru_bwd", DType::bf16, 32768).source;
+  EXPECT_NE(rg.find("__launch_bounds__(256, 2) kdsl_rg_lru_bwd_bf16_n32768("), std::string::npos);
+  const std::string rg32 = gen(*rg_lru, "rg_lru_bwd", DType::f32, 32768).source;
+  EXPECT_NE(rg32.find("__launch_bounds__(256) kdsl_rg_lru_bwd_f32_n32768("), std::string::npos);
+}
+
+// Phase A's transcendental results that phase B needs again are kept (ScanSchedule::keep_math):
+// RG-LRU backward's r = sigmoid(gate_a) and a = exp(log a), which phase A computes at t + 1 for
+// the reverse scan and phase B at t, one step on (the array index j + 1), computed again only
+// at the thread's last step. KDSL_SCAN_SCHEDULE keep=0 computes them again everywhere; kernels
+// without such values keep nothing.
+TEST(Codegen, ScanTilesKeepPhaseATranscendentalsForPhaseB) {
+  testing::ScopedEnv math("KDSL_MATH", nullptr);
+  testing::ScopedEnv sched("KDSL_SCAN_SCHEDULE", nullptr);
+  auto rg_lru = load("stdlib/rg_lru.kdsl");
+  for (DType t : {DType::bf16, DType::f32}) {
+    const std::string src = kernel_body(gen(*rg_lru, "rg_lru_bwd", t, 32768).source);
+    EXPECT_NE(src.find("float K0[T][VR * VP];"), std::string::npos) << dtype_name(t);
+    EXPECT_NE(src.find("float K1[T][VR * VP];"), std::string::npos) << dtype_name(t);
+    EXPECT_NE(src.find("= K0[j + (1)][v * VP + vp];"), std::string::npos) << dtype_name(t);
+    EXPECT_EQ(src.find("float K2["), std::string::npos) << dtype_name(t);
+  }
+  EXPECT_EQ(kernel_body(gen(*rg_lru, "rg_lru", DType::bf16, 32768).source).find("K0["),
+            std::string::npos);
+  testing::ScopedEnv off("KDSL_SCAN_SCHEDULE", "keep=0");
+  EXPECT_EQ(kernel_body(gen(*rg_lru, "rg_lru_bwd", DType::bf16, 32768).source).find("K0["),
+            std::string::npos);
 }
 
 TEST(Codegen, IsDeterministicAndSelfContained) {

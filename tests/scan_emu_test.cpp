@@ -334,6 +334,31 @@ TEST_F(ScanEmu, RescanningTilesMatchTheInterpreter) {
   }
 }
 
+// Phase A's transcendental results kept for phase B (ScanSchedule::keep_math: RG-LRU backward's
+// sigmoid and exp of gate_a, computed by phase A at t + 1 and read by phase B one step on, and
+// computed again at each thread's last step): the default layouts (bf16: 2-row accesses, D even,
+// several chunks and a partial tile; element accesses, D odd; f32), lanes along the positions,
+// a rescanning tile (phase B reads them at the same step), and keep=0.
+TEST_F(ScanEmu, KeptPhaseAValuesMatchTheInterpreter) {
+  testing::ScanScheduleEnv env("");
+  std::optional<testing::ScanKernel> k = stdlib_middle_kernel("rg_lru_bwd");
+  ASSERT_TRUE(k);
+  auto fe = testing::front_end(k->file);
+  uint64_t seed = 1300;
+  for (const char* hint : {"", "keep=1,lp=2,t=4,vr=2", "keep=1,rescan=1", "keep=0"}) {
+    env.set(hint);
+    for (DType dtype : {DType::bf16, DType::f32}) {
+      for (auto [b, l, d] : {std::tuple<int64_t, int64_t, int64_t>{2, 700, 24}, {3, 333, 5}}) {
+        Problem p = testing::scan_problem(fe, *k, dtype, b, l, d, seed++);
+        emu::expect_emulated_matches_reference(
+            p,
+            fmt::format("rg_lru_bwd {} ({}, {}, {}) with '{}'", dtype_name(dtype), b, l, d, hint));
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
 // The default 64-step tile of rescanned 16-bit cumsum-like kernels (sequences of at least 8192):
 // tiles of 1024 positions, a partial last one, 2-row accesses (D even) and element accesses.
 TEST_F(ScanEmu, SixtyFourStepTilesMatchTheInterpreter) {

@@ -823,6 +823,19 @@ TEST(ScanSchedule, NarrowPositionsOnlyFor16BitTensors) {
                    .wide_positions);
 }
 
+// Phase A's transcendental results are kept for phase B by default; KDSL_SCAN_SCHEDULE keep=0
+// turns that off (for comparisons).
+TEST(ScanSchedule, KeepsPhaseAMathUnlessToldNotTo) {
+  ScanScheduleEnv env("");
+  EXPECT_TRUE(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768).keep_math);
+  env.set("keep=0");
+  EXPECT_FALSE(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768).keep_math);
+  env.set("keep=1");
+  EXPECT_TRUE(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::f32, 32768).keep_math);
+  env.set("keep=2");
+  EXPECT_THROW(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::f32, 32768), ArgumentError);
+}
+
 TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   ScanScheduleEnv none("");
   testing::ScopedEnv math("KDSL_MATH", nullptr);
@@ -946,12 +959,14 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   // The memory-bound 2-row layout plans two 256-thread CTAs per SM and says so in its launch
   // bounds (without them linear_recurrence_bwd bf16 took 144 registers: one CTA per SM, 38%
   // slower on the H200). Given as an override (a tuned record of the default layout), it gets
-  // the same bounds within the same register budget; a ctas key wins; RG-LRU's
-  // instruction-bound layout and other layouts get none.
+  // the same bounds within the same register budget; a ctas key wins. RG-LRU's 16-bit
+  // instruction-bound layout asks for two CTAs as well (it keeps phase A's sigmoid and exp for
+  // phase B: 164 registers without the bounds); other layouts get none.
   EXPECT_EQ(
       choose_scan("linear_recurrence.kdsl", "linear_recurrence_bwd", DType::bf16, 32768).min_ctas,
       2);
-  EXPECT_EQ(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768).min_ctas, 0);
+  EXPECT_EQ(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768).min_ctas, 2);
+  EXPECT_EQ(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::f32, 32768).min_ctas, 0);
   EXPECT_EQ(choose_scan("scan.kdsl", "logcumsumexp_mid", DType::bf16, 32768).min_ctas, 0);
   const std::pair<const char*, int> overrides[] = {
       {"t=16,lp=2,vr=2", 2}, {"t=8,lp=2,vr=2", 2}, {"t=16,lp=2,vr=2,ctas=3", 3},
@@ -1058,7 +1073,7 @@ TEST(ScanSchedule, VariableReadsAsTheScheduleHint) {
       variable_message("group=256"),
       "KDSL_SCAN_SCHEDULE 'group=256': keys are t (1 to 64), lp, wp, window (1 to 32), vr "
       "(1 to 16), powers of two; pipeline (0, 1, 2), ctas (0 to 32), packed (0 or 1), rescan (0 or "
-      "1), pos64 (0 or 1)");
+      "1), pos64 (0 or 1), keep (0 or 1)");
   EXPECT_EQ(variable_message("pos64=2"), "KDSL_SCAN_SCHEDULE 'pos64=2': pos64 is 0 or 1");
   {
     ScanScheduleEnv env(" packed = 0 , pipeline = 2 ");
