@@ -455,11 +455,16 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     int e = 16;
     while (e * 2 <= 32 && e * 2 * words <= 192) e *= 2;
     s.t = e / s.vr;
-    // Two CTAs of 256 threads per SM (128 registers a thread): ptxas chose 128 for rg_lru_bwd
-    // bf16 by itself, but 164 (one CTA per SM) once phase A's sigmoid and exp are kept for phase
-    // B (ScanSchedule::keep_math), and 128 with these bounds, spilling the same 12 bytes as
-    // before (ptxas, CUDA 13.0, sm_90).
-    s.min_ctas = 2;
+    // Two CTAs of 256 threads per SM (128 registers a thread) where a shifted operand lets
+    // phase B take values kept from phase A (ScanSchedule::keep_math): ptxas (CUDA 13.0, sm_90)
+    // gave rg_lru_bwd bf16 164 registers with them (one CTA per SM) and 128 with these bounds,
+    // spilling the same 12 bytes as without kept values. Measured on the H200 at (1, 32768, 2048)
+    // (twenty-fifth session, bench/results/ab_2026-12-03_s25.txt), us: rg_lru_bwd bf16 482 ->
+    // 474 kept with the bounds, 668 kept without them, 485 with the bounds alone; f16 483 -> 462.
+    // rg_lru (no shift, nothing kept) got 0.6% slower with the bounds (248 -> 249.5): none there.
+    const bool any_shift = std::any_of(k.nodes.begin(), k.nodes.end(),
+                                       [](const ir::Node& n) { return n.op == ir::Op::shift; });
+    if (any_shift) s.min_ctas = 2;
     s.reasons.push_back(fmt::format(
         "4-byte accesses of 2 rows, 128-byte lines per position and warp, {} steps: about {} "
         "register words of elements per thread (much math per element: bound by instructions)",

@@ -172,8 +172,9 @@ TEST(Codegen, ApproximateMathLooksAtEveryFloatGeneric) {
 
 // Scan combines of custom states (no identity): 4-byte components select on the empty flags,
 // 8-byte ones (c64) keep the early returns (measured: the selects cost the complex backward
-// recurrence 13 registers and 18% on the H200). The memory-bound 2-row layout and RG-LRU's
-// 16-bit instruction-bound layout carry launch bounds of two CTAs per SM; the f32 layout none.
+// recurrence 13 registers and 18% on the H200). The memory-bound 2-row layout and RG-LRU
+// backward's 16-bit instruction-bound layout (with values kept for phase B) carry launch bounds
+// of two CTAs per SM; the forward's and the f32 layout none.
 TEST(Codegen, ScanCombinesAndLaunchBoundsFollowTheMeasuredRules) {
   testing::ScopedEnv math("KDSL_MATH", nullptr);
   testing::ScopedEnv sched("KDSL_SCAN_SCHEDULE", nullptr);
@@ -190,6 +191,8 @@ TEST(Codegen, ScanCombinesAndLaunchBoundsFollowTheMeasuredRules) {
   auto rg_lru = load("stdlib/rg_lru.kdsl");
   const std::string rg = gen(*rg_lru, "rg_lru_bwd", DType::bf16, 32768).source;
   EXPECT_NE(rg.find("__launch_bounds__(256, 2) kdsl_rg_lru_bwd_bf16_n32768("), std::string::npos);
+  const std::string fwd = gen(*rg_lru, "rg_lru", DType::bf16, 32768).source;
+  EXPECT_NE(fwd.find("__launch_bounds__(256) kdsl_rg_lru_bf16_n32768("), std::string::npos);
   const std::string rg32 = gen(*rg_lru, "rg_lru_bwd", DType::f32, 32768).source;
   EXPECT_NE(rg32.find("__launch_bounds__(256) kdsl_rg_lru_bwd_f32_n32768("), std::string::npos);
 }

@@ -959,14 +959,15 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   // The memory-bound 2-row layout plans two 256-thread CTAs per SM and says so in its launch
   // bounds (without them linear_recurrence_bwd bf16 took 144 registers: one CTA per SM, 38%
   // slower on the H200). Given as an override (a tuned record of the default layout), it gets
-  // the same bounds within the same register budget; a ctas key wins. RG-LRU's 16-bit
+  // the same bounds within the same register budget; a ctas key wins. RG-LRU backward's 16-bit
   // instruction-bound layout asks for two CTAs as well (it keeps phase A's sigmoid and exp for
-  // phase B: 164 registers without the bounds); other layouts get none.
+  // phase B: 164 registers without the bounds); other layouts, the forward's too, get none.
   EXPECT_EQ(
       choose_scan("linear_recurrence.kdsl", "linear_recurrence_bwd", DType::bf16, 32768).min_ctas,
       2);
   EXPECT_EQ(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768).min_ctas, 2);
   EXPECT_EQ(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::f32, 32768).min_ctas, 0);
+  EXPECT_EQ(choose_scan("rg_lru.kdsl", "rg_lru", DType::bf16, 32768).min_ctas, 0);
   EXPECT_EQ(choose_scan("scan.kdsl", "logcumsumexp_mid", DType::bf16, 32768).min_ctas, 0);
   const std::pair<const char*, int> overrides[] = {
       {"t=16,lp=2,vr=2", 2}, {"t=8,lp=2,vr=2", 2}, {"t=16,lp=2,vr=2,ctas=3", 3},
