@@ -58,6 +58,11 @@ Comparison compare(const HostTensor& got, const HostTensor& expected, Tolerance 
         ok = err <= bound;
       }
       ++c.checked;
+      if (std::isfinite(e)) {
+        c.max_abs_expected = std::max(c.max_abs_expected, std::fabs(e));
+      } else {
+        ++c.nonfinite_expected;
+      }
       if (!ok) ++c.mismatches;
       if (std::isfinite(err)) c.max_abs_error = std::max(c.max_abs_error, err);
       double ratio = bound > 0 ? err / bound : (err > 0 ? INFINITY : 0);
@@ -72,6 +77,41 @@ Comparison compare(const HostTensor& got, const HostTensor& expected, Tolerance 
     }
   }
   return c;
+}
+
+std::string overflow_note(DType t, const Comparison& c) {
+  if (c.ok) return "";
+  double largest = 0;
+  switch (t) {
+    case DType::f64:
+      largest = 1.7976931348623157e308;
+      break;
+    case DType::f32:
+    case DType::c64:
+      largest = 3.4028234663852886e38;
+      break;
+    case DType::f16:
+      largest = 65504.0;
+      break;
+    case DType::bf16:
+      largest = 3.3895313892515355e38;
+      break;
+    default:
+      return "";
+  }
+  if (c.nonfinite_expected > 0) {
+    return fmt::format(
+        "the reference itself has {} infinite or NaN {}: the inputs overflow {}; give bounded "
+        "ones (--in)",
+        c.nonfinite_expected, c.nonfinite_expected == 1 ? "value" : "values", dtype_name(t));
+  }
+  if (c.max_abs_expected > largest * 1e-3) {
+    return fmt::format(
+        "the reference reaches {:.3g}, near the largest {} ({:g}): the inputs may overflow the "
+        "kernel's arithmetic; give bounded ones (--in)",
+        c.max_abs_expected, dtype_name(t), largest);
+  }
+  return "";
 }
 
 std::string describe_worst(const HostTensor& t, const Comparison& c) {

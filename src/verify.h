@@ -36,7 +36,17 @@ struct Comparison {
   int64_t worst = -1;  // flat index of the element with the largest error relative to its bound
   double got = 0, expected = 0, bound = 0;
   double max_abs_error = 0;
+  double max_abs_expected = 0;     // the largest finite |expected| (either part of a complex one)
+  int64_t nonfinite_expected = 0;  // expected values (parts) that are infinite or NaN
 };
+
+/// A note for a failed comparison whose reference reaches the end of the output dtype's range
+/// (an infinity or NaN in `expected`, or a finite value above 1/1000 of the dtype's largest):
+/// then the kernel's f32 arithmetic may overflow where the f64 reference does not, or overflow
+/// in another order, and the inputs, not the kernel, are the likely cause (e.g. a complex
+/// recurrence over random N(0, 1) coefficients, whose products grow about e^0.06 a step). Empty
+/// when the comparison passed or the reference stays well inside the range.
+std::string overflow_note(DType t, const Comparison& c);
 
 /// Compares `got` with `expected` (same dtype and shape).
 Comparison compare(const HostTensor& got, const HostTensor& expected, Tolerance tol);

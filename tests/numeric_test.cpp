@@ -82,5 +82,37 @@ TEST(Verify, ScanToleranceFollowsThePartialSums) {
   EXPECT_EQ(bad.worst, n / 2);
 }
 
+// A failed comparison says when the reference itself reaches the end of the output's range (the
+// inputs overflow, as a complex recurrence over random N(0, 1) coefficients does), and not when
+// the values are ordinary.
+TEST(Verify, FailuresNearTheEndOfTheRangeSaySo) {
+  HostTensor got(DType::f32, {4}), ref(DType::f32, {4});
+  for (int64_t i = 0; i < 4; ++i) {
+    got.set(i, 1.5 * static_cast<double>(i + 1));
+    ref.set(i, 1.5 * static_cast<double>(i + 1));
+  }
+  const Tolerance tol = tolerance_for(DType::f32);
+  EXPECT_EQ(overflow_note(DType::f32, compare(got, ref, tol)), "") << "passed";
+  got.set(2, 7.0);
+  EXPECT_EQ(overflow_note(DType::f32, compare(got, ref, tol)), "") << "an ordinary mismatch";
+  ref.set(3, -2.8e38);
+  got.set(3, -INFINITY);
+  const Comparison near = compare(got, ref, tol);
+  EXPECT_FALSE(near.ok);
+  EXPECT_DOUBLE_EQ(near.max_abs_expected, static_cast<double>(static_cast<float>(2.8e38)));
+  EXPECT_NE(overflow_note(DType::f32, near).find("the reference reaches 2.8e+38"),
+            std::string::npos)
+      << overflow_note(DType::f32, near);
+  ref.set(0, INFINITY);
+  const Comparison inf = compare(got, ref, tol);
+  EXPECT_EQ(inf.nonfinite_expected, 1);
+  EXPECT_NE(overflow_note(DType::f32, inf).find("1 infinite or NaN value"), std::string::npos);
+  HostTensor h(DType::f16, {1}), hr(DType::f16, {1});
+  h.set(0, 60000.0);
+  hr.set(0, 30000.0);
+  EXPECT_NE(overflow_note(DType::f16, compare(h, hr, tolerance_for(DType::f16))).find("65504"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kdsl

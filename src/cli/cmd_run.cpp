@@ -45,9 +45,11 @@ bool verify_outputs(const Problem& p, const std::vector<HostTensor>& reference, 
         "float64 reference)",
         tp.name, c.ok ? "ok" : "FAILED", counted(c.checked, "value", "values"), c.max_abs_error,
         tol.rtol, tol.atol);
+    const std::string note = overflow_note(tp.dtype, c);
     if (!c.ok) {
       line += fmt::format("; {}, worst at {}", counted(c.mismatches, "mismatch", "mismatches"),
                           describe_worst(p.tensors[t], c));
+      if (!note.empty()) line += "; " + note;
     }
     if (print) std::cout << line << "\n";
     nlohmann::json j = {{"output", tp.name},
@@ -63,6 +65,7 @@ bool verify_outputs(const Problem& p, const std::vector<HostTensor>& reference, 
                     {"got", c.got},
                     {"expected", c.expected},
                     {"tolerance", c.bound}};
+      if (!note.empty()) j["note"] = note;
     }
     checks.push_back(std::move(j));
     all_ok &= c.ok;
