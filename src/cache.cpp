@@ -257,10 +257,9 @@ struct Scan {
   std::vector<fs::path> locks;
 };
 
+// A shard folder: the key's first 2 hex digits, lowercase as cache_key_hex writes them.
 bool is_shard_name(const std::string& name) {
-  return name.size() == 2 && std::all_of(name.begin(), name.end(), [](char c) {
-           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-         });
+  return is_key_hex(name, 2);
 }
 
 // Calls fn for each entry of directory `dir`; never throws: a directory that cannot be opened,
@@ -273,8 +272,9 @@ void each_entry(const fs::path& dir, Fn&& fn) {
 }
 
 // Lists the files of the cache; never throws (unreadable parts are skipped). Only regular files
-// (or links to them) are entries, temporary or lock files: anything else under a shard, such as a
-// directory named like an entry, is neither counted nor listed nor removed.
+// (or links to them) named as kdsl names them (`<2 hex>/<30 hex>.kdslbin`, its temporary and lock
+// files; docs/cache.md) are entries, temporary or lock files: anything else, such as a directory
+// named like an entry or a user's file `ab/my.kdslbin`, is neither counted nor listed nor removed.
 Scan scan(const fs::path& dir) {
   Scan out;
   each_entry(dir, [&](const fs::directory_entry& shard) {
@@ -287,11 +287,11 @@ Scan scan(const fs::path& dir) {
       if (!file.is_regular_file(type_ec)) return;  // not a file, or removed while we looked
       ScannedFile f{file.path(), file.file_size(size_ec), file.last_write_time(time_ec)};
       if (size_ec || time_ec) return;  // removed while we looked
-      if (name.ends_with(kEntrySuffix))
+      if (is_entry_file_name(name))
         out.entries.push_back(f);
       else if (is_temp_file_name(name))
         out.temps.push_back(f);
-      else if (name.ends_with(std::string(kEntrySuffix) + ".lock"))
+      else if (is_lock_file_name(name))
         out.locks.push_back(f.path);
     });
   });

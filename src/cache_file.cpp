@@ -242,8 +242,61 @@ std::string write_file_atomic(const std::filesystem::path& path, std::string_vie
   return {};
 }
 
+namespace {
+
+constexpr size_t kEntryNameHexDigits = 30;  // the key's 32 less the shard folder's 2
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_lower_hex(char c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f');
+}
+
+// Whether `text` is one or more characters, each satisfying `is`.
+bool all_of_nonempty(std::string_view text, bool (*is)(char)) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), is);
+}
+
+// The length of the entry name `name` starts with, or 0 when it does not start with one.
+size_t entry_name_prefix(std::string_view name) {
+  const std::string_view suffix = kEntrySuffix;
+  const size_t n = kEntryNameHexDigits + suffix.size();
+  const bool ok = name.size() >= n &&
+                  is_key_hex(name.substr(0, kEntryNameHexDigits), kEntryNameHexDigits) &&
+                  name.substr(kEntryNameHexDigits, suffix.size()) == suffix;
+  return ok ? n : 0;
+}
+
+}  // namespace
+
+bool is_key_hex(std::string_view text, size_t digits) {
+  return text.size() == digits && all_of_nonempty(text, is_lower_hex);
+}
+
+bool is_entry_file_name(std::string_view name) {
+  const size_t n = entry_name_prefix(name);
+  return n != 0 && n == name.size();
+}
+
 bool is_temp_file_name(std::string_view name) {
-  return name.find(std::string(kEntrySuffix) + ".tmp.") != std::string_view::npos;
+  // temp_path_for: "<entry>.tmp.<pid>.<counter>.<random, lowercase hex>".
+  const size_t n = entry_name_prefix(name);
+  if (n == 0 || !name.substr(n).starts_with(".tmp.")) return false;
+  std::string_view rest = name.substr(n + 5);
+  for (int part = 0; part < 2; ++part) {
+    const size_t dot = rest.find('.');
+    if (dot == std::string_view::npos || !all_of_nonempty(rest.substr(0, dot), is_digit)) {
+      return false;
+    }
+    rest.remove_prefix(dot + 1);
+  }
+  return all_of_nonempty(rest, is_lower_hex);
+}
+
+bool is_lock_file_name(std::string_view name) {
+  const size_t n = entry_name_prefix(name);
+  return n != 0 && name.substr(n) == ".lock";
 }
 
 std::optional<EntryLock> EntryLock::acquire(const std::filesystem::path& lock_path,

@@ -67,8 +67,19 @@ std::optional<std::string> read_entry_key(const std::filesystem::path& path);
 std::string write_file_atomic(const std::filesystem::path& path, std::string_view bytes,
                               const CacheFaults& faults);
 
-/// Whether a file name is a temporary file left by write_file_atomic.
+/// Whether `text` is `digits` lowercase hexadecimal digits, as in a key (cache_key_hex).
+bool is_key_hex(std::string_view text, size_t digits);
+
+/// Whether a file name in a shard folder is an entry's: the key's last 30 lowercase hex digits
+/// then ".kdslbin" (docs/cache.md). Files named otherwise are not kdsl's and are left alone.
+bool is_entry_file_name(std::string_view name);
+
+/// Whether a file name is a temporary file write_file_atomic makes for an entry:
+/// "<entry name>.tmp.<pid>.<n>.<random hex>".
 bool is_temp_file_name(std::string_view name);
+
+/// Whether a file name is an entry's lock file (EntryLock): "<entry name>.lock".
+bool is_lock_file_name(std::string_view name);
 
 /// An exclusive flock on `<entry>.lock`, held until destruction; the lock file is removed on
 /// release. Several threads or processes asking for the same entry wait for each other.

@@ -688,6 +688,65 @@ TEST_F(CacheTest, DirectoriesNamedLikeEntriesAreNotEntries) {
   EXPECT_EQ(cache.stats().bytes, 0u);
 }
 
+// Only files named as kdsl names them are the cache's (`<2 hex>/<30 hex>.kdslbin`, lowercase,
+// and that name's lock and temporary files; docs/cache.md): a user's `ab/my.kdslbin`, names of
+// another length or case, and lock or temporary files of such names are neither counted, listed,
+// evicted (on store or by prune) nor removed by clear. `kdsl cache clear` deleted ab/my.kdslbin.
+TEST_F(CacheTest, FilesNotNamedLikeEntriesAreNotTheCaches) {
+  CacheConfig cfg = config();
+  cfg.max_bytes = 1;  // every eviction removes all it may
+  DiskCache cache(cfg);
+  FakeCompiler first{test_key("kdsl_first")};
+  const fs::path entry =
+      cache.entry_path(cache.get_or_compile(first.key, "{}", first.fn()).key_hex);
+  const uint64_t entry_bytes = fs::file_size(entry);
+  const std::string hex30 = "0123456789abcdef0123456789abcd";
+  std::vector<fs::path> strays;
+  for (const std::string& name : std::vector<std::string>{
+           "ab/my.kdslbin", "ab/" + hex30.substr(1) + ".kdslbin", "ab/0" + hex30 + ".kdslbin",
+           "ab/0123456789ABCDEF0123456789abcd.kdslbin", "AB/" + hex30 + ".kdslbin",
+           "abc/" + hex30 + ".kdslbin", "ab/my.kdslbin.lock", "ab/my.kdslbin.tmp.1.0.abc",
+           "ab/" + hex30 + ".kdslbin.tmp.x", "ab/" + hex30 + ".kdslbin.tmp.1.0.abc.bak",
+           "ab/" + hex30 + ".kdslbin.lock.old"}) {
+    strays.push_back(cfg.dir / name);
+    fs::create_directories(strays.back().parent_path());
+    write_file(strays.back(), "keep");
+    // Older than any entry, and than an abandoned temporary file's hour.
+    fs::last_write_time(strays.back(), fs::file_time_type::clock::now() - std::chrono::hours(2));
+  }
+  auto all_kept = [&] {
+    for (const fs::path& p : strays) {
+      if (read_file(p) != "keep") return ::testing::AssertionFailure() << p << " is gone";
+    }
+    return ::testing::AssertionSuccess();
+  };
+  CacheStats s = cache.stats();
+  EXPECT_EQ(s.entries, 1u);
+  EXPECT_EQ(s.bytes, entry_bytes);
+  auto entries = cache.list();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].path, entry);
+  // A store evicts the older entry, and nothing else.
+  FakeCompiler second{test_key("kdsl_second")};
+  const fs::path entry2 =
+      cache.entry_path(cache.get_or_compile(second.key, "{}", second.fn()).key_hex);
+  const uint64_t entry2_bytes = fs::file_size(entry2);
+  EXPECT_FALSE(fs::exists(entry));
+  EXPECT_TRUE(all_kept());
+  CacheRemoval pruned = cache.prune();
+  EXPECT_EQ(pruned.entries, 1u);
+  EXPECT_EQ(pruned.bytes, entry2_bytes);
+  EXPECT_TRUE(all_kept());
+  cache.get_or_compile(first.key, "{}", first.fn());
+  CacheRemoval cleared = cache.clear();
+  EXPECT_EQ(cleared.entries, 1u);
+  EXPECT_EQ(cleared.bytes, entry_bytes);
+  EXPECT_EQ(cleared.failed, 0u);
+  EXPECT_TRUE(all_kept());
+  EXPECT_EQ(cache.stats().entries, 0u);
+  EXPECT_TRUE(cache.list().empty());
+}
+
 // clear() removes the empty shard folders it leaves, but not a file that has a shard's name.
 TEST_F(CacheTest, ClearLeavesFilesNamedLikeShards) {
   CacheConfig cfg = config();

@@ -643,6 +643,24 @@ TEST_F(CliTest, VerboseLogsCompileAndCacheDecisionsWithTimes) {
       << hit.err;
 }
 
+// `kdsl cache list | clear | prune` leave files that are not entries alone (docs/cache.md): clear
+// deleted a user's ab/my.kdslbin, which list showed with the key `abmy`.
+TEST_F(CliTest, CacheLeavesFilesThatAreNotEntriesAlone) {
+  const std::string mine = cache_dir() + "/ab/my.kdslbin";
+  fs::create_directories(cache_dir() + "/ab");
+  fs::permissions(cache_dir(), fs::perms::owner_all);
+  write_file(mine, "keep\n");
+  CliResult list = kdsl({"cache", "list"});
+  EXPECT_EQ(list.code, 0) << show(list);
+  EXPECT_EQ(list.out, "no entries in " + cache_dir() + "\n");
+  for (const char* command : {"clear", "prune"}) {
+    CliResult r = kdsl({"cache", command, "--json"});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_EQ(nlohmann::json::parse(r.out)["removed_entries"], 0) << r.out;
+    EXPECT_EQ(read_text(mine), "keep\n") << command;
+  }
+}
+
 TEST_F(CliTest, CacheStatsListPruneClear) {
   CliResult empty = kdsl({"cache", "list"});
   EXPECT_EQ(empty.code, 0);
