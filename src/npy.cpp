@@ -1,5 +1,6 @@
 #include "npy.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -204,6 +205,53 @@ HostTensor read_npy(const std::string& path, DType want) {
   return out;
 }
 
+namespace {
+
+// Where write_npy writes `path`. A regular file is written to a temporary file beside it, then
+// renamed over it: a failed write (a full disk) leaves neither a truncated file nor a damaged old
+// one. Anything else that exists (a device, a pipe) is written in place, and so is a symbolic
+// link: a rename would replace the link itself (--out y=/dev/stdout replaced /dev/stdout).
+struct OutputFile {
+  bool in_place = false;
+  std::string target;      // the file opened: `path`, or the temporary file
+  bool replacing = false;  // an existing regular file is replaced; it had `mode`
+  mode_t mode = 0;
+  std::string problem;  // why it must not be written, or ""
+};
+
+OutputFile output_file(const std::string& path) {
+  OutputFile f;
+  std::error_code ec;
+  f.in_place = std::filesystem::is_symlink(path, ec) ||
+               (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec));
+  // The temporary name is short (the file's own name may already be as long as the file system
+  // allows) and hidden; the counter keeps a process's temporary files apart.
+  static std::atomic<unsigned> serial{0};
+  const std::filesystem::path beside = std::filesystem::path(path).parent_path();
+  f.target = f.in_place
+                 ? path
+                 : (beside / fmt::format(".kdsl-npy.{}.{}.tmp", ::getpid(), serial++)).string();
+  // Replacing an existing file keeps what its permissions say: one we may not write is refused
+  // (the rename would have replaced it anyway), and the new file gets the old one's mode.
+  struct stat old_st {};
+  f.replacing = !f.in_place && ::stat(path.c_str(), &old_st) == 0;
+  f.mode = old_st.st_mode & 07777;
+  if (f.replacing && ::access(path.c_str(), W_OK) != 0) {
+    f.problem = "cannot write: Permission denied";
+  }
+  return f;
+}
+
+// The start of the message for a temporary file that cannot be created.
+std::string create_temp_text(const OutputFile& f) {
+  return fmt::format(
+      "cannot create the temporary file {} (the output is written there, then renamed into "
+      "place)",
+      f.target);
+}
+
+}  // namespace
+
 void write_npy(const std::string& path, const HostTensor& t) {
   std::string shape = "(";
   for (size_t i = 0; i < t.shape.size(); ++i) shape += fmt::format("{}, ", t.shape[i]);
@@ -215,35 +263,16 @@ void write_npy(const std::string& path, const HostTensor& t) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  // A regular file is written to a temporary file beside it, then renamed over it: a failed
-  // write (a full disk) leaves neither a truncated file nor a damaged old one. Anything else that
-  // exists (a device, a pipe) is written in place, and so is a symbolic link: a rename would
-  // replace the link itself (--out y=/dev/stdout replaced /dev/stdout). Every byte is flushed and
-  // checked.
-  std::error_code ec;
-  const bool in_place =
-      std::filesystem::is_symlink(path, ec) ||
-      (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec));
-  // The temporary name is short (the file's own name may already be as long as the file system
-  // allows) and hidden; the counter keeps a process's temporary files apart.
-  static std::atomic<unsigned> serial{0};
-  std::filesystem::path beside = std::filesystem::path(path).parent_path();
-  const std::string target =
-      in_place ? path
-               : (beside / fmt::format(".kdsl-npy.{}.{}.tmp", ::getpid(), serial++)).string();
-  auto fail = [&](const char* what, int err) {
+  const OutputFile file = output_file(path);
+  auto fail = [&](const std::string& what, int err) {
     std::error_code rm;
-    if (!in_place) std::filesystem::remove(target, rm);
+    if (!file.in_place) std::filesystem::remove(file.target, rm);
     bad(path, fmt::format("{}: {}", what, err ? std::strerror(err) : "I/O error"));
   };
-  // Replacing an existing file keeps what its permissions say: one we may not write is refused
-  // (the rename would have replaced it anyway), and the new file gets the old one's mode.
-  struct stat old_st {};
-  const bool replacing = !in_place && ::stat(path.c_str(), &old_st) == 0;
-  if (replacing && ::access(path.c_str(), W_OK) != 0) bad(path, "cannot write: Permission denied");
-  std::ofstream out(target, std::ios::binary | std::ios::trunc);
-  if (!out) fail("cannot write", errno);
-  if (replacing) ::chmod(target.c_str(), old_st.st_mode & 07777);
+  if (!file.problem.empty()) bad(path, file.problem);
+  std::ofstream out(file.target, std::ios::binary | std::ios::trunc);
+  if (!out) fail(file.in_place ? "cannot write" : create_temp_text(file), errno);
+  if (file.replacing) ::chmod(file.target.c_str(), file.mode);
   errno = 0;
   out.write(kMagic, 6);
   char version[2] = {1, 0};
@@ -257,10 +286,21 @@ void write_npy(const std::string& path, const HostTensor& t) {
   out.flush();
   out.close();
   if (out.fail()) fail("write failed", errno);
-  if (!in_place) {
-    std::filesystem::rename(target, path, ec);
-    if (ec) fail("cannot write", ec.value());
+  if (!file.in_place) {
+    std::error_code ec;
+    std::filesystem::rename(file.target, path, ec);
+    if (ec) fail(fmt::format("cannot rename the temporary file {} to it", file.target), ec.value());
   }
+}
+
+std::string npy_write_problem(const std::string& path) {
+  const OutputFile file = output_file(path);
+  if (!file.problem.empty() || file.in_place) return file.problem;
+  const int fd = ::open(file.target.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return fmt::format("{}: {}", create_temp_text(file), std::strerror(errno));
+  ::close(fd);
+  ::unlink(file.target.c_str());
+  return "";
 }
 
 }  // namespace kdsl

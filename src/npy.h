@@ -19,4 +19,12 @@ HostTensor read_npy(const std::string& path, DType want);
 /// Throws kdsl::Error when the file cannot be written.
 void write_npy(const std::string& path, const HostTensor& t);
 
+/// Why write_npy(path, ...) would fail to create its file, or "" when it should not: before a run,
+/// so that a file that cannot be written is found before the work. For a new or regular file,
+/// which write_npy writes to a temporary file beside it and renames into place, that temporary
+/// file is created and removed again ("cannot create the temporary file /proc/.kdsl-npy.12.0.tmp
+/// ...: No such file or directory"); a regular file kdsl may not write is refused. Devices, pipes
+/// and symbolic links, written in place, are not opened here.
+std::string npy_write_problem(const std::string& path);
+
 }  // namespace kdsl

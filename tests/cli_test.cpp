@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cli_test_util.h"
+#include "kdsl/error.h"
 #include "src/driver.h"
 #include "src/host_tensor.h"
 #include "src/npy.h"
@@ -180,6 +181,37 @@ TEST_F(CliTest, RunOutWriteFailureIsAnError) {
                       "M=4,N=8", "--out", "y=/dev/full"});
   EXPECT_EQ(r.code, 1) << show(r);
   EXPECT_EQ(r.err, "kdsl: error: /dev/full: write failed: No space left on device\n") << show(r);
+}
+
+// --out to an existing file whose directory takes no new files (/proc: the temporary file beside it
+// cannot be created, even by root, whom access() lets through) is refused before the run, naming
+// the temporary file and the cause; it said "/proc/version: cannot write: No such file or
+// directory", after the kernel ran. write_npy itself names them too.
+TEST_F(CliTest, OutWhoseTemporaryFileCannotBeCreatedIsRefusedBeforeTheRun) {
+  if (!fs::is_regular_file("/proc/version")) GTEST_SKIP() << "skipped: no /proc/version";
+  CliResult r = kdsl({"run", kRms, "-k", "rms_norm", "--device", "cpu", "--dtype", "f32", "--shape",
+                      "M=4,N=8", "--out", "y=/proc/version"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_EQ(r.out, "") << "the kernel ran";
+  if (::geteuid() != 0) {
+    EXPECT_EQ(r.err,
+              "kdsl: error: --out y=/proc/version: cannot write into /proc: permission denied\n");
+    return;
+  }
+  const std::string temp = "cannot create the temporary file /proc/.kdsl-npy.";
+  const std::string why =
+      ".tmp (the output is written there, then renamed into place): No such file or directory";
+  EXPECT_TRUE(r.err.starts_with("kdsl: error: --out y=/proc/version: " + temp)) << r.err;
+  EXPECT_TRUE(r.err.ends_with(why + "\n")) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  try {
+    write_npy("/proc/version", tensor(DType::f32, {2}, {1, 2}));
+    ADD_FAILURE() << "wrote /proc/version";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_TRUE(message.starts_with("/proc/version: " + temp)) << message;
+    EXPECT_TRUE(message.ends_with(why)) << message;
+  }
 }
 
 TEST_F(CliTest, ListSaysWhenAFileDefinesNoKernels) {

@@ -328,6 +328,11 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
       throw Error(fmt::format("--out {}: the file name is {} bytes long; {} allows at most {}",
                               item, base.size(), dir.string(), name_max));
     }
+    // So is a file that cannot be created there (a directory that takes no new files, such as
+    // /proc, even for root, whom access() lets through).
+    if (const std::string why = npy_write_problem(path); !why.empty()) {
+      throw Error(fmt::format("--out {}: {}", item, why));
+    }
     files.emplace_back(index, path);
   }
   return files;
