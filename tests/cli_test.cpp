@@ -214,6 +214,22 @@ TEST_F(CliTest, OutWhoseTemporaryFileCannotBeCreatedIsRefusedBeforeTheRun) {
   }
 }
 
+// A name too long for the file system, given without a directory, names the current directory
+// in words ("the file name is 304 bytes long; . allows at most 255").
+TEST_F(CliTest, OutNameTooLongInTheCurrentDirectorySaysSo) {
+  const long name_max = ::pathconf(source_dir().c_str(), _PC_NAME_MAX);  // kdsl runs there
+  if (name_max <= 0) GTEST_SKIP() << "skipped: no limit on the length of a file name";
+  const std::string name = std::string(name_max + 45, 'a') + ".npy";
+  CliResult r = kdsl({"run", kRms, "-k", "rms_norm", "--device", "cpu", "--dtype", "f32", "--shape",
+                      "M=4,N=8", "--out", "y=" + name});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_EQ(r.err, "kdsl: error: --out y=" + name + ": the file name is " +
+                       std::to_string(name.size()) +
+                       " bytes long; the file system of the current directory allows at most " +
+                       std::to_string(name_max) + "\n");
+  EXPECT_EQ(r.out, "");
+}
+
 TEST_F(CliTest, ListSaysWhenAFileDefinesNoKernels) {
   write_file(path("empty.kdsl"), "");
   write_file(path("comments.kdsl"), "# only a comment\n\n");
@@ -1385,8 +1401,8 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       // A name longer than the file system allows is refused before the run.
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--out", "y=" + t + "/" + too_long}), 1,
        "kdsl: error: --out y=" + t + "/" + too_long + ": the file name is " +
-           std::to_string(too_long.size()) + " bytes long; " + t + " allows at most " +
-           std::to_string(name_max)},
+           std::to_string(too_long.size()) + " bytes long; the file system of " + t +
+           " allows at most " + std::to_string(name_max)},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--arg", "eps=small"}), 2,
        "kdsl run: usage error: --arg eps=small: 'small' is not a decimal number (e.g. --arg "
        "eps=1e-5)"},

@@ -315,18 +315,21 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
     }
     std::filesystem::path dir = std::filesystem::path(path).parent_path();
     if (dir.empty()) dir = ".";
+    // In messages: "." alone reads as a stray full stop.
+    const std::string where = dir == "." ? "the current directory" : dir.string();
     if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0) {
       const char* why = !std::filesystem::exists(dir, ec)         ? "no such directory"
                         : !std::filesystem::is_directory(dir, ec) ? "not a directory"
                                                                   : "permission denied";
-      throw Error(fmt::format("--out {}: cannot write into {}: {}", item, dir.string(), why));
+      throw Error(fmt::format("--out {}: cannot write into {}: {}", item, where, why));
     }
     // A name the file system refuses is found now, not after the run.
     const std::string base = std::filesystem::path(path).filename().string();
     const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
     if (name_max > 0 && base.size() > static_cast<size_t>(name_max)) {
-      throw Error(fmt::format("--out {}: the file name is {} bytes long; {} allows at most {}",
-                              item, base.size(), dir.string(), name_max));
+      throw Error(fmt::format(
+          "--out {}: the file name is {} bytes long; the file system of {} allows at most {}", item,
+          base.size(), where, name_max));
     }
     // So is a file that cannot be created there (a directory that takes no new files, such as
     // /proc, even for root, whom access() lets through).
