@@ -14,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "kdsl/error.h"
@@ -27,33 +29,116 @@ const char kMagic[] = "\x93NUMPY";
   throw Error(fmt::format("{}: {}", path, what));
 }
 
-// The value of `key` in the header's Python dict literal: a quoted string's contents, a tuple's
-// contents without the parentheses, or True/False; "" when absent. A plain scan (no std::regex,
-// whose recursion a long header can overflow).
-std::string field(const std::string& header, const std::string& key) {
-  const std::string quoted = "'" + key + "'";
-  size_t p = header.find(quoted);
-  if (p == std::string::npos) return "";
-  p += quoted.size();
-  auto skip_blanks = [&] {
-    while (p < header.size() && (header[p] == ' ' || header[p] == '\t')) ++p;
-  };
-  skip_blanks();
-  if (p >= header.size() || header[p] != ':') return "";
-  ++p;
-  skip_blanks();
-  if (p >= header.size()) return "";
-  const char open = header[p];
-  if (open == '\'' || open == '(') {
-    size_t close = header.find(open == '(' ? ')' : '\'', p + 1);
-    if (close == std::string::npos) return "";
-    return header.substr(p + 1, close - p - 1);
-  }
-  for (const char* word : {"True", "False"}) {
-    if (header.compare(p, std::strlen(word), word) == 0) return word;
-  }
-  return "";
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
+
+// One value of the header's dict: a quoted string's contents, a bracketed value's text with its
+// brackets ("(2, 3)", "[('a', '<f4')]"), or a bare word ("True", "False", "12").
+struct HeaderValue {
+  enum Kind { kString, kTuple, kBracketed, kWord } kind = kWord;
+  std::string text;
+};
+
+// Reads the header's Python dict literal as far as .npy headers go (NumPy reads it with
+// ast.literal_eval): quoted keys, and values that are quoted strings, bracketed values (tuples,
+// lists, nested, strings inside) or bare words. A plain scan (no std::regex, whose recursion a
+// long header can overflow). Throws for a header that is not such a dict, and for a key given
+// twice (literal_eval would keep the last; it is refused, as it says two things).
+class HeaderReader {
+ public:
+  HeaderReader(const std::string& path, const std::string& header) : path_(path), h_(header) {}
+
+  std::map<std::string, HeaderValue> dict() {
+    std::map<std::string, HeaderValue> out;
+    skip_blanks();
+    if (!at('{')) malformed("it does not start with '{'");
+    ++p_;
+    for (skip_blanks(); !at('}'); skip_blanks()) {
+      if (!at('\'') && !at('"')) malformed("a key is not a quoted string");
+      std::string key = quoted();
+      skip_blanks();
+      if (!at(':')) malformed(fmt::format("no ':' after the key '{}'", key));
+      ++p_;
+      skip_blanks();
+      HeaderValue v = value();
+      if (!out.emplace(key, std::move(v)).second) {
+        bad(path_, fmt::format("malformed header: it gives '{}' twice", key));
+      }
+      skip_blanks();
+      if (at(',')) {
+        ++p_;
+      } else if (!at('}')) {
+        malformed(fmt::format("no ',' or '}}' after the value of '{}'", key));
+      }
+    }
+    ++p_;
+    skip_blanks();  // the padding NumPy writes: spaces, then '\n'
+    if (p_ != h_.size()) malformed("text follows the dict's '}'");
+    return out;
+  }
+
+ private:
+  [[noreturn]] void malformed(const std::string& why) const {
+    bad(path_, fmt::format("malformed header: {} (byte {} of the header; expected a Python dict "
+                           "such as {{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }})",
+                           why, p_));
+  }
+  bool at(char c) const { return p_ < h_.size() && h_[p_] == c; }
+  void skip_blanks() {
+    while (p_ < h_.size() && is_blank(h_[p_])) ++p_;
+  }
+  // A string in quotes, at its opening quote; its contents.
+  std::string quoted() {
+    const size_t close = h_.find(h_[p_], p_ + 1);
+    if (close == std::string::npos) malformed("a string is not closed");
+    std::string text = h_.substr(p_ + 1, close - p_ - 1);
+    p_ = close + 1;
+    return text;
+  }
+  HeaderValue value() {
+    if (p_ >= h_.size()) malformed("a value is missing");
+    const char c = h_[p_];
+    if (c == '\'' || c == '"') return {HeaderValue::kString, quoted()};
+    if (c == '(' || c == '[' || c == '{') {
+      return {c == '(' ? HeaderValue::kTuple : HeaderValue::kBracketed, bracketed()};
+    }
+    const size_t start = p_;
+    while (p_ < h_.size() && (std::isalnum(static_cast<unsigned char>(h_[p_])) != 0 ||
+                              h_[p_] == '_' || h_[p_] == '.' || h_[p_] == '-' || h_[p_] == '+')) {
+      ++p_;
+    }
+    if (p_ == start) malformed("a value is missing");
+    return {HeaderValue::kWord, h_.substr(start, p_ - start)};
+  }
+  // From an opening bracket to the one that closes it; the text with both.
+  std::string bracketed() {
+    const size_t start = p_;
+    std::string closers;
+    do {
+      const char c = h_[p_];
+      if (c == '\'' || c == '"') {
+        quoted();
+        continue;
+      }
+      if (c == '(' || c == '[' || c == '{') {
+        closers.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
+      } else if (c == ')' || c == ']' || c == '}') {
+        if (c != closers.back()) {
+          malformed(fmt::format("'{}' where '{}' was expected", c, closers.back()));
+        }
+        closers.pop_back();
+      }
+      ++p_;
+    } while (!closers.empty() && p_ < h_.size());
+    if (!closers.empty()) malformed("a bracket is not closed");
+    return h_.substr(start, p_ - start);
+  }
+
+  const std::string& path_;
+  const std::string& h_;
+  size_t p_ = 0;
+};
 
 std::optional<DType> descr_dtype(const std::string& d, DType want) {
   if (d == "<f2") return DType::f16;
@@ -90,30 +175,32 @@ const char* dtype_descr(DType t) {
   return "<f4";
 }
 
+// `s` without the blanks (spaces, tabs, line breaks) around it.
+std::string strip_blanks(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && is_blank(s[b])) ++b;
+  while (e > b && is_blank(s[e - 1])) --e;
+  return s.substr(b, e - b);
+}
+
 }  // namespace
 
-// The header's shape, a tuple of non-negative integers: "()", "(4,)", "(2, 4)" (a trailing comma
-// allowed). A sign, a decimal point or an empty item is an error: (2,-4) used to read as (2, 4).
+// The header's shape, the inside of a tuple of non-negative integers: "" for (), "4," for (4,),
+// "2, 4" or "2, 4, " for (2, 4) (a trailing comma allowed, as in Python). A sign, a decimal point
+// or an empty item is an error: (2,-4) used to read as (2, 4).
 std::vector<int64_t> parse_shape(const std::string& path, const std::string& dims) {
   auto malformed = [&] {
     bad(path, fmt::format("shape ({}) is not a tuple of non-negative integers", dims));
   };
-  // (field() gives the tuple without its parentheses.)
-  std::string inner = dims;
-  if (inner.size() >= 2 && inner.front() == '(' && inner.back() == ')') {
-    inner = inner.substr(1, inner.size() - 2);
-  }
+  const std::string inner = strip_blanks(dims);
   std::vector<std::string> items;
   for (size_t from = 0;;) {
     const size_t comma = std::min(inner.find(',', from), inner.size());
-    std::string item = inner.substr(from, comma - from);
-    item.erase(0, item.find_first_not_of(' '));
-    item.erase(item.find_last_not_of(' ') + 1);
-    items.push_back(item);
+    items.push_back(strip_blanks(inner.substr(from, comma - from)));
     if (comma == inner.size()) break;
     from = comma + 1;
   }
-  // "()" is one empty item; "(4,)" ends with one.
+  // "()" is one empty item; "(4,)" and "(4, 8, )" end with one.
   if (items.back().empty() && (items.size() == 1 || inner.back() == ',')) items.pop_back();
   std::vector<int64_t> shape;
   for (const std::string& item : items) {
@@ -127,6 +214,49 @@ std::vector<int64_t> parse_shape(const std::string& path, const std::string& dim
   }
   return shape;
 }
+
+namespace {
+
+// What a .npy header says: the dtype (a descr `want` accepts), the shape tuple's text without
+// its parentheses, and the shape. NumPy's header has exactly these three keys.
+struct HeaderFields {
+  DType dtype;
+  std::string dims;
+  std::vector<int64_t> shape;
+};
+
+HeaderFields header_fields(const std::string& path, const std::string& header, DType want) {
+  std::map<std::string, HeaderValue> fields = HeaderReader(path, header).dict();
+  for (const auto& [key, value] : fields) {
+    if (key != "descr" && key != "fortran_order" && key != "shape") {
+      bad(path, fmt::format("malformed header: unexpected key '{}' (a .npy header holds descr, "
+                            "fortran_order and shape)",
+                            key));
+    }
+  }
+  for (const char* key : {"descr", "fortran_order", "shape"}) {
+    if (!fields.contains(key)) bad(path, fmt::format("malformed header: no '{}'", key));
+  }
+  const HeaderValue& descr = fields["descr"];
+  auto t = descr.kind == HeaderValue::kString ? descr_dtype(descr.text, want) : std::nullopt;
+  if (!t) {
+    bad(path, fmt::format("unsupported dtype '{}' (expected {}; bf16 is stored as <u2, <i2 or <V2)",
+                          descr.text, dtype_name(want)));
+  }
+  const HeaderValue& order = fields["fortran_order"];
+  if (order.kind != HeaderValue::kWord || (order.text != "True" && order.text != "False")) {
+    bad(path, fmt::format("malformed header: fortran_order is {}, not True or False", order.text));
+  }
+  if (order.text == "True") bad(path, "Fortran-order arrays are not supported");
+  const HeaderValue& tuple = fields["shape"];
+  if (tuple.kind != HeaderValue::kTuple) {
+    bad(path, fmt::format("shape {} is not a tuple of non-negative integers", tuple.text));
+  }
+  const std::string dims = tuple.text.substr(1, tuple.text.size() - 2);  // without ( and )
+  return {*t, dims, parse_shape(path, dims)};
+}
+
+}  // namespace
 
 HostTensor read_npy(const std::string& path, DType want) {
   std::ifstream in(path, std::ios::binary);
@@ -150,15 +280,7 @@ HostTensor read_npy(const std::string& path, DType want) {
   std::string header(header_len, '\0');
   in.read(header.data(), header_len);
   if (!in) bad(path, "truncated header");
-  std::string descr = field(header, "descr");
-  auto t = descr_dtype(descr, want);
-  if (!t) {
-    bad(path, fmt::format("unsupported dtype '{}' (expected {}; bf16 is stored as <u2, <i2 or <V2)",
-                          descr, dtype_name(want)));
-  }
-  if (field(header, "fortran_order") == "True") bad(path, "Fortran-order arrays are not supported");
-  const std::string dims = field(header, "shape");
-  const std::vector<int64_t> shape = parse_shape(path, dims);
+  const auto [t, dims, shape] = header_fields(path, header, want);
   if (shape.size() > 8) bad(path, fmt::format("shape ({}) has more than 8 axes", dims));
   // The data must be in the file before anything is allocated for it.
   uint64_t elems = 1;
@@ -174,7 +296,7 @@ HostTensor read_npy(const std::string& path, DType want) {
   in.clear();
   if (seekable) in.seekg(data_start);
   uint64_t need = 0;
-  const bool overflow = __builtin_mul_overflow(elems, dtype_size(*t), &need);
+  const bool overflow = __builtin_mul_overflow(elems, dtype_size(t), &need);
   if (overflow || (seekable && need > static_cast<uint64_t>(end_pos - data_start))) {
     bad(path, fmt::format("truncated data: shape ({}) needs {} bytes, the file has {}", dims,
                           overflow ? std::string("more than 2^64") : std::to_string(need),
@@ -192,11 +314,11 @@ HostTensor read_npy(const std::string& path, DType want) {
       bad(path, fmt::format("truncated data: shape ({}) needs {} bytes, the stream had {}", dims,
                             need, data.size()));
     }
-    HostTensor out(*t, shape);
+    HostTensor out(t, shape);
     std::copy_n(data.begin(), out.bytes.size(), reinterpret_cast<char*>(out.bytes.data()));
     return out;
   }
-  HostTensor out(*t, shape);
+  HostTensor out(t, shape);
   in.read(reinterpret_cast<char*>(out.bytes.data()),
           static_cast<std::streamsize>(out.bytes.size()));
   if (static_cast<size_t>(in.gcount()) != out.bytes.size()) {

@@ -10,7 +10,9 @@ namespace kdsl {
 /// Reads a .npy file. Accepted descriptors: <f2 (f16), <f4, <f8, <i4, <i8, |b1 (bool), <c8 (c64),
 /// and for bf16 the raw 16-bit patterns as <u2, <i2 or <V2 (what ml_dtypes' bfloat16 writes);
 /// `want` says which dtype a 2-byte integer/void descriptor means (bf16 when the parameter is
-/// bf16, f16 never: f16 must be <f2). Fortran order and big-endian data are rejected.
+/// bf16, f16 never: f16 must be <f2). Fortran order and big-endian data are rejected. The header
+/// is read as NumPy reads it, a Python dict literal with exactly the keys descr, fortran_order and
+/// shape (trailing commas allowed); anything else, or a key given twice, is a malformed header.
 /// Throws kdsl::Error naming the file and the problem.
 HostTensor read_npy(const std::string& path, DType want);
 

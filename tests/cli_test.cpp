@@ -849,6 +849,70 @@ TEST_F(CliTest, NpyShapesAreReadStrictlyAndPipesAreRead) {
       << read_text(path("pipe.out"));
 }
 
+// .npy headers as NumPy reads them (a Python dict literal, by ast.literal_eval): a trailing comma
+// in the shape tuple is accepted ('shape': (4, 8, ) was "not a tuple of non-negative integers");
+// a header that is not a dict says so (}{}{ was "unsupported dtype ''"); a key given twice (the
+// first 'descr' was used, literal_eval keeps the last), a key missing (no 'shape' read as a
+// scalar) or one NumPy does not know is refused.
+TEST_F(CliTest, NpyHeadersAreReadAsNumPyReadsThem) {
+  write_npy(path("x.npy"), tensor(DType::f32, {4, 8}, {}));
+  const std::string good = read_text(path("x.npy"));
+  const size_t data_at = 10 + (static_cast<unsigned char>(good[8]) | (good[9] << 8));
+  // The file with `dict` as its header (padded as NumPy pads it) and x.npy's data.
+  auto with_header = [&](const std::string& dict) {
+    std::string header = dict + std::string((64 - (10 + dict.size() + 1) % 64) % 64, ' ') + "\n";
+    std::string file("\x93NUMPY\x01\x00", 8);
+    file += static_cast<char>(header.size() & 0xff);
+    file += static_cast<char>(header.size() >> 8);
+    write_file(path("h.npy"), file + header + good.substr(data_at));
+    return path("h.npy");
+  };
+  const std::pair<std::string, std::vector<int64_t>> accepted[] = {
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 8, ), }", {4, 8}},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4,8,)}", {4, 8}},
+      {"{\"shape\": (32,), \"fortran_order\": False, \"descr\": \"<f4\"}", {32}},
+      {"{'descr':'<f4','fortran_order':False,'shape':( 2 ,\n 16 )}", {2, 16}}};
+  for (const auto& [dict, shape] : accepted) {
+    EXPECT_EQ(read_npy(with_header(dict), DType::f32).shape, shape) << dict;
+  }
+  const std::string like =
+      " (byte {} of the header; expected a Python dict such as {'descr': '<f4', 'fortran_order': "
+      "False, 'shape': (2, 3), })";
+  auto at_byte = [&](size_t byte) {
+    std::string text = like;
+    return text.replace(text.find("{}"), 2, std::to_string(byte));
+  };
+  const std::pair<std::string, std::string> refused[] = {
+      {"}{}{", "malformed header: it does not start with '{'" + at_byte(0)},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 8), }{}",
+       "malformed header: text follows the dict's '}'" + at_byte(59)},
+      {"{'descr': '<f4', 'fortran_order': False 'shape': (4, 8)}",
+       "malformed header: no ',' or '}' after the value of 'fortran_order'" + at_byte(40)},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 8}",
+       "malformed header: '}' where ')' was expected" + at_byte(55)},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 8), 'descr': '<f8'}",
+       "malformed header: it gives 'descr' twice"},
+      {"{'descr': '<f4', 'fortran_order': False}", "malformed header: no 'shape'"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (4, 8), 'order': 'C'}",
+       "malformed header: unexpected key 'order' (a .npy header holds descr, fortran_order and "
+       "shape)"},
+      {"{'descr': '<f4', 'fortran_order': 0, 'shape': (4, 8)}",
+       "malformed header: fortran_order is 0, not True or False"},
+      {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,)}",
+       "unsupported dtype '[('a', '<f4')]' (expected f32; bf16 is stored as <u2, <i2 or <V2)"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': 32}",
+       "shape 32 is not a tuple of non-negative integers"}};
+  for (const auto& [dict, message] : refused) {
+    const std::string file = with_header(dict);
+    try {
+      read_npy(file, DType::f32);
+      ADD_FAILURE() << dict << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), file + ": " + message) << dict;
+    }
+  }
+}
+
 // --out through a symbolic link writes the link's target and keeps the link (the temporary file
 // and rename used to replace the link); two spellings of a file not made yet are one file.
 TEST_F(CliTest, OutWritesThroughSymbolicLinksAndKnowsSpellingsOfOneFile) {
