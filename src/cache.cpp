@@ -110,6 +110,8 @@ std::string cache_key_hex(const CacheKeyInputs& key) {
 // Configuration
 
 std::optional<uint64_t> parse_byte_size(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   uint64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end == text.data()) return std::nullopt;
@@ -179,7 +181,7 @@ CacheConfig CacheConfig::from_env() {
   CacheConfig c;
   c.dir = default_cache_dir();
   c.enabled = cache_enabled(env("KDSL_CACHE"));
-  if (std::string size = env("KDSL_CACHE_MAX_SIZE"); !size.empty()) {
+  if (std::string size = env("KDSL_CACHE_MAX_SIZE"); !trim_blanks(size).empty()) {
     if (auto bytes = parse_byte_size(size)) {
       c.max_bytes = *bytes;
     } else {

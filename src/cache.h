@@ -41,7 +41,8 @@ std::optional<CacheKeyInputs> parse_canonical_key(std::string_view text);
 std::string cache_key_hex(const CacheKeyInputs& key);
 
 /// Parses a size in bytes with an optional K, M, G or T suffix (powers of 1024, an optional
-/// trailing "B" or "iB"): "1G", "512M", "1048576". nullopt when malformed.
+/// trailing "B" or "iB"; any case; spaces and tabs around ignored): "1G", "512m", " 1048576 ".
+/// nullopt when malformed.
 std::optional<uint64_t> parse_byte_size(std::string_view text);
 
 /// Where and how the cache works.
@@ -53,9 +54,9 @@ struct CacheConfig {
   CacheFaults faults;                              ///< Injected failures, for tests.
 
   /// From the environment: KDSL_CACHE_DIR, else $XDG_CACHE_HOME/kdsl, else $HOME/.cache/kdsl;
-  /// KDSL_CACHE=off (or 0, false, no) disables; KDSL_CACHE_MAX_SIZE; KDSL_CACHE_FAULT. A malformed
-  /// size, or a KDSL_CACHE other than those and on, 1, true, yes, is warned about and the default
-  /// kept.
+  /// KDSL_CACHE=off (or 0, false, no) disables; KDSL_CACHE_MAX_SIZE; KDSL_CACHE_FAULT. Values are
+  /// read in any case with spaces around ignored; a blank one is unset. A malformed size, or a
+  /// KDSL_CACHE other than those and on, 1, true, yes, is warned about and the default kept.
   static CacheConfig from_env();
 };
 

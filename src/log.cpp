@@ -3,9 +3,27 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "text_util.h"
+
 namespace kdsl {
+namespace {
+
+// KDSL_LOG_LEVEL: trace, debug, info, warn, error or off (and spdlog's other names, warning, err,
+// critical), in any case, spaces around ignored, as KDSL_CACHE and KDSL_MATH are read. Empty or
+// blank is unset (warn); another value is nullopt.
+std::optional<spdlog::level::level_enum> level_from_env(const std::string& text) {
+  const std::string word = env_word(text);
+  if (word.empty()) return spdlog::level::warn;
+  // from_str gives `off` for any unknown name.
+  const spdlog::level::level_enum level = spdlog::level::from_str(word);
+  if (level == spdlog::level::off && word != "off") return std::nullopt;
+  return level;
+}
+
+}  // namespace
 
 spdlog::logger& log() {
   static std::shared_ptr<spdlog::logger> logger = [] {
@@ -13,11 +31,9 @@ spdlog::logger& log() {
     if (!l) l = spdlog::stderr_color_mt("kdsl");
     l->set_pattern("kdsl: %^%l%$: %v");
     const char* env = std::getenv("KDSL_LOG_LEVEL");
-    // from_str gives `off` for any unknown name: keep warn then, and say so.
-    spdlog::level::level_enum level = env ? spdlog::level::from_str(env) : spdlog::level::warn;
-    bool unknown = env && level == spdlog::level::off && std::string(env) != "off";
-    l->set_level(unknown ? spdlog::level::warn : level);
-    if (unknown) {
+    const auto level = level_from_env(env ? env : "");
+    l->set_level(level.value_or(spdlog::level::warn));
+    if (!level) {
       l->warn("ignoring KDSL_LOG_LEVEL='{}': expected trace, debug, info, warn, error or off", env);
     }
     return l;

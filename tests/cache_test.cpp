@@ -94,6 +94,12 @@ TEST(CacheConfigTest, ParsesByteSizes) {
   EXPECT_EQ(parse_byte_size("3GB"), uint64_t{3} << 30);
   EXPECT_EQ(parse_byte_size("1T"), uint64_t{1} << 40);
   EXPECT_EQ(parse_byte_size("0"), 0u);
+  // Spaces around are ignored, as KDSL_CACHE's are (" 1G " was malformed).
+  EXPECT_EQ(parse_byte_size(" 1G "), uint64_t{1} << 30);
+  EXPECT_EQ(parse_byte_size("\t512m\t"), 512u << 20);
+  EXPECT_EQ(parse_byte_size(" 100 "), 100u);
+  EXPECT_FALSE(parse_byte_size(" "));
+  EXPECT_FALSE(parse_byte_size("1 G"));
   EXPECT_FALSE(parse_byte_size(""));
   EXPECT_FALSE(parse_byte_size("G"));
   EXPECT_FALSE(parse_byte_size("12X"));
@@ -127,6 +133,13 @@ TEST_F(CacheTest, ConfigFromEnvironment) {
     EXPECT_FALSE(c.enabled);
     EXPECT_EQ(c.max_bytes, uint64_t{64} << 20);
     EXPECT_TRUE(c.faults.write && c.faults.rename && !c.faults.read && !c.faults.lock);
+  }
+  {
+    ScopedEnv spaced("KDSL_CACHE_MAX_SIZE", " 2g ");
+    EXPECT_EQ(CacheConfig::from_env().max_bytes, uint64_t{2} << 30);
+    ScopedEnv blank("KDSL_CACHE_MAX_SIZE", " ");  // as unset
+    EXPECT_EQ(CacheConfig::from_env().max_bytes, uint64_t{1} << 30);
+    EXPECT_TRUE(warnings().empty());
   }
   ScopedEnv bad("KDSL_CACHE_MAX_SIZE", "lots");
   EXPECT_EQ(CacheConfig::from_env().max_bytes, uint64_t{1} << 30);

@@ -669,6 +669,29 @@ TEST_F(CliTest, UnknownKdslCacheValueWarnsOnceAndKeepsTheCacheOn) {
   EXPECT_NE(on.out.find("cache                 on"), std::string::npos) << on.out;
 }
 
+// KDSL_LOG_LEVEL is read as KDSL_CACHE and KDSL_MATH are: any case, spaces around ignored, blank
+// as unset (TRACE was refused with a warning); another value is one warning, and warn stays.
+TEST_F(CliTest, LogLevelSpellings) {
+  const std::vector<std::string> run = {"run", kRms,      "-k",      "rms_norm", "--dtype",
+                                        "f32", "--shape", "M=2,N=8", "--device", "cpu"};
+  for (const std::string level : {"INFO", " Info ", "TRACE", "\tdebug\t"}) {
+    CliResult r = kdsl(run, {{"KDSL_LOG_LEVEL", level}});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.err.find("kdsl: info: input x: random"), std::string::npos) << level << r.err;
+    EXPECT_EQ(r.err.find("ignoring"), std::string::npos) << level << r.err;
+  }
+  for (const std::string level : {"ERROR", " Off ", "Warn", " "}) {
+    CliResult r = kdsl(run, {{"KDSL_LOG_LEVEL", level}});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_EQ(r.err, "") << "'" << level << "'";
+  }
+  CliResult loud = kdsl(run, {{"KDSL_LOG_LEVEL", "loud"}});
+  EXPECT_EQ(loud.code, 0) << show(loud);
+  EXPECT_EQ(loud.err,
+            "kdsl: warning: ignoring KDSL_LOG_LEVEL='loud': expected trace, debug, info, warn, "
+            "error or off\n");
+}
+
 TEST_F(CliTest, VerboseLogsCompileAndCacheDecisionsWithTimes) {
   std::vector<std::string> args = {"compile", kColSum, "--dtype", "f32",
                                    "--shape", "N=8",   "--arch",  "sm_90"};
