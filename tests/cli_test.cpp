@@ -1297,6 +1297,37 @@ TEST_F(CliTest, EmptyScheduleHintIsAUsageError) {
   EXPECT_EQ(env.code, 0) << show(env);
 }
 
+// An empty --arch is a usage error, not the default architecture (kdsl compile --arch "" compiled
+// for sm_90); so is an empty --max-size (prune used KDSL_CACHE_MAX_SIZE).
+TEST_F(CliTest, EmptyArchOrMaxSizeIsAUsageError) {
+  for (const std::string arch : {"", " "}) {
+    CliResult compile = kdsl(
+        {"compile", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=8", "--arch", arch});
+    EXPECT_EQ(compile.code, 2) << show(compile);
+    EXPECT_EQ(compile.err,
+              "kdsl compile: usage error: --arch: empty architecture list: expected one or more, "
+              "e.g. sm_90 or sm_90,sm_100 (see kdsl compile --help)\n");
+    EXPECT_EQ(compile.out, "");
+    for (const std::string command : {"emit", "run"}) {
+      CliResult r = kdsl({command, kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=4,N=8",
+                          "--arch", arch});
+      EXPECT_EQ(r.code, 2) << show(r);
+      EXPECT_EQ(r.err, "kdsl " + command +
+                           ": usage error: --arch: empty architecture: expected one, e.g. sm_90 "
+                           "(see kdsl " +
+                           command + " --help)\n");
+      EXPECT_EQ(r.out, "");
+    }
+  }
+  EXPECT_FALSE(fs::exists(cache_dir())) << "something was compiled";
+  CliResult prune = kdsl({"cache", "prune", "--max-size", ""});
+  EXPECT_EQ(prune.code, 2) << show(prune);
+  EXPECT_NE(prune.err.find("usage error: --max-size: empty size: expected bytes with an optional "
+                           "K, M, G or T suffix, e.g. 256M"),
+            std::string::npos)
+      << prune.err;
+}
+
 // The explain counts in the singular for one: "1 chunk", "1 step", "1 position".
 TEST_F(CliTest, ExplainCountsOneInTheSingular) {
   struct Case {

@@ -36,6 +36,11 @@ class NoGpuError : public Error {
 CLI::Option* add_list_option(CLI::App& app, const std::string& name, std::vector<std::string>& into,
                              const std::string& help);
 
+/// A validator refusing a value that is empty or only blanks, with `message` (what the option
+/// expects). A string option not given stays empty, so without it `--arch ""` (or a variable that
+/// expanded to nothing) would read as the option left out and fall back to its default.
+CLI::Validator not_blank(const std::string& message);
+
 /// Adds --seed, a seed of the random inputs: a whole number from 0 to 2^64 - 1 (a negative or
 /// larger one is a usage error, not wrapped).
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& into);

@@ -190,7 +190,9 @@ Command register_cache(CLI::App& app) {
   for (CLI::App* s : {st, ls, cl, pr}) s->add_flag("--json", o->json, "Print JSON");
   pr->add_option("--max-size", o->max_size,
                  "Prune down to this size instead of KDSL_CACHE_MAX_SIZE: bytes with an optional "
-                 "K, M, G or T suffix (powers of 1024), e.g. 256M");
+                 "K, M, G or T suffix (powers of 1024), e.g. 256M")
+      ->check(not_blank("empty size: expected bytes with an optional K, M, G or T suffix, e.g. "
+                        "256M"));
   st->footer("Example: kdsl cache stats --json");
   ls->footer(
       "Columns: last use, size, architecture, key (the file name), kernel symbol.\n"

@@ -245,7 +245,9 @@ Command register_compile(CLI::App& app) {
   add_spec_list_options(*sub, o->specs);
   sub->add_option("--arch", o->archs,
                   "GPU architectures, comma-separated, e.g. sm_90 or sm_90,sm_100 (default: this "
-                  "GPU's, else sm_90)");
+                  "GPU's, else sm_90)")
+      ->check(not_blank("empty architecture list: expected one or more, e.g. sm_90 or "
+                        "sm_90,sm_100"));
   sub->add_option("-j,--jobs", o->jobs, "Parallel NVRTC compiles (default: one per CPU core)")
       ->check(CLI::Range(0, 4096));
   sub->add_flag("--json", o->json, "Print a JSON report instead of text");

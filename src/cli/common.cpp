@@ -67,6 +67,14 @@ CLI::Option* add_list_option(CLI::App& app, const std::string& name, std::vector
   return app.add_option(name, into, help)->allow_extra_args(false);
 }
 
+CLI::Validator not_blank(const std::string& message) {
+  return CLI::Validator(
+      [message](std::string& text) -> std::string {
+        return trim_blanks(text).empty() ? message : "";
+      },
+      "");
+}
+
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& into) {
   CLI::Validator range(
       [](std::string& text) -> std::string {
@@ -296,14 +304,10 @@ namespace {
 // or only blanks (`--schedule ""`, a variable that expanded to nothing) is refused here rather
 // than read as no hint, as --shape "" is refused.
 void add_schedule_option(CLI::App& app, std::string& into, const std::string& help) {
-  CLI::Validator not_blank(
-      [](std::string& text) -> std::string {
-        if (!trim_blanks(text).empty()) return "";
-        return "empty schedule hint: expected KEY=INTEGER items separated by commas, e.g. "
-               "group=512,prefetch=1";
-      },
-      "");
-  app.add_option("--schedule", into, help)->type_name("KEY=INTEGER,...")->check(not_blank);
+  app.add_option("--schedule", into, help)
+      ->type_name("KEY=INTEGER,...")
+      ->check(not_blank("empty schedule hint: expected KEY=INTEGER items separated by commas, e.g. "
+                        "group=512,prefetch=1"));
 }
 
 }  // namespace
@@ -317,7 +321,8 @@ void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch, bool wi
                   "Shape symbol values: --shape M=1024,N=8192 (repeatable)");
   if (with_arch) {
     app.add_option("--arch", o.arch,
-                   "GPU architecture to compile for, e.g. sm_90 (default: this GPU's, else sm_90)");
+                   "GPU architecture to compile for, e.g. sm_90 (default: this GPU's, else sm_90)")
+        ->check(not_blank("empty architecture: expected one, e.g. sm_90"));
   }
   if (!with_schedule) return;
   add_schedule_option(
