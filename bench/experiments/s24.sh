@@ -135,14 +135,7 @@ CASES
     } 2>&1 | tee "$out/ab.txt"
     ;;
   final)
-    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
-    rm -rf /tmp/fb && mkdir -p /tmp/fb
-    OUT=/tmp/fb KDSL_PEERS=run bash scripts/device/final_bench.sh > /tmp/fb/final_bench.txt 2>&1
-    tail -45 /tmp/fb/final_bench.txt
-    cp /tmp/fb/final_bench.txt /tmp/fb/h200.json /tmp/fb/kdsl_norm.json /tmp/fb/kdsl_scan.json \
-       /tmp/fb/norm_gbps.png /tmp/fb/launch.txt /tmp/fb/peers.txt "$out/" 2>&1
-    cp /tmp/fb/peers_run/peers.json "$out/peers_run.json" 2>&1
-    ls -la "$out"
+    final_run
     ;;
   f32)
     nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
