@@ -237,6 +237,12 @@ Diagnostic& Diagnostics::note(SourceLoc loc, std::string message, uint32_t lengt
   return add(Severity::note, loc, std::move(message), length);
 }
 
+Diagnostic& Diagnostics::append(Diagnostic d) {
+  if (d.severity == Severity::error) ++errors_;
+  list_.push_back(std::move(d));
+  return list_.back();
+}
+
 std::string Diagnostics::render(bool color) const {
   std::string out;
   for (const auto& d : list_) out += render_diagnostic(d, color);

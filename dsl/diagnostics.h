@@ -37,6 +37,8 @@ class Diagnostics {
   Diagnostic& error(SourceLoc loc, std::string message, uint32_t length = 1);
   Diagnostic& warning(SourceLoc loc, std::string message, uint32_t length = 1);
   Diagnostic& note(SourceLoc loc, std::string message, uint32_t length = 1);
+  /// Adds a diagnostic made elsewhere (e.g. collected apart, then put in source order).
+  Diagnostic& append(Diagnostic d);
 
   bool has_errors() const { return errors_ > 0; }
   size_t error_count() const { return errors_; }

@@ -1,5 +1,6 @@
 #include "parser.h"
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <string_view>
@@ -52,6 +53,7 @@ class Assembler {
   ast::FunctionDef function(ParsedLine line, std::vector<ast::ExprPtr> decorators, uint32_t depth);
   void module_line(ast::Module& m, ParsedLine& line, bool first);
   void else_without_if(const ParsedLine& line, uint32_t depth);
+  bool decorated_next() const;
   void decorator_without_def(const ParsedLine& decorator) {
     diags_.error(decorator.loc, "a decorator must be followed by a def", span(decorator));
   }
@@ -72,6 +74,15 @@ std::optional<ParsedLine> Assembler::next_line() {
   return parsed;
 }
 
+/// The line at the cursor is meant to continue a run of decorators: it starts with 'def' or '@'.
+/// Decided from its text, before it is parsed, so that a decorator followed by anything else is
+/// reported before that line's own errors, and a def line with a syntax error is not also
+/// reported as a missing def.
+bool Assembler::decorated_next() const {
+  const std::string_view text = lines_[pos_].text;
+  return starts_with_keyword(text, "def") || text.starts_with('@');
+}
+
 /// Moves the cursor past the lines deeper than `depth`.
 void Assembler::skip_block(uint32_t depth) {
   while (pos_ < lines_.size() && lines_[pos_].depth > depth) ++pos_;
@@ -87,8 +98,15 @@ std::vector<StmtPtr> Assembler::block(uint32_t depth) {
       ++pos_;
       continue;
     }
+    if (decorator && !decorated_next()) {
+      decorator_without_def(*decorator);
+      decorator.reset();
+    }
     std::optional<ParsedLine> line = next_line();
-    if (!line) continue;
+    if (!line) {
+      decorator.reset();  // a def or decorator line with a syntax error: that error is enough
+      continue;
+    }
     if (line->kind == LineKind::decorator) {
       decorator = std::move(line);
       continue;
@@ -177,8 +195,17 @@ void Assembler::module(ast::Module& m) {
       ++pos_;
       continue;
     }
+    if (last_decorator && !decorated_next()) {
+      decorator_without_def(*last_decorator);
+      decorators.clear();
+      last_decorator.reset();
+    }
     std::optional<ParsedLine> line = next_line();
-    if (!line) continue;
+    if (!line) {
+      decorators.clear();  // a def or decorator line with a syntax error: that error is enough
+      last_decorator.reset();
+      continue;
+    }
     if (line->kind == LineKind::decorator) {
       decorators.push_back(std::move(line->decorator));
       last_decorator = std::move(line);
@@ -238,8 +265,16 @@ std::unique_ptr<ast::Module> parse_module(std::shared_ptr<const SourceFile> file
         .hint = ".kdsl files are UTF-8 text (is this a binary or a UTF-16 file?)";
     return m;
   }
-  const std::vector<LogicalLine> lines = layout(*m->file, diags);
-  Assembler(lines, *m->file, diags).module(*m);
+  // Layout reports its errors (brackets, strings, indentation) over the whole file before the
+  // lines are parsed; both are merged here into source order.
+  Diagnostics found;
+  const std::vector<LogicalLine> lines = layout(*m->file, found);
+  Assembler(lines, *m->file, found).module(*m);
+  std::vector<Diagnostic> sorted = found.all();
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return a.loc.offset < b.loc.offset;
+  });
+  for (Diagnostic& d : sorted) diags.append(std::move(d));
   return m;
 }
 

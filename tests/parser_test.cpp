@@ -618,6 +618,28 @@ TEST(Parser, ModuleStructureErrors) {
   EXPECT_EQ(Parsed("x[0] = 1\na, b = 1, 2\nX += 1\n").errors().size(), 3u);
 }
 
+TEST(Parser, ASyntaxErrorOnADecoratedDefIsTheOnlyError) {
+  // The def line's error alone: the decorator is not also reported as missing its def.
+  EXPECT_EQ(Parsed("@kernel\ndef k(x)\n    pass\n").errors(),
+            Strings{"2:9: expected ':' at the end of the 'def' line"});
+  EXPECT_EQ(
+      Parsed("@kernel\ndef k(x: Tensor[f32, (M, 99999999999999999999)]):\n    pass\n").errors(),
+      Strings{"2:26: integer literal too large"});
+  EXPECT_EQ(Parsed("@kernel\ndef k(x, 3x):\n    pass\n").errors(),
+            Strings{"2:10: expected a parameter name or ')' after ','"});
+  EXPECT_EQ(Parsed("@kernel\n@other(\ndef k(x):\n    pass\n").errors(),
+            Strings{"2:7: '(' was never closed"});
+  EXPECT_EQ(Parsed("def f():\n    @kernel\n    def g(x)\n        pass\n").errors(),
+            Strings{"3:13: expected ':' at the end of the 'def' line"});
+  // A decorator followed by a line with an error of its own: both, in source order.
+  EXPECT_EQ(Parsed("@kernel\nX = 1 +\n").errors(),
+            (Strings{"1:1: a decorator must be followed by a def",
+                     "2:8: expected an expression after '+'"}));
+  EXPECT_EQ(Parsed("def f():\n    @kernel\n    y = 1 +\n").errors(),
+            (Strings{"2:5: a decorator must be followed by a def",
+                     "3:12: expected an expression after '+'"}));
+}
+
 TEST(Parser, ReportsEverySyntaxErrorOfAFile) {
   Parsed p(
       "X = 1 +\n"
@@ -640,13 +662,14 @@ TEST(Parser, ReportsEverySyntaxErrorOfAFile) {
       "    return a\n");
   EXPECT_EQ(
       p.errors(),
-      (Strings{"13:15: closing ']' does not match '('", "17:13: unterminated string literal",
-               "1:8: expected an expression after '+'", "3:12: expected an expression after '+'",
+      (Strings{"1:8: expected an expression after '+'", "3:12: expected an expression after '+'",
                "4:22: expected ':' at the end of the 'for' line", "6:14: unexpected 'y'",
                "7:7: expected a parameter name",
                "9:5: while loops are not part of kdsl; use a scan (SPEC section 10)",
-               "14:12: expected ':' at the end of the 'elif' line"}));
-  ASSERT_EQ(p.module->functions.size(), 2u);  // f and h parsed, g skipped
+               "13:15: closing ']' does not match '('",
+               "14:12: expected ':' at the end of the 'elif' line",
+               "17:13: unterminated string literal"}));  // in source order
+  ASSERT_EQ(p.module->functions.size(), 2u);             // f and h parsed, g skipped
   EXPECT_EQ(ast::print(*p.module),
             "module\n"
             "  def f(x):\n"
