@@ -351,6 +351,25 @@ bool Lowerer::expect_node(const Value& v, const ast::Expr& at, const char* what)
   return false;
 }
 
+bool fits_int(DType t, double v) {
+  const double lo = t == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+  const double hi = t == DType::i32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
+  return v >= lo && v < hi;                                                  // false for NaN
+}
+
+std::string int_misfit(DType t, double v) {
+  if (!std::isfinite(v)) {
+    return fmt::format(
+        "overflows float64, in which numbers are computed at compile time (it gives {})",
+        std::isnan(v) ? "nan"
+        : v > 0       ? "inf"
+                      : "-inf");
+  }
+  return fmt::format("{:.0f} does not fit {} (from {})", v, dtype_name(t),
+                     t == DType::i32 ? "-2147483648 to 2147483647"
+                                     : "-9223372036854775808 to 9223372036854775807");
+}
+
 Value Lowerer::materialize(const Value& v, DType t, const ast::Expr* at) {
   if (v.kind != Kind::weak) return v;
   if (is_int(t) && !v.is_int) {
@@ -375,17 +394,14 @@ Value Lowerer::materialize(const Value& v, DType t, const ast::Expr* at) {
     return Value::error();
   }
   // An integer beyond the dtype's range would be clamped in silence (i * 3000000000 with i: i32).
-  const double lo = t == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
-  const double hi = t == DType::i32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
-  if (is_int(t) && !(v.num >= lo && v.num < hi)) {
+  if (is_int(t) && !fits_int(t, v.num)) {
     if (at) {
-      auto& d = diags().error(
-          at->loc,
-          fmt::format("the number {:.0f} does not fit {} (from {})", v.num, dtype_name(t),
-                      t == DType::i32 ? "-2147483648 to 2147483647"
-                                      : "-9223372036854775808 to 9223372036854775807"),
-          at->span());
-      d.hint = "convert the operand to a wider dtype first, e.g. i64(...) or f64(...)";
+      auto& d = diags().error(at->loc, "the number " + int_misfit(t, v.num), at->span());
+      if (std::isfinite(v.num)) {
+        d.hint = t == DType::i32
+                     ? "convert the operand to a wider dtype first, e.g. i64(...) or f64(...)"
+                     : "convert the operand to a float dtype first, e.g. f64(...)";
+      }
     }
     return Value::error();
   }

@@ -68,6 +68,14 @@ struct ConstValue {
   std::optional<DType> dtype;  // set for annotated constants (`EPS: f32 = 1e-6`)
 };
 
+/// Whether `v`, an integer-valued number computed at compile time, is a value of integer dtype
+/// `t` (i32 or i64): finite and within t's range.
+bool fits_int(DType t, double v);
+/// Why `v` is not a value of integer dtype `t`, to follow "the number ": "3000000000 does not fit
+/// i32 (from -2147483648 to 2147483647)", or, when v is inf or NaN, that it overflowed float64.
+/// Before: !fits_int(t, v).
+std::string int_misfit(DType t, double v);
+
 /// The built-in functions (exp, sum, where, parallel, ...): their names are not looked up in
 /// scopes.
 bool is_builtin(const std::string& name);

@@ -94,6 +94,12 @@ std::optional<ConstValue> ModuleScope::constant(const std::string& name) {
                                dtype_name(*t)),
                    def->value->span());
       v = std::nullopt;
+    } else if (is_int(*t) && !fits_int(*t, v->value)) {
+      diags_.error(def->value->loc,
+                   fmt::format("constant '{}' is declared {} but its value {}", name,
+                               dtype_name(*t), int_misfit(*t, v->value)),
+                   def->value->span());
+      v = std::nullopt;
     } else {
       v->dtype = *t;
       v->value = round_to(*t, v->value);
@@ -116,6 +122,12 @@ std::optional<ConstValue> eval_constant_expr(ModuleScope& scope, const ast::Expr
     // Typed: an annotated constant, a cast or a bool in the expression.
     if (auto x = low.fold(v.id, &div_by_zero)) {
       DType t = v.type.dtype;
+      if (is_int(t) && !fits_int(t, *x)) {  // i32 or i64 arithmetic that overflows
+        scope.diags().error(
+            e.loc, "this constant expression is out of range: the number " + int_misfit(t, *x),
+            e.span());
+        return std::nullopt;
+      }
       return ConstValue{round_to(t, *x), is_int(t) || t == DType::b8, t};
     }
   }
@@ -268,6 +280,11 @@ struct HeaderBuilder {
     if (p->generic < 0 && is_int(p->dtype) && !v->is_int) {
       error(*ap.default_value, fmt::format("the default of '{}' must be an integer ({})", ap.name,
                                            dtype_name(p->dtype)));
+      return;
+    }
+    if (p->generic < 0 && is_int(p->dtype) && !fits_int(p->dtype, v->value)) {
+      error(*ap.default_value, fmt::format("the default of '{}' is out of range: the number {}",
+                                           ap.name, int_misfit(p->dtype, v->value)));
       return;
     }
     p->default_value = p->generic < 0 ? round_to(p->dtype, v->value) : v->value;
