@@ -254,13 +254,17 @@ void Diagnostics::throw_if_errors() const {
 }
 
 std::string closest_name(std::string_view name, const std::vector<std::string>& candidates) {
+  const size_t limit = std::max<size_t>(1, name.size() / 3);
   std::string best;
   size_t best_d = SIZE_MAX;
   for (const auto& c : candidates) {
+    // The distance is at least the difference in length: such a candidate is never close enough.
+    const size_t longer = std::max(name.size(), c.size()),
+                 shorter = std::min(name.size(), c.size());
+    if (longer - shorter > limit) continue;
     size_t d = edit_distance(name, c);
     if (d < best_d || (d == best_d && c < best)) best_d = d, best = c;
   }
-  size_t limit = std::max<size_t>(1, name.size() / 3);
   return best_d <= limit && best_d > 0 ? best : std::string();
 }
 

@@ -3,24 +3,34 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "sema_internal.h"
 
 namespace kdsl {
 namespace {
 
-bool same_place_and_message(const Diagnostic& a, const Diagnostic& b) {
-  return a.loc.offset == b.loc.offset && a.loc.file == b.loc.file && a.message == b.message;
+// A diagnostic's place and message: the same error found again (for another kernel or binding)
+// has the same key.
+using DiagnosticKey = std::tuple<const SourceFile*, uint32_t, std::string>;
+DiagnosticKey key_of(const Diagnostic& d) {
+  return {d.loc.file, d.loc.offset, d.message};
 }
 
-// Adds `d` to `out` unless the same message at the same place is already there.
-void add_unique(std::vector<Diagnostic>& out, const Diagnostic& d) {
-  for (const auto& e : out) {
-    if (same_place_and_message(e, d)) return;
+// The diagnostics of a module, each place and message once, in the order first reported.
+class UniqueDiagnostics {
+ public:
+  void add(const Diagnostic& d) {
+    if (keys_.insert(key_of(d)).second) list_.push_back(d);
   }
-  out.push_back(d);
-}
+  std::vector<Diagnostic>& list() { return list_; }
+
+ private:
+  std::set<DiagnosticKey> keys_;
+  std::vector<Diagnostic> list_;
+};
 
 // Every binding in the product of the generics' domains.
 std::vector<std::vector<DType>> all_bindings(const KernelSignature& sig) {
@@ -39,13 +49,15 @@ std::vector<std::vector<DType>> all_bindings(const KernelSignature& sig) {
 }
 
 // The diagnostics of kernel `f` under every binding of its generics. A diagnostic found under
-// some bindings only says under which: "(with T = f16)".
-void check_kernel(const ast::Module& m, const ast::FunctionDef& f, std::vector<Diagnostic>& out) {
+// some bindings only says under which: "(with T = f16)". `scope` is the module's, shared by every
+// kernel; what it reports goes to the Diagnostics of the header or of the binding at hand.
+void check_kernel(sema::ModuleScope& scope, const ast::FunctionDef& f, UniqueDiagnostics& out) {
   Diagnostics header;
-  sema::ModuleScope scope(m, header);
+  Diagnostics* const module_level = scope.report_to(&header);
   auto sig = sema::build_signature(scope, f);
+  for (const auto& d : header.all()) out.add(d);
   if (!sig) {
-    for (const auto& d : header.all()) add_unique(out, d);
+    scope.report_to(module_level);
     return;
   }
   struct Seen {
@@ -54,30 +66,32 @@ void check_kernel(const ast::Module& m, const ast::FunctionDef& f, std::vector<D
   };
   auto bindings = all_bindings(*sig);
   std::vector<Seen> seen;
+  std::map<DiagnosticKey, size_t> index;  // into seen
   for (const auto& b : bindings) {
     Diagnostics local;
-    lower_kernel(m, f.name, b, local);
+    scope.report_to(&local);
+    sema::lower_kernel_in(scope, f, *sig, b);
     std::string label;
     for (size_t g = 0; g < b.size(); ++g) {
       label += fmt::format("{}{} = {}", g ? ", " : "", sig->generics[g].name, dtype_name(b[g]));
     }
     for (const auto& d : local.all()) {
-      auto it = std::find_if(seen.begin(), seen.end(),
-                             [&](const Seen& s) { return same_place_and_message(s.d, d); });
-      if (it == seen.end()) {
+      auto [it, fresh] = index.emplace(key_of(d), seen.size());
+      if (fresh) {
         seen.push_back({d, {label}});
       } else {
-        it->bindings.push_back(label);
+        seen[it->second].bindings.push_back(label);
       }
     }
   }
+  scope.report_to(module_level);
   for (auto& s : seen) {
     if (s.bindings.size() < bindings.size() && !s.bindings[0].empty()) {
       std::string which;
       for (const auto& l : s.bindings) which += (which.empty() ? "" : "; ") + l;
       s.d.message += fmt::format(" (with {})", which);
     }
-    add_unique(out, s.d);
+    out.add(s.d);
   }
 }
 
@@ -93,7 +107,7 @@ bool predefined(const std::string& n) {
 // module-level name nor a built-in).
 class HelperNames {
  public:
-  HelperNames(const sema::ModuleScope& scope, const ast::FunctionDef& fn, Diagnostics& diags)
+  HelperNames(sema::ModuleScope& scope, const ast::FunctionDef& fn, Diagnostics& diags)
       : scope_(scope), diags_(diags) {
     for (const auto& d : fn.decorators) {
       diags_.error(d->loc,
@@ -150,12 +164,13 @@ class HelperNames {
       if (defined_.count(n) || scope_.has_constant(n) || scope_.function(n) || predefined(n)) {
         return;
       }
-      auto& d = diags_.error(e.loc, fmt::format("unknown name '{}'", n), e.span());
-      std::vector<std::string> candidates = scope_.names();
-      candidates.insert(candidates.end(), defined_.begin(), defined_.end());
-      for (auto& b : sema::builtin_names()) candidates.push_back(b);
-      std::string near = closest_name(n, candidates);
-      if (!near.empty()) d.hint = fmt::format("did you mean '{}'?", near);
+      diags_.error(e.loc, fmt::format("unknown name '{}'", n), e.span()).hint =
+          scope_.typo_hint(e.loc, n, [this] {
+            std::vector<std::string> candidates = scope_.names();
+            candidates.insert(candidates.end(), defined_.begin(), defined_.end());
+            for (auto& b : sema::builtin_names()) candidates.push_back(b);
+            return candidates;
+          });
       return;
     }
     for (const auto& a : e.args) {
@@ -166,7 +181,7 @@ class HelperNames {
     }
   }
 
-  const sema::ModuleScope& scope_;
+  sema::ModuleScope& scope_;
   Diagnostics& diags_;
   std::set<std::string> defined_;
 };
@@ -174,25 +189,26 @@ class HelperNames {
 }  // namespace
 
 void check_module(const ast::Module& m, Diagnostics& diags) {
-  std::vector<Diagnostic> out;
-  std::vector<const ast::FunctionDef*> kernels;  // each name's first definition
-  {
-    Diagnostics module_level;
-    sema::ModuleScope scope(m, module_level);
-    for (const auto& c : m.constants) {
-      if (scope.has_constant(c.name)) scope.constant(c.name);
-    }
-    for (const auto& f : m.functions) {
-      if (scope.function(f.name) != &f) continue;  // defined twice: reported by the scope
-      if (f.is_kernel()) {
-        kernels.push_back(&f);
-      } else {
-        HelperNames(scope, f, module_level);
-      }
-    }
-    for (const auto& d : module_level.all()) add_unique(out, d);
+  UniqueDiagnostics unique;
+  // One scope for the module: its names are registered and its constants evaluated once (with
+  // their errors), not again for each kernel.
+  Diagnostics module_level;
+  sema::ModuleScope scope(m, module_level);
+  for (const auto& c : m.constants) {
+    if (scope.has_constant(c.name)) scope.constant(c.name);
   }
-  for (const ast::FunctionDef* f : kernels) check_kernel(m, *f, out);
+  std::vector<const ast::FunctionDef*> kernels;  // each name's first definition
+  for (const auto& f : m.functions) {
+    if (scope.function(f.name) != &f) continue;  // defined twice: reported by the scope
+    if (f.is_kernel()) {
+      kernels.push_back(&f);
+    } else {
+      HelperNames(scope, f, module_level);
+    }
+  }
+  for (const auto& d : module_level.all()) unique.add(d);
+  for (const ast::FunctionDef* f : kernels) check_kernel(scope, *f, unique);
+  std::vector<Diagnostic>& out = unique.list();
   // In source order; a note stays right after the diagnostic it was reported after (the call
   // that inlined a helper follows the error in the helper's body).
   std::vector<std::vector<Diagnostic>> groups;
@@ -210,13 +226,7 @@ void check_module(const ast::Module& m, Diagnostics& diags) {
   for (auto& g : groups) {
     for (auto& d : g) out.push_back(std::move(d));
   }
-  for (const auto& d : out) {
-    Diagnostic& added = d.severity == Severity::error ? diags.error(d.loc, d.message, d.length)
-                        : d.severity == Severity::warning
-                            ? diags.warning(d.loc, d.message, d.length)
-                            : diags.note(d.loc, d.message, d.length);
-    added.hint = d.hint;
-  }
+  for (auto& d : out) diags.append(std::move(d));
 }
 
 }  // namespace kdsl

@@ -307,9 +307,8 @@ Value Lowerer::lookup(const ast::Expr& e) {
                   e.span());
     return Value::error();
   }
-  auto& d = diags().error(e.loc, fmt::format("unknown name '{}'", n), e.span());
-  std::string near = closest_name(n, visible_names());
-  if (!near.empty()) d.hint = fmt::format("did you mean '{}'?", near);
+  diags().error(e.loc, fmt::format("unknown name '{}'", n), e.span()).hint =
+      scope_.typo_hint(e.loc, n, [this] { return visible_names(); });
   return Value::error();
 }
 

@@ -3,11 +3,13 @@
 // built-ins) and sema_stmt.cpp (statements, stores, helpers, whole kernels).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ast.h"
@@ -90,7 +92,11 @@ class ModuleScope {
   ModuleScope(const ast::Module& m, Diagnostics& diags);
 
   const ast::Module& module() const { return module_; }
-  Diagnostics& diags() { return diags_; }
+  Diagnostics& diags() { return *diags_; }
+  /// Sends what is reported through this scope from now on to `to`; returns where it went before.
+  /// check_module keeps one scope for a whole module (its constants evaluated and its names
+  /// registered once) and gives each kernel and binding its own Diagnostics.
+  Diagnostics* report_to(Diagnostics* to) { return std::exchange(diags_, to); }
   const ast::FunctionDef* function(const std::string& name) const;
   bool has_constant(const std::string& name) const { return constants_.count(name) > 0; }
   /// The value of constant `name`; nullopt (error reported once) when it cannot be evaluated.
@@ -100,15 +106,24 @@ class ModuleScope {
   /// True the first time a given (location, message) is reported through it: module-level
   /// errors found while lowering several kernels are reported once.
   bool first_report(const SourceLoc& loc, const std::string& msg);
+  /// The hint for the unknown name `name` at `loc`: "did you mean 'X'?" with X the closest of the
+  /// names `candidates()` gives, or "" when none is close. Each search looks through every
+  /// visible name, so, as clang's -fspell-checking-limit does, only the first kTypoHintLimit
+  /// places of a module get one: a module with many unknown names is checked in linear time. A
+  /// place asked again (under another binding) gets the same answer.
+  std::string typo_hint(const SourceLoc& loc, const std::string& name,
+                        const std::function<std::vector<std::string>()>& candidates);
+  static constexpr size_t kTypoHintLimit = 100;
 
  private:
   const ast::Module& module_;
-  Diagnostics& diags_;
+  Diagnostics* diags_;
   std::map<std::string, const ast::FunctionDef*> functions_;
   std::map<std::string, const ast::ConstDef*> constants_;
   std::map<std::string, std::optional<ConstValue>> evaluated_;
   std::vector<std::string> evaluating_;  // constants being evaluated, outermost first
   std::set<std::pair<uint32_t, std::string>> reported_;
+  std::map<uint32_t, std::string> typo_hints_;  // by file offset
 };
 
 /// Builds the signature of a kernel's header (generics, parameters, shape symbols, vector axis).
@@ -247,5 +262,11 @@ class Lowerer {
 
 /// Evaluates a constant expression (numbers, constants, arithmetic, math functions) to a number.
 std::optional<ConstValue> eval_constant_expr(ModuleScope& scope, const ast::Expr& e);
+
+/// lower_kernel (sema.h) of kernel `fn` with signature `sig` (from build_signature), in a scope
+/// that may be shared by several kernels and bindings; errors go to scope.diags().
+std::optional<ir::Kernel> lower_kernel_in(ModuleScope& scope, const ast::FunctionDef& fn,
+                                          const KernelSignature& sig,
+                                          const std::vector<DType>& binding);
 
 }  // namespace kdsl::sema

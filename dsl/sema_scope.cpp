@@ -18,7 +18,7 @@ std::optional<std::vector<DType>> dtype_set(const std::string& name) {
   return std::nullopt;
 }
 
-ModuleScope::ModuleScope(const ast::Module& m, Diagnostics& diags) : module_(m), diags_(diags) {
+ModuleScope::ModuleScope(const ast::Module& m, Diagnostics& diags) : module_(m), diags_(&diags) {
   // Names are registered in source order, so a second definition is the one reported.
   struct Def {
     const std::string* name;
@@ -35,10 +35,10 @@ ModuleScope::ModuleScope(const ast::Module& m, Diagnostics& diags) : module_(m),
   for (const Def& d : defs) {
     auto [it, fresh] = first.insert({*d.name, d.loc});
     if (!fresh) {
-      diags_.error(d.loc,
-                   fmt::format("'{}' is defined twice in this module (first at line {})", *d.name,
-                               it->second.line),
-                   static_cast<uint32_t>(d.name->size()));
+      diags_->error(d.loc,
+                    fmt::format("'{}' is defined twice in this module (first at line {})", *d.name,
+                                it->second.line),
+                    static_cast<uint32_t>(d.name->size()));
       continue;
     }
     if (d.fn) functions_[*d.name] = d.fn;
@@ -62,6 +62,17 @@ bool ModuleScope::first_report(const SourceLoc& loc, const std::string& msg) {
   return reported_.insert({loc.offset, msg}).second;
 }
 
+std::string ModuleScope::typo_hint(const SourceLoc& loc, const std::string& name,
+                                   const std::function<std::vector<std::string>()>& candidates) {
+  auto it = typo_hints_.find(loc.offset);
+  if (it != typo_hints_.end()) return it->second;
+  if (typo_hints_.size() >= kTypoHintLimit) return "";
+  std::string near = closest_name(name, candidates());
+  std::string hint = near.empty() ? "" : fmt::format("did you mean '{}'?", near);
+  typo_hints_.emplace(loc.offset, hint);
+  return hint;
+}
+
 std::optional<ConstValue> ModuleScope::constant(const std::string& name) {
   auto done = evaluated_.find(name);
   if (done != evaluated_.end()) return done->second;
@@ -71,11 +82,12 @@ std::optional<ConstValue> ModuleScope::constant(const std::string& name) {
     std::string chain;
     for (auto it = cycle; it != evaluating_.end(); ++it) chain += *it + " -> ";
     chain += name;
-    diags_.error(def->loc,
-                 cycle + 1 == evaluating_.end()
-                     ? fmt::format("constant '{}' is defined in terms of itself", name)
-                     : fmt::format("constant '{}' is defined in terms of itself ({})", name, chain),
-                 static_cast<uint32_t>(name.size()));
+    diags_->error(
+        def->loc,
+        cycle + 1 == evaluating_.end()
+            ? fmt::format("constant '{}' is defined in terms of itself", name)
+            : fmt::format("constant '{}' is defined in terms of itself ({})", name, chain),
+        static_cast<uint32_t>(name.size()));
     evaluated_[name] = std::nullopt;
     return std::nullopt;
   }
@@ -86,19 +98,19 @@ std::optional<ConstValue> ModuleScope::constant(const std::string& name) {
     std::optional<DType> t;
     if (a.kind == ast::ExprKind::name) t = parse_dtype(a.name);
     if (!t) {
-      diags_.error(a.loc, "a constant's type must be a dtype such as f32 or i32", a.span());
+      diags_->error(a.loc, "a constant's type must be a dtype such as f32 or i32", a.span());
       v = std::nullopt;
     } else if (is_int(*t) && !v->is_int) {
-      diags_.error(def->value->loc,
-                   fmt::format("constant '{}' is declared {} but its value is not an integer", name,
-                               dtype_name(*t)),
-                   def->value->span());
+      diags_->error(def->value->loc,
+                    fmt::format("constant '{}' is declared {} but its value is not an integer",
+                                name, dtype_name(*t)),
+                    def->value->span());
       v = std::nullopt;
     } else if (is_int(*t) && !fits_int(*t, v->value)) {
-      diags_.error(def->value->loc,
-                   fmt::format("constant '{}' is declared {} but its value {}", name,
-                               dtype_name(*t), int_misfit(*t, v->value)),
-                   def->value->span());
+      diags_->error(def->value->loc,
+                    fmt::format("constant '{}' is declared {} but its value {}", name,
+                                dtype_name(*t), int_misfit(*t, v->value)),
+                    def->value->span());
       v = std::nullopt;
     } else {
       v->dtype = *t;

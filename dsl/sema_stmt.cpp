@@ -780,6 +780,20 @@ void check_binding(const KernelSignature& sig, const std::vector<DType>& binding
 
 }  // namespace
 
+std::optional<ir::Kernel> lower_kernel_in(ModuleScope& scope, const ast::FunctionDef& fn,
+                                          const KernelSignature& sig,
+                                          const std::vector<DType>& binding) {
+  check_binding(sig, binding);
+  ir::Kernel k = kernel_from_signature(sig, binding);
+  size_t errors = scope.diags().error_count();
+  Lowerer low(scope, &sig, &k);
+  low.lower_kernel_body(fn);
+  if (scope.diags().error_count() != errors) return std::nullopt;
+  eliminate_dead_nodes(k);
+  ir::verify(k);
+  return k;
+}
+
 }  // namespace kdsl::sema
 
 namespace kdsl {
@@ -799,15 +813,7 @@ std::optional<ir::Kernel> lower_kernel(const ast::Module& m, const std::string& 
   }
   auto sig = sema::build_signature(scope, *fn);
   if (!sig) return std::nullopt;
-  sema::check_binding(*sig, binding);
-  ir::Kernel k = sema::kernel_from_signature(*sig, binding);
-  size_t errors = diags.error_count();
-  sema::Lowerer low(scope, &*sig, &k);
-  low.lower_kernel_body(*fn);
-  if (diags.error_count() != errors) return std::nullopt;
-  sema::eliminate_dead_nodes(k);
-  ir::verify(k);
-  return k;
+  return sema::lower_kernel_in(scope, *fn, *sig, binding);
 }
 
 }  // namespace kdsl

@@ -487,6 +487,33 @@ def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):
   EXPECT_EQ(diags.all()[1].length, 4u);
 }
 
+// Looking for the closest name goes through every visible name, so only the first
+// ModuleScope::kTypoHintLimit (100) unknown names of a module get a hint: a module with many
+// unknown names is checked in linear, not quadratic, time. The limit counts places, not the
+// bindings a place is lowered under; helpers and kernels share it.
+TEST(SemaCheck, TypoHintsStopAfterTheFirstHundredPlaces) {
+  std::string text =
+      "def h(v):\n    return v * scael\n\n"
+      "@kernel\ndef k[T: (f32, f16)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):\n"
+      "    for m in parallel(M):\n        scale = x[m, :]\n";
+  for (int i = 0; i < 150; ++i) text += "        a" + std::to_string(i) + " = scael\n";
+  text += "        y[m, :] = h(scale)\n";
+  Parsed p(text);
+  Diagnostics diags;
+  check_module(*p.module, diags);
+  std::vector<const Diagnostic*> unknown;
+  for (const Diagnostic& d : diags.all()) {
+    if (d.message == "unknown name 'scael'") unknown.push_back(&d);
+  }
+  ASSERT_EQ(unknown.size(), 151u) << diags.render();
+  // The helper's place (first in the file) is looked up too, and finds nothing close: the
+  // kernel's local 'scale' is not visible there.
+  EXPECT_EQ(unknown[0]->hint, "");
+  for (size_t i = 1; i < unknown.size(); ++i) {
+    EXPECT_EQ(unknown[i]->hint, i < 100 ? "did you mean 'scale'?" : "") << i;
+  }
+}
+
 // An error inside a helper is followed, in the output, by a note at each call that inlined it
 // (innermost first), even where the calls come later in the file than an unrelated error.
 TEST(SemaCheck, HelperErrorsAreFollowedByTheirCallSites) {
@@ -585,6 +612,42 @@ TEST(SemaSpeed, ParseAndCheckAllOfStdlibUnder20ms) {
   std::sort(ms.begin(), ms.end());
   RecordProperty("median_ms", std::to_string(ms[ms.size() / 2]));
   EXPECT_LT(ms[ms.size() / 2], 20.0) << "median of " << ms.size() << " runs";
+}
+
+// kdsl check used to take quadratic time: each kernel re-registered the whole module's names and
+// re-evaluated its constants, each diagnostic was compared with every one before it, and each
+// unknown name was compared with every visible name. 20000 unknown names in one kernel took over a
+// minute, 5000 one-line kernels about 40 s; both now take a fraction of a second, so the bound
+// below has a margin of some 30 times and fails only on a return to quadratic time.
+TEST(SemaSpeed, CheckTimeIsLinearInKernelsAndErrors) {
+#if defined(__SANITIZE_ADDRESS__) || KDSL_HAS_ASAN
+  GTEST_SKIP() << "skipped: timing under AddressSanitizer (the regular build checks it)";
+#endif
+  std::string many_kernels = "C = 2.0\n", many_errors;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string n = std::to_string(i);
+    many_kernels += "@kernel\ndef k" + n +
+                    "(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n    for m in parallel(M):\n"
+                    "        y[m, :] = x[m, :] * C * missing" +
+                    n + "\n";
+  }
+  many_errors =
+      "@kernel\ndef k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n"
+      "    for m in parallel(M):\n";
+  for (int i = 0; i < 20000; ++i) {
+    many_errors += "        q" + std::to_string(i) + " = undefined_" + std::to_string(i) + "\n";
+  }
+  many_errors += "        y[m, :] = x[m, :]\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const std::string* text : {&many_kernels, &many_errors}) {
+    Parsed p(*text);
+    Diagnostics diags;
+    check_module(*p.module, diags);
+    EXPECT_EQ(diags.error_count(), text == &many_kernels ? 5000u : 20000u);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  RecordProperty("seconds", std::to_string(s));
+  EXPECT_LT(s, 15.0);
 }
 
 }  // namespace
