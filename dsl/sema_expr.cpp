@@ -1008,10 +1008,17 @@ Value Lowerer::call(const ast::Expr& e) {
       if (args[i].kind == Kind::tensor) args[i] = vector_of_tensor(args[i].index, *e.args[i + 1]);
       if (!expect_node(args[i], *e.args[i + 1], "a conversion")) return Value::error();
     }
-    if (args.size() == 2) {
+    if (args.size() == 2) {  // c64(re, im): each part converted to f32, the result a c64
       Value re = cast(materialize(args[0], DType::f32, e.args[1].get()), DType::f32, &e);
       Value im = cast(materialize(args[1], DType::f32, e.args[2].get()), DType::f32, &e);
-      return binary(ir::BinaryFn::complex, re, im, e, "c64");
+      if (re.is_error() || im.is_error()) return Value::error();
+      ir::Node n;
+      n.op = Op::binary;
+      n.fn = static_cast<uint8_t>(ir::BinaryFn::complex);
+      n.args = {re.id, im.id};
+      n.type = {DType::c64, join(re.type.form, im.type.form)};
+      const ir::Type type = n.type;
+      return Value::of(builder_->add(std::move(n)), type);
     }
     // An explicit cast rounds (SPEC section 14), also to the dtype a value already has: the
     // interpreter keeps computed values in float64, so f32(a + b) of f32 a and b rounds there.

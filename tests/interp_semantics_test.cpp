@@ -2,6 +2,8 @@
 // small kernels written here: numeric model (float64 values, rounding at casts and stores),
 // reductions and their NaN and tie rules, floor division, broadcasting, helpers, if/else,
 // accumulation into Out and InOut tensors, column reductions, and the math library's formulas.
+#include <complex>
+
 #include "interp_test_util.h"
 
 namespace kdsl {
@@ -247,6 +249,28 @@ def k(x: Tensor[f32, (M, N)], *, dw: Out[f32, (N,)], acc: InOut[f64, (N,)], tota
   EXPECT_EQ(empty.all("dw"), Vec(n, 0.0));
   EXPECT_EQ(empty.all("acc"), (Vec{1, 2, 3, 4, 5}));
   EXPECT_EQ(empty.all("total"), Vec{0.0});
+}
+
+// c64(re, im) builds a complex number (of dtype c64, a scalar or a vector after its parts),
+// which, unlike c64(x) = (x, 0), used to be typed f32 and rejected wherever a c64 was expected.
+TEST(InterpSemantics, ComplexFromRealAndImaginaryParts) {
+  Ran r(R"(@kernel
+def k(x: Tensor[f32, (M, N)], re: f32, im: f32, *, yr: Out[f32, (M, N)], yi: Out[f32, (M, N)]):
+    for m in parallel(M):
+        s = c64(re, im)
+        z = c64(x[m, :], 2 * im) * s + c64(1.0, x[m, :]) / s
+        yr[m, :] = real(z)
+        yi[m, :] = imag(z)
+)",
+        {{"M", 1}, {"N", 2}}, {{"x", f32_row({2.0, -0.5})}}, {{"re", 3.0}, {"im", -1.0}});
+  const std::complex<double> s(3.0, -1.0);
+  for (int64_t i = 0; i < 2; ++i) {
+    const double x = i == 0 ? 2.0 : -0.5;
+    const std::complex<double> z =
+        std::complex<double>(x, -2.0) * s + std::complex<double>(1, x) / s;
+    EXPECT_NEAR(r.at("yr", i), z.real(), 1e-6) << i;
+    EXPECT_NEAR(r.at("yi", i), z.imag(), 1e-6) << i;
+  }
 }
 
 TEST(InterpSemantics, MathLibraryFormulas) {
