@@ -126,6 +126,13 @@ class ModuleScope {
   std::map<uint32_t, std::string> typo_hints_;  // by file offset
 };
 
+/// The error for a scalar parameter of dtype c64 (written so, or a generic bound to c64), and its
+/// hint. A launch passes a scalar as one real number (kdsl::Arg, `kdsl run --arg`) and a default
+/// cannot be complex, so such a parameter could only ever hold (x, 0).
+std::string c64_scalar_message(const std::string& param);
+inline constexpr const char* c64_scalar_hint =
+    "pass the real and imaginary parts as two f32 scalars and build the value with c64(re, im)";
+
 /// Builds the signature of a kernel's header (generics, parameters, shape symbols, vector axis).
 /// Reports errors and returns nullopt when the header is malformed.
 std::optional<KernelSignature> build_signature(ModuleScope& scope, const ast::FunctionDef& fn);

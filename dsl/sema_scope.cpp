@@ -151,6 +151,10 @@ std::optional<ConstValue> eval_constant_expr(ModuleScope& scope, const ast::Expr
   return std::nullopt;
 }
 
+std::string c64_scalar_message(const std::string& param) {
+  return fmt::format("scalar parameter '{}' is c64: scalars of dtype c64 are not supported", param);
+}
+
 namespace {
 
 struct HeaderBuilder {
@@ -337,6 +341,10 @@ struct HeaderBuilder {
     } else {
       p.is_tensor = false;
       if (!dtype_ref(a, &p)) return;
+      if (p.generic < 0 && p.dtype == DType::c64) {
+        error(a, c64_scalar_message(ap.name), c64_scalar_hint);
+        return;
+      }
       scalar_default(ap, &p);
     }
     sig.params.push_back(std::move(p));

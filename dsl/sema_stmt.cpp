@@ -784,8 +784,16 @@ std::optional<ir::Kernel> lower_kernel_in(ModuleScope& scope, const ast::Functio
                                           const KernelSignature& sig,
                                           const std::vector<DType>& binding) {
   check_binding(sig, binding);
-  ir::Kernel k = kernel_from_signature(sig, binding);
   size_t errors = scope.diags().error_count();
+  for (const SignatureParam& p : sig.params) {
+    if (!p.is_tensor && p.generic >= 0 && binding[p.generic] == DType::c64) {
+      scope.diags()
+          .error(p.loc, c64_scalar_message(p.name), static_cast<uint32_t>(p.name.size()))
+          .hint = c64_scalar_hint;
+    }
+  }
+  if (scope.diags().error_count() != errors) return std::nullopt;
+  ir::Kernel k = kernel_from_signature(sig, binding);
   Lowerer low(scope, &sig, &k);
   low.lower_kernel_body(fn);
   if (scope.diags().error_count() != errors) return std::nullopt;
