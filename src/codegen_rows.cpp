@@ -13,6 +13,7 @@
 #include "codegen_expr.h"
 #include "codegen_text.h"
 #include "cuda_prelude.h"
+#include "dsl/diagnostics.h"
 #include "kdsl/error.h"
 
 namespace kdsl {
@@ -194,13 +195,21 @@ void RowEmitter::analyze() {
     store_ws_.push_back(st.kind == ir::StoreKind::reduce ? ws++ : -1);
     if (st.kind == ir::StoreKind::reduce && loop_view(st.view)) {
       // Vector column reductions that keep some loop variables (GroupNorm's dw[g, :] += v): the
-      // interpreter runs them; no GPU schedule does yet (dsl/SPEC.md section 11.3).
-      throw CompileError(fmt::format(
-          "kernel '{}': the column reduction into '{}' keeps some loop variables and sums over "
-          "the others, with a vector value; the GPU code generator does not support that yet "
-          "(dsl/SPEC.md section 11.3); the CPU reference interpreter runs it (kdsl run --device "
-          "cpu)",
-          k_.name, k_.tensors[st.tensor].name));
+      // interpreter runs them; no GPU schedule does yet (dsl/SPEC.md section 11.3). Reported at
+      // the store, as the scan schedule's limits are.
+      const std::string& name = k_.tensors[st.tensor].name;
+      Diagnostic d;
+      d.loc = st.loc;  // the store's target: the tensor's name
+      d.length = static_cast<uint32_t>(name.size());
+      d.message = fmt::format(
+          "the column reduction into '{}' keeps some loop variables and sums over the others, "
+          "with a vector value; the GPU code generator does not support that yet (dsl/SPEC.md "
+          "section 11.3)",
+          name);
+      d.hint = "the CPU reference interpreter runs it (kdsl run --device cpu)";
+      throw SourceError(st.loc.valid()
+                            ? render_diagnostic(d)
+                            : fmt::format("kernel '{}': {}; {}", k_.name, d.message, d.hint));
     }
     if (vector_view(st.view) || st.kind == ir::StoreKind::reduce) {
       phases_ = std::max(phases_, level_[st.value] + (vector_view(st.view) ? 1 : 0));

@@ -611,6 +611,35 @@ TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
   }
 }
 
+// The row schedule's limit (a vector column reduction that keeps some loop variables, GroupNorm's
+// backward) is a diagnostic at the store, as the scan schedule's are: compile and run print it
+// once, with the line and a caret, not as a plain "kdsl: error: kernel ..." line.
+TEST_F(CliTest, PartialColumnReductionIsOneDiagnosticAtTheStore) {
+  const std::string expected =
+      "examples/group_norm.kdsl:52:9: error: the column reduction into 'dw' keeps some loop "
+      "variables and sums over the others, with a vector value; the GPU code generator does not "
+      "support that yet (dsl/SPEC.md section 11.3)\n"
+      "        dw[g, :] += dyf * xhat\n"
+      "        ^~\n"
+      "hint: the CPU reference interpreter runs it (kdsl run --device cpu)\n";
+  for (bool json : {false, true}) {
+    std::vector<std::string> args = {"compile", "examples/group_norm.kdsl",
+                                     "-k",      "group_norm_bwd",
+                                     "--dtype", "f32",
+                                     "--shape", "K=64",
+                                     "--arch",  "sm_90"};
+    if (json) args.push_back("--json");
+    CliResult r = kdsl(args);
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_NE(r.err.find(expected), std::string::npos) << show(r);
+    EXPECT_EQ(r.err.find("kdsl: error: "), std::string::npos) << show(r);
+  }
+  CliResult r = kdsl({"emit", "examples/group_norm.kdsl", "-k", "group_norm_bwd", "--dtype", "f32",
+                      "--shape", "K=64", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_EQ(r.err, expected) << show(r);
+}
+
 // A whole-sequence value used in vector math: the diagnostic points at that value (`last(h)`),
 // not at the scan that is the expression's first operand.
 TEST_F(CliTest, ScheduleErrorPointsAtTheWholeSequenceValue) {

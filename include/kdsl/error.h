@@ -14,8 +14,10 @@ class KDSL_API Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A .kdsl program is malformed or ill-typed. what() holds every diagnostic, rendered
-/// compiler-style (file:line:col: error: message, the source line, a caret, hints).
+/// A .kdsl program is malformed or ill-typed, or uses what the GPU code generator does not support
+/// yet (scans in both directions, a vector column reduction that keeps some loop variables, ...).
+/// what() holds every diagnostic, rendered compiler-style (file:line:col: error: message, the
+/// source line, a caret, hints).
 class KDSL_API SourceError : public Error {
  public:
   using Error::Error;
@@ -29,8 +31,7 @@ class KDSL_API ArgumentError : public Error {
 };
 
 /// NVRTC rejected generated code or the driver refused to load it (the message carries the kernel,
-/// specialization, architecture, options and the compiler log), or the kernel uses a feature the
-/// GPU code generator does not support yet (the message names it).
+/// specialization, architecture, options and the compiler log).
 class KDSL_API CompileError : public Error {
  public:
   using Error::Error;
