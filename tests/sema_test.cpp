@@ -617,12 +617,10 @@ TEST(SemaSpeed, ParseAndCheckAllOfStdlibUnder20ms) {
 // kdsl check used to take quadratic time: each kernel re-registered the whole module's names and
 // re-evaluated its constants, each diagnostic was compared with every one before it, and each
 // unknown name was compared with every visible name. 20000 unknown names in one kernel took over a
-// minute, 5000 one-line kernels about 40 s; both now take a fraction of a second, so the bound
-// below has a margin of some 30 times and fails only on a return to quadratic time.
-TEST(SemaSpeed, CheckTimeIsLinearInKernelsAndErrors) {
-#if defined(__SANITIZE_ADDRESS__) || KDSL_HAS_ASAN
-  GTEST_SKIP() << "skipped: timing under AddressSanitizer (the regular build checks it)";
-#endif
+// minute, 5000 one-line kernels about 40 s; both now take a fraction of a second (recorded as the
+// test's `seconds` property, not asserted: timings report, tests assert). What is asserted is that
+// every one of the errors is still reported once, at this size.
+TEST(SemaScale, ThousandsOfKernelsAndErrorsAreEachReportedOnce) {
   std::string many_kernels = "C = 2.0\n", many_errors;
   for (int i = 0; i < 5000; ++i) {
     const std::string n = std::to_string(i);
@@ -647,7 +645,6 @@ TEST(SemaSpeed, CheckTimeIsLinearInKernelsAndErrors) {
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   RecordProperty("seconds", std::to_string(s));
-  EXPECT_LT(s, 15.0);
 }
 
 }  // namespace
