@@ -726,7 +726,10 @@ void Emitter::emit_phase_a() {
     if (!rescan()) t_.line("s{0}[j][v * VP + vp] = a{0};", i);
   }
   for (size_t i = 0; i < kept_.size(); ++i) {
-    t_.line("K{}[j][v * VP + vp] = {};", i, memo.at(kept_[i]));
+    // The states' elements computed it already (elem returns their name); else it is computed
+    // here, from phase A's loads.
+    const std::string v = elem(kept_[i].first, kept_[i].second, memo);
+    t_.line("K{}[j][v * VP + vp] = {};", i, v);
   }
   t_.out();
   t_.line("}}");
