@@ -546,8 +546,6 @@ void Emitter::emit_loads(bool phase_a, const std::string& sfx, bool declare) {
   }
 }
 
-// The value of vector node `id` at physical position tp - delta of the current element, as a
-// variable name; its statements are emitted on first use (memo holds what is in scope).
 // The values phase A computes that phase B would compute again (ScanSchedule::keep_math):
 // transcendental results, which phase B needs at the same position or within the thread's steps
 // (blocked steps of one position, so that step j + d holds the position d steps on). Phase A
@@ -573,6 +571,9 @@ int Emitter::kept_step(size_t i, int delta) const {
   return s_.reverse ? delta - da : da - delta;
 }
 
+// The value of vector node `id` at physical position tp - delta of the current element, as a
+// variable name; its statements are emitted on first use (memo holds what is in scope).
+// In phase B a kept value (plan_kept) is read from phase A's registers where they hold it.
 std::string Emitter::elem(ir::ValueId id, int delta, std::map<At, std::string>& memo) {
   if (p_.where[id] != Where::vec) return scalar(id);
   auto it = memo.find({id, delta});
