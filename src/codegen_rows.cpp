@@ -111,8 +111,12 @@ class RowEmitter {
   std::string in_range() const;
   /// Opens the unrolled loop over the thread's C chunks of a row, with the chunk's first column
   /// (`col`) and whether it lies in the row (`in_range`); the caller closes it.
-  void open_chunk_loop() {
-    t_.line("#pragma unroll");
+  void open_chunk_loop(int unroll = 0) {
+    if (unroll > 0) {
+      t_.line("#pragma unroll {}", unroll);
+    } else {
+      t_.line("#pragma unroll");
+    }
     t_.line("for (int c = 0; c < C; ++c) {{");
     t_.in();
     t_.line("const int col = (c * G + lane) * VEC;");
@@ -585,7 +589,17 @@ void RowEmitter::emit_phase(int p) {
       t_.line("int n{} = 0;", r);
     }
   }
-  open_chunk_loop();
+  // A phase that indexes no register array by chunk (no cached vectors, no column accumulators
+  // in registers) may roll its chunk loop (RowSchedule::unroll).
+  bool rollable = s_.unroll > 0;
+  for (ir::ValueId id : need) {
+    const ir::Node& n = k_.node(id);
+    if (n.op == Op::load && cached_[id]) rollable = false;
+  }
+  for (size_t j : stores) {
+    if (k_.stores[j].kind != ir::StoreKind::write) rollable = false;
+  }
+  open_chunk_loop(rollable ? s_.unroll : 0);
   for (ir::ValueId id : need) {
     const ir::Node& n = k_.node(id);
     if (n.op != Op::load || cached_[id]) continue;

@@ -420,6 +420,20 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   }
   s.stream = hint.stream.value_or(false);
   s.min_ctas = hint.min_ctas.value_or(0);
+  // Streamed phases' chunk loop unrolled `unroll` chunks at a time (codegen_rows.cpp applies it
+  // to the phases that hold nothing in registers across chunks).
+  s.unroll = hint.unroll.value_or(0);
+  if (s.unroll >= s.chunks) s.unroll = 0;  // every chunk: the loop is unrolled anyway
+  if (hint.unroll && *hint.unroll > 0) {
+    s.reasons.push_back(
+        s.unroll == 0 ? fmt::format("unroll={} does not apply: a thread has {} chunk{} of a row",
+                                    *hint.unroll, s.chunks, s.chunks == 1 ? "" : "s")
+        : s.cache_rows
+            ? fmt::format("unroll={} does not apply: the rows are held in registers", s.unroll)
+            : fmt::format("streamed phases unrolled {} chunk{} at a time (the phases that hold "
+                          "no registers across chunks)",
+                          s.unroll, s.unroll == 1 ? "" : "s"));
+  }
   // The combine of a row reduction's warps' partials (more than 32 threads per row): a second
   // warp butterfly on one CTA per row group, in warp order on a cluster (each measured faster
   // there, fourteenth session, bench/RESULTS.md). On a cluster with column reductions neither:

@@ -133,6 +133,7 @@ struct ScheduleHint {
   std::optional<int> cluster;        // CTAs per row (a thread-block cluster): 1, 2, 4 or 8
   std::optional<int> stage;          // rows staged ahead in shared memory (cp.async): 0, 2 to 8
   std::optional<bool> butterfly;     // warps' partials combined by a butterfly (1) or in order (0)
+  std::optional<int> unroll;         // chunks per unrolled step of a streamed phase (0: all)
   // Scan kernels (schedule_scan.h): the tile's layout, as KDSL_SCAN_SCHEDULE's keys of the same
   // names. Powers of two: t 1 to 64, lp, wp 1 to 32, vr 1 to 16.
   std::optional<int> t;   // steps: positions (of VP) each thread scans along the sequence
@@ -181,6 +182,11 @@ struct RowSchedule {
   // one warp's partial and a second warp butterfly combines them (true), or every thread adds
   // them in warp order (false). Both give every thread the same bits, in a fixed order.
   bool butterfly = true;
+  // A phase that holds nothing of the row in registers (streamed rows, no column accumulators in
+  // registers) unrolls its loop over the thread's chunks this many at a time (0: all C). Fully
+  // unrolled, the compiler issues every chunk's loads first: softmax backward bf16 N = 32768
+  // streamed on 512 threads takes 78 registers so, 31 unrolled by one (ptxas, sm_90).
+  int unroll = 0;
   int staged_loads = 0;    // row loads staged per row (16-byte chunks of each thread)
   int staged_scalars = 0;  // per-row scalars loaded a row ahead (4 or 8 bytes, in registers)
   int phases = 0;          // reduction phases (a reduction of a reduction's result: 2)

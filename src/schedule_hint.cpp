@@ -19,7 +19,7 @@ namespace kdsl {
 
 bool ScheduleHint::has_row_keys() const {
   return vec || group || cache_rows || cache_invariant || prefetch || pack || stream ||
-         persistent || min_ctas || smem_columns || cluster || stage || butterfly;
+         persistent || min_ctas || smem_columns || cluster || stage || butterfly || unroll;
 }
 
 bool ScheduleHint::has_scan_keys() const {
@@ -61,6 +61,8 @@ const std::vector<ScheduleKey>& hint_keys() {
       {"persistent", "0 or 1", zero_or_one},
       {"smem_columns", "0 or 1", zero_or_one},
       {"butterfly", "0 or 1", zero_or_one},
+      {"unroll", "0 (every chunk) or a power of two up to 64",
+       [](int v) { return v == 0 || power_of_two(v, 64); }},
       {"t", "a power of two from 1 to 64", [](int v) { return power_of_two(v, 64); }},
       {"lp", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
       {"wp", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
@@ -75,6 +77,7 @@ void set_hint(ScheduleHint& h, const std::string& key, int v) {
                                : key == "min_ctas" ? &h.min_ctas
                                : key == "cluster"  ? &h.cluster
                                : key == "stage"    ? &h.stage
+                               : key == "unroll"   ? &h.unroll
                                : key == "t"        ? &h.t
                                : key == "lp"       ? &h.lp
                                : key == "wp"       ? &h.wp
@@ -150,7 +153,7 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
       text, "schedule hint", hint_keys(),
       "vec (1, 2, 4, 8), group (a power of two up to 1024 x cluster), cache_rows, "
       "cache_invariant, prefetch, pack, stream, persistent, smem_columns, butterfly (0 or 1), "
-      "min_ctas (1 to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8); for scan kernels t (1 to "
+      "min_ctas (1 to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8), unroll (0, 1 to 64); for scan kernels t (1 to "
       "64), lp, wp (1 to 32), vr (1 to 16), powers of two");
   for (const auto& [key, v] : items) set_hint(h, key, v);
   if (h.stage && *h.stage >= 2 && h.prefetch && *h.prefetch) {
@@ -176,6 +179,7 @@ std::string ScheduleHint::str() const {
   if (cluster) add("cluster", *cluster);
   if (stage) add("stage", *stage);
   if (butterfly) add("butterfly", *butterfly);
+  if (unroll) add("unroll", *unroll);
   if (t) add("t", *t);
   if (lp) add("lp", *lp);
   if (wp) add("wp", *wp);

@@ -84,7 +84,7 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
       if (t.group == s.group && t.persistent == s.persistent && t.prefetch == s.prefetch &&
           t.vec == s.vec && t.pack == s.pack && t.cluster == s.cluster && t.stage == s.stage &&
           t.smem_columns == s.smem_columns && t.cache_rows == s.cache_rows &&
-          t.butterfly == s.butterfly) {
+          t.butterfly == s.butterfly && t.unroll == s.unroll) {
         return;  // the same schedule as an earlier candidate
       }
     }
