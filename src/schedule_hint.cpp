@@ -153,7 +153,8 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
       text, "schedule hint", hint_keys(),
       "vec (1, 2, 4, 8), group (a power of two up to 1024 x cluster), cache_rows, "
       "cache_invariant, prefetch, pack, stream, persistent, smem_columns, butterfly (0 or 1), "
-      "min_ctas (1 to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8), unroll (0, 1 to 64); for scan kernels t (1 to "
+      "min_ctas (1 to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8), unroll (0, 1, 2, 4, ..., 64); "
+      "for scan kernels t (1 to "
       "64), lp, wp (1 to 32), vr (1 to 16), powers of two");
   for (const auto& [key, v] : items) set_hint(h, key, v);
   if (h.stage && *h.stage >= 2 && h.prefetch && *h.prefetch) {

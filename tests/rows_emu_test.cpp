@@ -136,6 +136,21 @@ TEST_P(RowsEmu, StagedRows) {
       });
 }
 
+// Streamed rows (each phase re-reads the row, the weights too) with the chunk loop rolled 1 or 2
+// chunks at a time (unroll): 8 chunks per thread at bf16 N = 4096 on 64 threads, 8 with a tail at
+// f32 N = 1000 on 32 threads (the last chunk partly past N), one CTA per row and a persistent grid.
+TEST_P(RowsEmu, StreamedRowsRolledInSteps) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  expect_hinted_schedules(
+      GetParam(), 171,
+      {{DType::bf16, 4096, "cache_rows=0,cache_invariant=0,group=64,persistent=0,unroll=1"},
+       {DType::f32, 1000, "cache_rows=0,cache_invariant=0,group=32,unroll=2"}},
+      /*cache_rows=*/false, [](const GeneratedKernel& gen, const char* hint) {
+        const std::string u = std::string(hint).ends_with("unroll=1") ? "1" : "2";
+        EXPECT_NE(gen.source.find("#pragma unroll " + u + "\n"), std::string::npos) << hint;
+      });
+}
+
 // LayerNorm backward f32 with 3 chunks per thread at 1024 threads takes 512 threads with the next
 // row prefetched (a measured rule); at N = 10000 the last chunk has a tail. A persistent grid of
 // 8 CTAs over 37 rows, so each CTA prefetches past its last row.

@@ -556,6 +556,51 @@ TEST(RowSchedule, HintsThatCannotApplyAreHintErrors) {
 }
 
 // The explain text is true, and its lines agree with each other.
+// unroll=U: the phases that hold nothing in registers across chunks roll their chunk loop U at a
+// time; where the rows are held (or a thread has no more than U chunks) the hint is noted as moot
+// and the code is the fully unrolled one.
+TEST(RowSchedule, UnrollAppliesToStreamedPhasesOnly) {
+  const std::string hint = "cache_rows=0,cache_invariant=0,persistent=0,group=512,unroll=2";
+  Chosen sb = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768, hint);
+  EXPECT_EQ(sb.s.unroll, 2);
+  EXPECT_TRUE(has_reason(sb.s, "streamed phases unrolled 2 chunks at a time")) << reasons(sb.s);
+  // Both phases (the sum, then dx) re-read the row: both loops roll.
+  size_t rolled = 0;
+  for (size_t at = 0; (at = sb.source.find("#pragma unroll 2\n", at)) != std::string::npos; ++at) {
+    ++rolled;
+  }
+  EXPECT_EQ(rolled, 2u) << sb.source;
+  // RMSNorm with its weight held in registers: the reduction phase rolls, the phase that reads
+  // the weight (held per chunk) does not.
+  Chosen rw = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 32768,
+                     "cache_rows=0,persistent=0,group=512,unroll=1");
+  EXPECT_FALSE(rw.s.cache_invariant);  // (re-read by the scheduler: no room at 64 chunks)
+  Chosen rk = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 4096,
+                     "cache_rows=0,cache_invariant=1,group=128,unroll=1");
+  ASSERT_TRUE(rk.s.cache_invariant);
+  ASSERT_GT(rk.s.chunks, 1);
+  EXPECT_NE(rk.source.find("#pragma unroll 1\n"), std::string::npos) << rk.source;
+  // Backward with column accumulators in registers: their phase is fully unrolled.
+  Chosen lb = choose("layer_norm.kdsl", "layer_norm_bwd", DType::f32, 4096,
+                     "cache_rows=0,cache_invariant=0,group=128,unroll=1");
+  EXPECT_EQ(lb.source.find("#pragma unroll 1\n"), lb.source.rfind("#pragma unroll 1\n"))
+      << "one rolled phase (the reductions), not the column phase";
+  // Moot: register-resident rows, or no more chunks than U.
+  Chosen held = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, "unroll=1");
+  EXPECT_TRUE(held.s.cache_rows);
+  EXPECT_TRUE(has_reason(held.s, "unroll=1 does not apply: the rows are held in registers"))
+      << reasons(held.s);
+  EXPECT_EQ(held.source.find("#pragma unroll 1\n"), std::string::npos);
+  Chosen few =
+      choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, "cache_rows=0,group=1024,unroll=4");
+  EXPECT_EQ(few.s.unroll, 0);
+  EXPECT_TRUE(has_reason(few.s, "unroll=4 does not apply: a thread has 1 chunk of a row"))
+      << reasons(few.s);
+  EXPECT_THROW(ScheduleHint::parse("unroll=3"), ScheduleHintError);
+  EXPECT_THROW(ScheduleHint::parse("unroll=128"), ScheduleHintError);
+  EXPECT_EQ(ScheduleHint::parse("unroll=0").str(), "unroll=0");
+}
+
 TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   // A moot hint is noted; nothing claims 0 KiB of accumulators.
   Chosen m = choose("rms_norm.kdsl", "rms_norm", DType::f32, 8192, "smem_columns=1");
