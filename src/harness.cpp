@@ -116,7 +116,10 @@ Tolerance output_tolerance(const Problem& p, size_t t, const HostTensor& expecte
   const bool summed = std::any_of(p.ir.stores.begin(), p.ir.stores.end(), [&](const ir::Store& st) {
     return st.kind == ir::StoreKind::reduce && st.tensor == static_cast<int32_t>(t);
   });
-  return summed || needs_scan_schedule(p.ir) ? scan_tolerance(dt, expected) : tolerance_for(dt);
+  if (summed || needs_scan_schedule(p.ir)) return scan_tolerance(dt, expected);
+  const bool row_reduction = std::any_of(p.ir.nodes.begin(), p.ir.nodes.end(),
+                                         [](const ir::Node& n) { return n.op == ir::Op::reduce; });
+  return row_reduction ? row_tolerance(dt, expected) : tolerance_for(dt);
 }
 
 uint64_t minimal_bytes(const Problem& p) {

@@ -55,7 +55,9 @@ std::vector<HostTensor> run_reference(const Problem& p);
 /// partial sums set the f32 error, that is in a scan kernel and for a column reduction
 /// (`dw[:] += ...`, summed over every row: RMSNorm backward f32 at 4096 x 32768 gave dw errors
 /// of 3e-5 on values of 0.02 that are sums of 4096 terms of about 0.6, a relative 1e-8 of their
-/// magnitude); tolerance_for(dtype) otherwise.
+/// magnitude); row_tolerance for the other outputs of a kernel with row reductions (their error
+/// follows the row's values: softmax backward's dy - sum(dy * y) cancels); tolerance_for(dtype)
+/// otherwise (elementwise kernels).
 Tolerance output_tolerance(const Problem& p, size_t t, const HostTensor& expected);
 
 /// Bytes a kernel must move at least: each input read once, each output written once (InOut:

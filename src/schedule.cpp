@@ -570,7 +570,33 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       open.cache_rows.reset();
       elements_beyond = !choose_rows(k, spec, target, open, cluster, nullptr).cache_rows;
     }
-    if (clusters && s.column_reduction && (overflow || elements_beyond)) {
+    // Long 16-bit rows without column reductions, streamed on one CTA, that a cluster of 8 CTAs
+    // of 1024 threads holds in registers with 3 or 4 chunks per thread (bf16 N = 196608 to
+    // 262144): the row on that cluster, read once (twenty-seventh session, AK1, bf16 512 x
+    // 262144: softmax 252 us against 451 streamed, RMSNorm 226 against 394). Not with 1 or 2
+    // chunks per thread (softmax 2048 x 65536: 381 against 208, 1024 x 131072: 363 against
+    // 290; each row pays the cluster's reductions, about 3 us a row there). Only for kernels of
+    // one row input and at most one loop-invariant vector (softmax, RMSNorm): more spill at the
+    // 64 registers of 1024 threads (LayerNorm's two weight vectors: 24 bytes, 426 us against
+    // 345; softmax backward's two rows at N = 262144: 64 bytes, not timed), as do 8 chunks
+    // (softmax at N = 524288: 152 bytes).
+    bool long_cluster = false;
+    const Words held = cached_words(k, spec, false, s.vec);
+    if (clusters && !s.column_reduction && s.persistent && s.element_bytes == 2 &&
+        elements_beyond && !hint.cache_rows && !hint.prefetch && !hint.stage && held.row <= 1 &&
+        held.invariant <= 1) {
+      ScheduleHint eight = hint;
+      eight.group = 8 * 1024;
+      const RowSchedule on8 = choose_rows(k, spec, target, eight, 8, nullptr, /*internal=*/true);
+      long_cluster = on8.cache_rows && on8.chunks >= 3 && on8.chunks <= 4;
+    }
+    if (long_cluster) {
+      cluster = 8;
+      h.group = 8 * 1024;
+      why.push_back(
+          "a long 16-bit row: a cluster of 8 CTAs of 1024 threads holds it in registers (read "
+          "once; measured)");
+    } else if (clusters && s.column_reduction && (overflow || elements_beyond)) {
       // Column reductions whose row does not fit one CTA (N = 32768): the row's accumulators
       // beyond its shared memory (LayerNorm backward) or its elements beyond its registers
       // (RMSNorm backward, re-read per phase). A cluster of four CTAs, each with a quarter of the

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace kdsl {
 
@@ -23,8 +24,11 @@ Tolerance tolerance_for(DType t) {
   }
 }
 
-Tolerance scan_tolerance(DType t, const HostTensor& expected) {
-  Tolerance tol = tolerance_for(t);
+namespace {
+
+// rtol / 10 times the root-mean-square of the finite values of `expected` (both parts of complex
+// ones).
+double rms_atol(double rtol, const HostTensor& expected) {
   double ss = 0;
   const int64_t n = expected.numel();
   for (int64_t i = 0; i < n; ++i) {
@@ -32,7 +36,36 @@ Tolerance scan_tolerance(DType t, const HostTensor& expected) {
     if (std::isfinite(x)) ss += x * x;
     if (std::isfinite(y)) ss += y * y;
   }
-  tol.atol = std::max(tol.atol, tol.rtol * 0.1 * std::sqrt(ss / std::max<int64_t>(n, 1)));
+  return rtol * 0.1 * std::sqrt(ss / std::max<int64_t>(n, 1));
+}
+
+// The smallest positive normal value of a floating-point dtype (0 for the others).
+double smallest_normal(DType t) {
+  switch (t) {
+    case DType::f64:
+      return std::numeric_limits<double>::min();
+    case DType::f32:
+    case DType::c64:
+    case DType::bf16:
+      return std::numeric_limits<float>::min();
+    case DType::f16:
+      return 0x1p-14;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+Tolerance scan_tolerance(DType t, const HostTensor& expected) {
+  Tolerance tol = tolerance_for(t);
+  tol.atol = std::max(tol.atol, rms_atol(tol.rtol, expected));
+  return tol;
+}
+
+Tolerance row_tolerance(DType t, const HostTensor& expected) {
+  Tolerance tol = tolerance_for(t);
+  tol.atol = std::max(rms_atol(tol.rtol, expected), tol.rtol * smallest_normal(t));
   return tol;
 }
 

@@ -38,7 +38,7 @@ inline std::shared_ptr<const FrontEnd> front_end(const std::string& relative) {
 }
 
 /// Runs `p` on the GPU (outputs poisoned first) and checks every output against the reference
-/// interpreter with the documented tolerance of its dtype. Returns the GPU tensors.
+/// interpreter with `kdsl run --verify`'s tolerance (output_tolerance). Returns the GPU tensors.
 inline std::vector<HostTensor> expect_gpu_matches_reference(const Problem& p,
                                                             const std::string& label) {
   std::vector<HostTensor> ref = run_reference(p);
@@ -49,7 +49,7 @@ inline std::vector<HostTensor> expect_gpu_matches_reference(const Problem& p,
   for (size_t t = 0; t < got.size(); ++t) {
     const ir::TensorParam& tp = p.ir.tensors[t];
     if (tp.role == ir::Role::in) continue;
-    Comparison c = compare(got[t], ref[t], tolerance_for(tp.dtype));
+    Comparison c = compare(got[t], ref[t], output_tolerance(p, t, ref[t]));
     EXPECT_TRUE(c.ok) << label << " (" << gpu.loaded().plan.symbol << ", "
                       << gpu.loaded().plan.schedule << ") output " << tp.name << ": "
                       << c.mismatches << " of " << c.checked << " values off; worst "

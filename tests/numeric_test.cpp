@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <vector>
 
 #include "src/verify.h"
 
@@ -80,6 +81,52 @@ TEST(Verify, ScanToleranceFollowsThePartialSums) {
   const Comparison bad = compare(got, ref, tol);
   EXPECT_FALSE(bad.ok);
   EXPECT_EQ(bad.worst, n / 2);
+}
+
+// Row outputs of reduction kernels (row_tolerance): the absolute tolerance follows the output's
+// root-mean-square value, not the dtype's fixed atol. Softmax outputs of a bf16 row of 32768
+// average 3e-5, far under bf16's atol of 1e-2: an output of zeros, or one off by 20%, passed
+// the dtype's tolerance and fails this one; the bf16 rounding of every value still passes. And
+// an f32 value that cancels (softmax backward: y * (dy - sum(dy * y)) near y = 0) may be off by
+// far more than 1e-4 of itself while its error is small beside the row's values.
+TEST(Verify, RowOutputsScaleTheAbsoluteToleranceWithTheirValues) {
+  std::mt19937 rng(20261204);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  const int64_t n = 32768;
+  HostTensor ref(DType::bf16, {n}), rounded(DType::bf16, {n}), zeros(DType::bf16, {n}),
+      off(DType::bf16, {n});
+  double total = 0;
+  std::vector<double> e(n);
+  for (int64_t i = 0; i < n; ++i) total += e[i] = std::exp(normal(rng));
+  for (int64_t i = 0; i < n; ++i) {
+    ref.set(i, e[i] / total);  // HostTensor::set rounds to bf16
+    rounded.set(i, ref.get(i));
+    zeros.set(i, 0.0);
+    off.set(i, ref.get(i) * (i == n / 3 ? 1.2 : 1.0));
+  }
+  EXPECT_TRUE(compare(zeros, ref, tolerance_for(DType::bf16)).ok)
+      << "this input was meant to show the fixed atol accepting zeros";
+  const Tolerance tol = row_tolerance(DType::bf16, ref);
+  EXPECT_LT(tol.atol, 1e-6);
+  EXPECT_TRUE(compare(rounded, ref, tol).ok);
+  EXPECT_FALSE(compare(zeros, ref, tol).ok);
+  const Comparison c = compare(off, ref, tol);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.worst, n / 3);
+
+  HostTensor dx(DType::f32, {4}), got(DType::f32, {4});
+  for (int64_t i = 0; i < 4; ++i) dx.set(i, i == 0 ? -0.0078206 : (i % 2 ? 150.0 : -120.0));
+  for (int64_t i = 0; i < 4; ++i) got.set(i, dx.get(i));
+  got.set(0, -0.0077840);
+  EXPECT_FALSE(compare(got, dx, tolerance_for(DType::f32)).ok);
+  EXPECT_TRUE(compare(got, dx, row_tolerance(DType::f32, dx)).ok);
+  got.set(1, 150.1);  // 0.1 off on 150: beyond rtol, whatever the atol
+  EXPECT_FALSE(compare(got, dx, row_tolerance(DType::f32, dx)).ok);
+  // f16 outputs below its smallest normal (6.1e-5) keep an atol of rtol times that.
+  HostTensor tiny(DType::f16, {2});
+  tiny.set(0, 0.0);
+  tiny.set(1, 0.0);
+  EXPECT_NEAR(row_tolerance(DType::f16, tiny).atol, 4e-3 * 0x1p-14, 1e-15);
 }
 
 // A failed comparison says when the reference itself reaches the end of the output's range (the

@@ -118,9 +118,10 @@ inline std::vector<HostTensor> run_emulated(const Problem& p, unsigned grid_cap 
   return t;
 }
 
-/// Compares every output of the emulated run with the interpreter. The absolute tolerance grows
-/// with the output's root-mean-square value (scans of random inputs cancel, so a purely
-/// relative bound is meaningless where a running sum crosses zero).
+/// Compares every output of the emulated run with the interpreter, with `kdsl run --verify`'s
+/// tolerance (output_tolerance): the absolute tolerance follows the output's root-mean-square
+/// value (scans of random inputs cancel, so a purely relative bound is meaningless where a
+/// running sum crosses zero).
 inline void expect_emulated_matches_reference(const Problem& p, const std::string& label,
                                               unsigned grid_cap = 8, unsigned concurrent = 4,
                                               const ScheduleHint& hint = {}) {
@@ -129,7 +130,7 @@ inline void expect_emulated_matches_reference(const Problem& p, const std::strin
   for (size_t t = 0; t < got.size(); ++t) {
     const ir::TensorParam& tp = p.ir.tensors[t];
     if (tp.role == ir::Role::in) continue;
-    Tolerance tol = scan_tolerance(tp.dtype, ref[t]);
+    Tolerance tol = output_tolerance(p, t, ref[t]);
     Comparison c = compare(got[t], ref[t], tol);
     EXPECT_TRUE(c.ok) << label << " output " << tp.name << ": " << c.mismatches << " of "
                       << c.checked << " values off; worst " << describe_worst(got[t], c);

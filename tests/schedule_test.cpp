@@ -242,6 +242,40 @@ def four_sums[T: (f32, f16, bf16)](a: Tensor[T, (M, N)], b: Tensor[T, (M, N)],
   EXPECT_EQ(u.s.group, 1024);
 }
 
+TEST(RowSchedule, LongForwardRowsHeldOnAClusterOfEight) {
+  // 16-bit rows that stream on one CTA and that 8 CTAs of 1024 threads hold in registers with 3
+  // or 4 chunks per thread: that cluster, the row read once (softmax and RMSNorm, measured).
+  for (const char* kernel : {"softmax", "log_softmax"}) {
+    for (int64_t n : {int64_t{196608}, int64_t{262144}}) {
+      Chosen c = choose("softmax.kdsl", kernel, DType::bf16, n);
+      EXPECT_EQ(c.s.name, "rows.cluster") << kernel << " " << n;
+      EXPECT_EQ(c.s.cluster, 8) << kernel << " " << n;
+      EXPECT_EQ(c.s.group, 8192) << kernel << " " << n;
+      EXPECT_EQ(c.s.threads, 1024) << kernel << " " << n;
+      EXPECT_TRUE(c.s.cache_rows) << kernel << " " << n;
+      EXPECT_TRUE(has_reason(c.s, "a long 16-bit row: a cluster of 8 CTAs of 1024 threads"))
+          << kernel << " " << n;
+      EXPECT_NE(c.source.find("__cluster_dims__(8, 1, 1)"), std::string::npos) << kernel;
+    }
+  }
+  Chosen r = choose("rms_norm.kdsl", "rms_norm", DType::f16, 262144);
+  EXPECT_EQ(r.s.cluster, 8);
+  EXPECT_TRUE(r.s.cache_rows);
+  // Not with 1 or 2 chunks per thread there (measured slower), for f32 rows (not measured), for
+  // two row inputs (softmax backward) or two weight vectors (LayerNorm), which spill at 64
+  // registers, nor under the user's cache_rows, stage, group or cluster.
+  EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::bf16, 65536).s.cluster, 1);
+  EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::bf16, 131072).s.cluster, 1);
+  EXPECT_EQ(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 131072).s.cluster, 4);
+  EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::f32, 131072).s.cluster, 1);
+  EXPECT_EQ(choose("softmax.kdsl", "softmax_bwd", DType::bf16, 262144).s.cluster, 4);
+  EXPECT_EQ(choose("layer_norm.kdsl", "layer_norm", DType::bf16, 262144).s.cluster, 4);
+  for (const char* hint : {"cache_rows=0", "stage=0", "group=512", "cluster=4"}) {
+    Chosen c = choose("softmax.kdsl", "softmax", DType::bf16, 262144, hint);
+    EXPECT_NE(c.s.cluster, 8) << hint;
+  }
+}
+
 // Backward kernels with at most 16 elements per thread keep the column accumulators in
 // registers; on 16-bit rows RMSNorm-like ones (one reduction) and LayerNorm backward (up to
 // N = 8192) also stage the next row; LayerNorm backward in f32 keeps them in shared memory
