@@ -30,13 +30,18 @@ Tolerance tolerance_for(DType t);
 Tolerance scan_tolerance(DType t, const HostTensor& expected);
 
 /// The tolerance for a row output of a kernel with row reductions (normalizations, softmax and
-/// their backward kernels): tolerance_for(t)'s rtol, and atol rtol / 10 times the
-/// root-mean-square of `expected` instead of the dtype's fixed atol (at least rtol times the
-/// dtype's smallest normal value). The error of such an output follows the size of the row's
-/// values, not of the element: softmax backward's dy - sum(dy * y) cancels (f32, N = 10240: 4e-5
-/// off on -0.0078 where the output's root-mean-square is about 100). And a fixed atol can exceed
-/// every value: softmax outputs at N = 32768 average 3e-5, under bf16's atol of 1e-2, so an
-/// output of zeros passed. Integer outputs stay exact.
+/// their backward kernels): tolerance_for(t)'s rtol, and an atol that follows the output's
+/// root-mean-square, since the error of such an output follows the size of the row's values, not
+/// of the element (softmax backward's dy - sum(dy * y) cancels: f32, N = 10240, 4e-5 off on
+/// -0.0078 where the output's root-mean-square is about 100).
+/// - f32, c64, f64: as scan_tolerance (rtol / 10 times the root-mean-square, at least the fixed
+///   atol, which also covers rows that cancel entirely: RMSNorm backward of N = 1 is 1.2e-8 off
+///   on 9.8e-6, the f32 limit there).
+/// - f16, bf16: rtol / 10 times the root-mean-square in place of the fixed atol (at least rtol
+///   times the dtype's smallest normal value). Their rounding is relative and well above f32's
+///   cancellation, and the fixed atol could exceed every value: softmax outputs over 32768
+///   columns average 3e-5, under bf16's 1e-2, so an output of zeros passed.
+/// Integer outputs stay exact.
 Tolerance row_tolerance(DType t, const HostTensor& expected);
 
 struct Comparison {

@@ -84,11 +84,12 @@ TEST(Verify, ScanToleranceFollowsThePartialSums) {
 }
 
 // Row outputs of reduction kernels (row_tolerance): the absolute tolerance follows the output's
-// root-mean-square value, not the dtype's fixed atol. Softmax outputs of a bf16 row of 32768
-// average 3e-5, far under bf16's atol of 1e-2: an output of zeros, or one off by 20%, passed
-// the dtype's tolerance and fails this one; the bf16 rounding of every value still passes. And
-// an f32 value that cancels (softmax backward: y * (dy - sum(dy * y)) near y = 0) may be off by
-// far more than 1e-4 of itself while its error is small beside the row's values.
+// root-mean-square value. 16-bit: in place of the dtype's fixed atol. Softmax outputs of a bf16
+// row of 32768 average 3e-5, far under bf16's atol of 1e-2: an output of zeros, or one off by
+// 20%, passed the dtype's tolerance and fails this one; the bf16 rounding of every value still
+// passes. f32: at least the fixed atol; a value that cancels (softmax backward:
+// y * (dy - sum(dy * y)) near y = 0) may be off by far more than 1e-4 of itself while its error
+// is small beside the row's values.
 TEST(Verify, RowOutputsScaleTheAbsoluteToleranceWithTheirValues) {
   std::mt19937 rng(20261204);
   std::normal_distribution<double> normal(0.0, 1.0);
@@ -120,6 +121,11 @@ TEST(Verify, RowOutputsScaleTheAbsoluteToleranceWithTheirValues) {
   got.set(0, -0.0077840);
   EXPECT_FALSE(compare(got, dx, tolerance_for(DType::f32)).ok);
   EXPECT_TRUE(compare(got, dx, row_tolerance(DType::f32, dx)).ok);
+  HostTensor one(DType::f32, {1});  // RMSNorm backward at N = 1 cancels entirely (on the H200)
+  one.set(0, -9.83686277e-06);
+  HostTensor one_got(DType::f32, {1});
+  one_got.set(0, -9.84884173e-06);
+  EXPECT_TRUE(compare(one_got, one, row_tolerance(DType::f32, one)).ok);
   got.set(1, 150.1);  // 0.1 off on 150: beyond rtol, whatever the atol
   EXPECT_FALSE(compare(got, dx, row_tolerance(DType::f32, dx)).ok);
   // f16 outputs below its smallest normal (6.1e-5) keep an atol of rtol times that.
