@@ -220,8 +220,9 @@ void RowEmitter::analyze() {
     }
   }
   // The pushed partials with st.async: f32 states (4-byte st.async) of reductions that are all
-  // combined at the same point of the row (one mbarrier phase per row and buffer).
-  if (push_ && g_ > 32) {
+  // combined at the same point of the row (one mbarrier phase per row and buffer). Clusters
+  // without column reductions push too where their reductions allow st.async.
+  if (k_cl_ > 1 && g_ > 32) {
     std::set<int> levels;
     bool f32_states = true;
     for (size_t i = 0; i < n; ++i) {
@@ -229,7 +230,9 @@ void RowEmitter::analyze() {
       levels.insert(level_[k_.nodes[i].args[0]]);
       f32_states = f32_states && spelling(static_cast<ir::ValueId>(i)).state_type == "float";
     }
-    async_push_ = f32_states && levels.size() == 1;
+    const bool one_point = f32_states && levels.size() == 1;
+    if (one_point) push_ = true;
+    async_push_ = push_ && one_point;
   }
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];

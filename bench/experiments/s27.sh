@@ -27,6 +27,17 @@
 #                  RMSNorm 226), the old-default hints within 2% of AK1's defaults (451, 394);
 #                  softmax 1024 x 196608 (805 MB moved) about 380 us against about 680 (the
 #                  same ratios to copy as at 262144); every --verify ok.
+#   s27.sh push    pushed partials on clusters without column reductions: each warp's f32
+#                  partial sent to every CTA of the cluster with st.async and counted on an
+#                  mbarrier, where the kernel's reductions are combined at one point of the row
+#                  (RMSNorm, softmax backward); no cluster barrier per row (its release waited
+#                  for the previous row's stores: AF4). Old binary (.device/bin/kdsl_old, 2cd7e11)
+#                  against new, two rounds, --verify on the new one in round 1. ptxas: softmax
+#                  backward bf16 N = 32768 on 4 x 256 takes 90 registers against 80 (2 CTAs of
+#                  256 per SM by registers instead of 3), RMSNorm 64 and 93 as before.
+#                  Prediction: softmax_bwd bf16 4096 x 32768 215 -> 195-205 us; RMSNorm bf16
+#                  512 x 262144 226 -> 170-200, 2048 x 65536 179 -> 155-170; softmax_bwd
+#                  2048 x 65536 315 -> 270-300; LayerNorm (not pushed: Welford states) unchanged.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
@@ -107,11 +118,25 @@ case "${1:-}" in
       timeout 60 .device/bin/group_norm_gpu_test 2>&1 | grep -E "FAILED|Failure|PASSED|values off" | head -10
     } 2>&1 | tee "$out/verify.txt"
     ;;
+  push)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=(
+      "softmax softmax_bwd bf16 M=4096,N=32768 default"
+      "softmax softmax_bwd bf16 M=2048,N=65536 default"
+      "rms_norm rms_norm bf16 M=512,N=262144 default"
+      "rms_norm rms_norm bf16 M=2048,N=65536 default"
+      "rms_norm add_rms_norm bf16 M=2048,N=65536 default"
+      "layer_norm layer_norm bf16 M=512,N=262144 default"
+    )
+    precompile
+    k=.device/bin/kdsl_old precompile
+    ab_rounds 2 2>&1 | tee "$out/push.txt"
+    ;;
   final)
     final_run
     ;;
   *)
-    echo "usage: s27.sh cluster|check|final" >&2
+    echo "usage: s27.sh cluster|check|push|final" >&2
     exit 2
     ;;
 esac
