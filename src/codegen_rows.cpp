@@ -50,7 +50,7 @@ class RowEmitter {
     r_ = s.rows_per_cta;
     c_ = s.chunks;
     k_cl_ = s.cluster;
-    push_ = pushes_partials(k_cl_, s.column_reduction);
+    push_ = pushes_partials(k_cl_, s.column_reduction, one_point_f32_reductions(k));
   }
 
   GeneratedKernel run();
@@ -221,8 +221,11 @@ void RowEmitter::analyze() {
   }
   // The pushed partials with st.async: f32 states (4-byte st.async) of reductions that are all
   // combined at the same point of the row (one mbarrier phase per row and buffer). Clusters
-  // without column reductions push too where their reductions allow st.async.
-  if (k_cl_ > 1 && g_ > 32) {
+  // without column reductions push only such reductions (pushes_partials): with no cluster
+  // barrier per row, whose release waited for the previous row's stores, softmax backward bf16
+  // 4096 x 32768 took 200 us against 214, RMSNorm bf16 512 x 262144 201 against 227
+  // (twenty-seventh session, AK4).
+  if (push_ && g_ > 32) {
     std::set<int> levels;
     bool f32_states = true;
     for (size_t i = 0; i < n; ++i) {
@@ -230,9 +233,7 @@ void RowEmitter::analyze() {
       levels.insert(level_[k_.nodes[i].args[0]]);
       f32_states = f32_states && spelling(static_cast<ir::ValueId>(i)).state_type == "float";
     }
-    const bool one_point = f32_states && levels.size() == 1;
-    if (one_point) push_ = true;
-    async_push_ = push_ && one_point;
+    async_push_ = f32_states && levels.size() == 1;
   }
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];
@@ -765,12 +766,13 @@ void RowEmitter::emit_phase(int p) {
     //   LayerNorm bf16 4096 x 32768 148 -> 139);
     // - in order: every thread adds the W partials in warp order (the default on a cluster
     //   without column reductions, where the butterfly was slower).
-    // Either way every lane ends with the same bits. On such a cluster (softmax backward) each
-    // CTA's total then goes to its shared memory and, after the cluster barrier, every thread
-    // combines the K CTAs' totals (read through distributed shared memory) in rank order: a
-    // fixed order, so the same bits on every run. (The pushed partials above were measured
-    // slower there: softmax backward bf16 4096 x 32768 240 us against 215, 98 registers against
-    // 80, nineteenth session.)
+    // Either way every lane ends with the same bits. On a cluster that does not push (softmax,
+    // LayerNorm: reductions at two points of the row or with Welford states) each CTA's total
+    // then goes to its shared memory and, after the cluster barrier, every thread combines the
+    // K CTAs' totals (read through distributed shared memory) in rank order: a fixed order, so
+    // the same bits on every run. (Pushed with plain remote stores and a cluster barrier, the
+    // partials were slower for softmax backward: bf16 4096 x 32768 240 us against 215, 98
+    // registers against 80, nineteenth session; with st.async, above, faster.)
     t_.line("__syncthreads();");
     const int warps = g_ / k_cl_ / 32;
     const char* me = k_cl_ > 1 ? "tl" : "threadIdx.x";

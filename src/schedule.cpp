@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "kdsl/error.h"
 
@@ -63,6 +64,27 @@ int compute_capability(const DeviceTarget& target) {
     cc = cc * 10 + (a[i] - '0');
   }
   return cc;
+}
+
+bool one_point_f32_reductions(const ir::Kernel& k) {
+  std::vector<int> depth(k.nodes.size(), 0);
+  std::set<int> levels;
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const ir::Node& n = k.nodes[i];
+    int d = 0;
+    for (ir::ValueId a : n.args) {
+      if (a >= 0 && static_cast<size_t>(a) < i) d = std::max(d, depth[static_cast<size_t>(a)]);
+    }
+    depth[i] = d + (n.op == ir::Op::reduce ? 1 : 0);
+    if (n.op != ir::Op::reduce) continue;
+    const auto kind = static_cast<ir::ReduceKind>(n.fn);
+    const bool f32_state = (kind == ir::ReduceKind::sum || kind == ir::ReduceKind::max ||
+                            kind == ir::ReduceKind::min) &&
+                           k.node(n.args[0]).type.dtype == DType::f32;
+    if (!f32_state) return false;
+    levels.insert(d);
+  }
+  return levels.size() == 1;
 }
 
 bool supports_clusters(const DeviceTarget& target) {
@@ -436,14 +458,15 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   }
   // The combine of a row reduction's warps' partials (more than 32 threads per row): a second
   // warp butterfly on one CTA per row group, in warp order on a cluster (each measured faster
-  // there, fourteenth session, bench/RESULTS.md). On a cluster with column reductions neither:
-  // every warp writes its partial into every CTA of the cluster, combined by lanes and a
-  // butterfly after the cluster barrier (nineteenth session, codegen_rows.cpp), so the hint does
-  // not apply there. Also in warp order for f32 rows with one row reduction on 1024 threads whose
-  // last chunk is only partly filled (seventeenth session, AB1: RMSNorm backward f32 8192 x 10240
-  // 251 us against 294, the only benchmarked row the rule covers; LayerNorm backward there, two
-  // reductions, 345 against 322, so not with two; the kernels on 256 or 512 threads at that N
-  // within 1% either way). `kdsl tune` times the other.
+  // there, fourteenth session, bench/RESULTS.md). On a cluster that pushes partials (column
+  // reductions, or f32 reductions combined at one point) neither: every warp writes its partial
+  // into every CTA of the cluster, combined by lanes and a butterfly once they are in
+  // (nineteenth and twenty-seventh sessions, codegen_rows.cpp), so the hint does not apply there.
+  // Also in warp order for f32 rows with one row reduction on 1024 threads whose last chunk is only
+  // partly filled (seventeenth session, AB1: RMSNorm backward f32 8192 x 10240 251 us against 294,
+  // the only benchmarked row the rule covers; LayerNorm backward there, two reductions, 345 against
+  // 322, so not with two; the kernels on 256 or 512 threads at that N within 1% either way). `kdsl
+  // tune` times the other.
   const bool ragged_f32 =
       min_size == 4 && reductions == 1 && s.group == 1024 && cluster == 1 && vectors % 1024 != 0;
   s.butterfly = hint.butterfly.value_or(cluster == 1 && !ragged_f32);
@@ -453,13 +476,13 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         "in warp order, not by a butterfly (measured)");
   }
   // (Noted on the re-chosen schedule too: a measured rule's re-choice keeps these reasons.)
-  const bool pushed = pushes_partials(cluster, column_reduction);
+  const bool pushed = pushes_partials(cluster, column_reduction, one_point_f32_reductions(k));
   if (hint.butterfly && (reductions == 0 || s.group <= 32 * cluster || pushed)) {
     s.reasons.push_back(fmt::format(
         "butterfly={:d} does not apply: {}", *hint.butterfly,
         reductions == 0 ? "the kernel has no row reductions"
-        : pushed        ? "on a cluster with column reductions every CTA receives every warp's "
-                          "partial and combines them by lanes and a butterfly"
+        : pushed        ? "on this cluster every CTA receives every warp's partial and "
+                          "combines them by lanes and a butterfly"
                  : "a row's threads in a CTA are one warp or less (no partials to combine)"));
   }
   if (!hint.empty() && !internal) s.reasons.push_back("schedule hint: " + hint.str());

@@ -153,10 +153,17 @@ struct ScheduleHint {
   std::string str() const;
 };
 
-/// Whether a row reduction's warps push their partials into every CTA of the cluster (clusters
-/// with column reductions; codegen_rows.cpp) rather than each CTA's total being read back.
-inline bool pushes_partials(int cluster, bool column_reduction) {
-  return cluster > 1 && column_reduction;
+/// True when every row reduction of `k` keeps one f32 state (sum, max or min of f32 values) and
+/// all of them combine at the same point of the row (none depends on another's result): RMSNorm,
+/// softmax backward; not softmax (the sum follows the max) or LayerNorm (Welford states).
+bool one_point_f32_reductions(const ir::Kernel& k);
+
+/// Whether a row reduction's warps push their partials into every CTA of the cluster
+/// (codegen_rows.cpp: with column reductions, or with `one_point_f32` reductions, which go by
+/// st.async with no cluster barrier per row) rather than each CTA's total being read back after
+/// a cluster barrier.
+inline bool pushes_partials(int cluster, bool column_reduction, bool one_point_f32) {
+  return cluster > 1 && (column_reduction || one_point_f32);
 }
 
 struct RowSchedule {

@@ -146,9 +146,9 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
   // way depending on the kernel: RMSNorm backward f32 8192 x 10240 251 us in warp order against
   // 292 with the butterfly, LayerNorm backward at the same shape 344 against 322; sixteenth
   // session, bench/RESULTS.md).
-  // (Not on a cluster with column reductions, whose pushed partials have no such choice.)
+  // (Not on a cluster whose pushed partials have no such choice.)
   if (d.reductions > 0 && d.group > 32 * d.cluster &&
-      !pushes_partials(d.cluster, d.column_reduction)) {
+      !pushes_partials(d.cluster, d.column_reduction, one_point_f32_reductions(k))) {
     ScheduleHint h;
     h.butterfly = !d.butterfly;
     add(h);

@@ -663,13 +663,18 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   Chosen cl = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768);
   ASSERT_GT(cl.s.cluster, 1);
   EXPECT_FALSE(cl.s.butterfly);
-  // On a cluster with column reductions every warp's partial goes to every CTA: the hint is
-  // moot there (and noted), not on a cluster without them (softmax backward).
+  // On a cluster with column reductions, or whose f32 reductions combine at one point (softmax
+  // backward), every warp's partial goes to every CTA: the hint is moot there (and noted), not
+  // on a cluster without either (softmax: the sum follows the max).
   Chosen clb = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, "butterfly=1");
-  EXPECT_TRUE(has_reason(clb.s, "butterfly=1 does not apply: on a cluster with column reductions"))
+  EXPECT_TRUE(has_reason(clb.s, "butterfly=1 does not apply: on this cluster every CTA receives"))
       << reasons(clb.s);
   EXPECT_EQ(without_comments(clb.source), without_comments(cl.source));
-  Chosen sb = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768, "butterfly=1");
+  Chosen pb = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768, "butterfly=1");
+  ASSERT_GT(pb.s.cluster, 1);
+  EXPECT_TRUE(has_reason(pb.s, "butterfly=1 does not apply: on this cluster every CTA receives"))
+      << reasons(pb.s);
+  Chosen sb = choose("softmax.kdsl", "softmax", DType::bf16, 262144, "butterfly=1");
   ASSERT_GT(sb.s.cluster, 1);
   EXPECT_TRUE(sb.s.butterfly);
   EXPECT_FALSE(has_reason(sb.s, "does not apply")) << reasons(sb.s);
@@ -850,11 +855,23 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   EXPECT_FALSE(has_reason(v4.s, "rows staged in shared memory")) << reasons(v4.s);
   EXPECT_TRUE(has_reason(choose("rms_norm.kdsl", "add_rms_norm_bwd", DType::bf16, 32768).s,
                          "rows staged in shared memory"));
-  Chosen sm = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768);
+  // Reductions at two points of the row (softmax) read the CTAs' totals back after a cluster
+  // barrier; one f32 reduction (softmax backward) pushes its partials with st.async.
+  Chosen sm = choose("softmax.kdsl", "softmax", DType::bf16, 262144);
   ASSERT_GT(sm.s.cluster, 1);
   const std::string sms = generate(sm.k, sm.spec, DeviceTarget{}).source;
   EXPECT_NE(sms.find("*kdsl_cluster_map(&redc"), std::string::npos);
   EXPECT_NE(sms.find("__syncthreads();"), std::string::npos);
+  EXPECT_EQ(sms.find("kdsl_push_async(&red"), std::string::npos);
+  Chosen sp = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768);
+  ASSERT_GT(sp.s.cluster, 1);
+  EXPECT_NE(sp.source.find("kdsl_push_async(&red"), std::string::npos);
+  EXPECT_EQ(sp.source.find("*kdsl_cluster_map(&redc"), std::string::npos);
+  EXPECT_TRUE(one_point_f32_reductions(sp.k));
+  EXPECT_FALSE(one_point_f32_reductions(sm.k));
+  EXPECT_FALSE(
+      one_point_f32_reductions(choose("layer_norm.kdsl", "layer_norm", DType::bf16, 65536).k));
+  EXPECT_TRUE(one_point_f32_reductions(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 65536).k));
   // Without a cluster the generated source has none of it.
   Chosen one = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192);
   std::string src = generate(one.k, one.spec, DeviceTarget{}).source;
