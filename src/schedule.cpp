@@ -9,6 +9,14 @@
 #include "kdsl/error.h"
 
 namespace kdsl {
+
+namespace {
+
+// Every thread holds its share of a row in an unrolled loop (code size grows with it), with
+// 32-bit column indices. The largest share tested is 256 elements (bf16 N = 262144).
+constexpr int64_t kMaxElementsPerThread = 512;
+
+}  // namespace
 namespace {
 
 int pow2_ceil(int64_t v) {
@@ -537,34 +545,42 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
         : !s.cache_rows ? "register-resident rows (cache_rows=1; these rows are re-read per phase)"
                         : "no rows staged in shared memory (this schedule stages them)"));
   }
-  // Every thread holds its share of a row in an unrolled loop (code size grows with it), with
-  // 32-bit column indices. The largest share tested is 256 elements (bf16 N = 262144).
-  constexpr int64_t kMaxPerThread = 512;
   const int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
   if (n >= (int64_t{1} << 31)) {
     throw ArgumentError(fmt::format(
         "{}: rows of N = {} elements are beyond the row schedule (N must be below 2^31)", k.name,
         n));
   }
-  if (int64_t{s.chunks} * s.vec > kMaxPerThread && hint.group) {
+  if (int64_t{s.chunks} * s.vec > kMaxElementsPerThread && hint.group) {
     // The largest group: 1024 threads per CTA, times 8 CTAs of a cluster where the target has
     // clusters. Advice only where a larger group would hold the row.
     const int64_t max_group = supports_clusters(target) ? 8 * 1024 : 1024;
     const int64_t vectors = (n + s.vec - 1) / s.vec;
-    const bool fits = (vectors + max_group - 1) / max_group * s.vec <= kMaxPerThread;
+    const bool fits = (vectors + max_group - 1) / max_group * s.vec <= kMaxElementsPerThread;
     const char* advice = !fits || *hint.group >= max_group ? "no group holds this row"
                          : *hint.group >= 1024             ? "give a larger group, with cluster"
                                                            : "give a larger group";
     throw ScheduleHintError(fmt::format(
         "schedule hint group={}: {} elements per thread at N = {}, beyond the row schedule (at "
         "most {}; {})",
-        *hint.group, int64_t{s.chunks} * s.vec, n, kMaxPerThread, advice));
+        *hint.group, int64_t{s.chunks} * s.vec, n, kMaxElementsPerThread, advice));
   }
-  if (int64_t{s.chunks} * s.vec > kMaxPerThread) {
+  if (int64_t{s.chunks} * s.vec > kMaxElementsPerThread) {
+    // Advice where a larger group holds the row: up to 1024 threads on one CTA, or a cluster of
+    // up to 8 CTAs of 1024 where the target has clusters.
+    const int64_t vectors = (n + s.vec - 1) / s.vec;
+    const int64_t max_group = supports_clusters(target) ? 8 * 1024 : 1024;
+    std::string advice = "no group holds this row";
+    for (int64_t g = 2 * int64_t{s.group}; g <= max_group; g *= 2) {
+      if ((vectors + g - 1) / g * s.vec > kMaxElementsPerThread) continue;
+      advice = g > 1024 ? fmt::format("try --schedule group={},cluster={}", g, g / 1024)
+                        : fmt::format("try --schedule group={}", g);
+      break;
+    }
     throw ArgumentError(fmt::format(
         "{}: rows of N = {} elements are beyond the row schedule ({} elements per thread, at "
-        "most {})",
-        k.name, n, int64_t{s.chunks} * s.vec, kMaxPerThread));
+        "most {}; {})",
+        k.name, n, int64_t{s.chunks} * s.vec, kMaxElementsPerThread, advice));
   }
   return s;
 }
@@ -602,12 +618,13 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     // one row input and at most one loop-invariant vector (softmax, RMSNorm): more spill at the
     // 64 registers of 1024 threads (LayerNorm's two weight vectors: 24 bytes, 426 us against
     // 345; softmax backward's two rows at N = 262144: 64 bytes, not timed), as do 8 chunks
-    // (softmax at N = 524288: 152 bytes).
+    // (softmax at N = 524288: 152 bytes). Hints the cluster can honour (cache_rows=1, prefetch,
+    // stage=0) keep it.
     bool long_cluster = false;
     const Words held = cached_words(k, spec, false, s.vec);
     if (clusters && !s.column_reduction && s.persistent && s.element_bytes == 2 &&
-        elements_beyond && !hint.cache_rows && !hint.prefetch && !hint.stage && held.row <= 1 &&
-        held.invariant <= 1) {
+        elements_beyond && hint.cache_rows.value_or(true) && hint.stage.value_or(0) < 2 &&
+        held.row <= 1 && held.invariant <= 1) {
       ScheduleHint eight = hint;
       eight.group = 8 * 1024;
       const RowSchedule on8 = choose_rows(k, spec, target, eight, 8, nullptr, /*internal=*/true);
@@ -770,9 +787,16 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   RowSchedule first = s;
   s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
   if (long_dependent_rule && s.stage < 2) {
-    h.group = 512;
-    why.back() = "a long row with dependent reductions: 512 threads per row";
-    s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
+    // 512 threads unless that gives a thread more elements than the row schedule holds (16-bit
+    // N above 262144): then 1024, streamed.
+    ScheduleHint half = h;
+    half.group = 512;
+    RowSchedule on512 = choose_rows(k, spec, target, half, cluster, nullptr, /*internal=*/true);
+    if (int64_t{on512.chunks} * on512.vec <= kMaxElementsPerThread) {
+      h = half;
+      s = std::move(on512);
+      why.back() = "a long row with dependent reductions: 512 threads per row";
+    }
   }
   if (pack_rule && (s.stage < 2 || s.chunks != 1)) {
     // Packing was measured on staged rows of one chunk per thread only; rows that could not be

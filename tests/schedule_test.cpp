@@ -94,6 +94,27 @@ TEST(RowSchedule, RowsBeyondTheScheduleAndOldArchitecturesAreErrors) {
   }
   EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::f16, 1000, "", "sm_75"), ArgumentError);
   EXPECT_NO_THROW(choose("rms_norm.kdsl", "rms_norm", DType::f32, 1000, "", "sm_75"));
+  // 16-bit softmax rows above N = 262144 (more than 512 elements a thread at 512 threads) keep
+  // 1024 threads, streamed; beyond what 1024 hold the error names a group that holds the row.
+  for (int64_t n : {int64_t{262152}, int64_t{524288}}) {
+    for (const char* kernel : {"softmax", "log_softmax"}) {
+      Chosen c = choose("softmax.kdsl", kernel, DType::bf16, n);
+      EXPECT_EQ(c.s.group, 1024) << kernel << " " << n;
+      EXPECT_FALSE(c.s.cache_rows) << kernel << " " << n;
+      EXPECT_TRUE(has_reason(c.s, "a long row with dependent reductions: 1024 threads per row"))
+          << kernel << " " << n;
+    }
+  }
+  for (auto [arch, advice] : {std::pair{"sm_90", "try --schedule group=2048,cluster=2"},
+                              std::pair{"sm_80", "no group holds this row"}}) {
+    try {
+      choose("softmax.kdsl", "softmax", DType::bf16, 1048576, "", arch);
+      ADD_FAILURE() << "N = 1048576 was accepted on " << arch;
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find(advice), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(choose("softmax.kdsl", "softmax", DType::bf16, 1048576, "group=2048,cluster=2"));
 }
 
 TEST(RowSchedule, OneCtaPerRowWithTheFewestThreadsWhoseShareFitsTheRegisters) {
@@ -263,17 +284,24 @@ TEST(RowSchedule, LongForwardRowsHeldOnAClusterOfEight) {
   EXPECT_TRUE(r.s.cache_rows);
   // Not with 1 or 2 chunks per thread there (measured slower), for f32 rows (not measured), for
   // two row inputs (softmax backward) or two weight vectors (LayerNorm), which spill at 64
-  // registers, nor under the user's cache_rows, stage, group or cluster.
+  // registers, nor under the user's cache_rows=0, persistent=0, group or cluster.
   EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::bf16, 65536).s.cluster, 1);
   EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::bf16, 131072).s.cluster, 1);
   EXPECT_EQ(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 131072).s.cluster, 4);
   EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::f32, 131072).s.cluster, 1);
   EXPECT_EQ(choose("softmax.kdsl", "softmax_bwd", DType::bf16, 262144).s.cluster, 4);
   EXPECT_EQ(choose("layer_norm.kdsl", "layer_norm", DType::bf16, 262144).s.cluster, 4);
-  for (const char* hint : {"cache_rows=0", "stage=0", "group=512", "cluster=4"}) {
+  for (const char* hint : {"cache_rows=0", "persistent=0", "group=512", "cluster=4"}) {
     Chosen c = choose("softmax.kdsl", "softmax", DType::bf16, 262144, hint);
     EXPECT_NE(c.s.cluster, 8) << hint;
   }
+  // Hints the cluster honours keep it.
+  for (const char* hint : {"cache_rows=1", "prefetch=0", "prefetch=1", "stage=0", "pack=1"}) {
+    Chosen c = choose("softmax.kdsl", "softmax", DType::bf16, 262144, hint);
+    EXPECT_EQ(c.s.cluster, 8) << hint;
+    EXPECT_TRUE(c.s.cache_rows) << hint;
+  }
+  EXPECT_EQ(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 196608, "prefetch=0").s.cluster, 8);
 }
 
 // Backward kernels with at most 16 elements per thread keep the column accumulators in

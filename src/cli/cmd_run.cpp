@@ -227,7 +227,8 @@ Command register_run(CLI::App& app) {
   sub->add_option("--device", o->device, "gpu (default) or cpu (the reference interpreter)")
       ->check(CLI::IsMember({"gpu", "cpu"}));
   sub->add_flag("--verify", o->verify,
-                "Compare every output with the CPU float64 reference (exit code 3 on a mismatch)");
+                "Compare every output with the CPU float64 reference (exit code 3 on a mismatch; "
+                "needs the GPU)");
   sub->add_flag("--bench", o->bench, "Time the kernel (CUDA events, L2 flushed) against a copy");
   sub->add_option("--warmup", o->warmup, "Untimed runs before timing (--bench; default 10)")
       ->check(CLI::Range(0, 100000));
