@@ -450,6 +450,14 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   }
   s.stream = hint.stream.value_or(false);
   s.min_ctas = hint.min_ctas.value_or(0);
+  if (const int fit = std::max(1, target.max_threads_per_sm / s.threads); s.min_ctas > fit) {
+    // More CTAs than the SM's threads allow: ptxas would ignore the bound ("out of range").
+    s.reasons.push_back(fmt::format(
+        "min_ctas={} does not apply as given: {} CTAs of {} threads exceed the SM's {} threads; "
+        "the launch bounds ask for {}",
+        s.min_ctas, s.min_ctas, s.threads, target.max_threads_per_sm, fit));
+    s.min_ctas = fit;
+  }
   // Streamed phases' chunk loop unrolled `unroll` chunks at a time (codegen_rows.cpp applies it
   // to the phases that hold nothing in registers across chunks).
   s.unroll = hint.unroll.value_or(0);

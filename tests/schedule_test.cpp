@@ -263,6 +263,21 @@ def four_sums[T: (f32, f16, bf16)](a: Tensor[T, (M, N)], b: Tensor[T, (M, N)],
   EXPECT_EQ(u.s.group, 1024);
 }
 
+TEST(RowSchedule, MinCtasBeyondTheSmsThreadsIsClampedAndNoted) {
+  // 4 CTAs of 1024 threads exceed an SM's 2048: ptxas would ignore __launch_bounds__(1024, 4).
+  Chosen c = choose("softmax.kdsl", "softmax", DType::bf16, 262144, "min_ctas=4");
+  EXPECT_EQ(c.s.threads, 1024);
+  EXPECT_EQ(c.s.min_ctas, 2);
+  EXPECT_TRUE(has_reason(c.s,
+                         "min_ctas=4 does not apply as given: 4 CTAs of 1024 threads exceed "
+                         "the SM's 2048 threads; the launch bounds ask for 2"))
+      << reasons(c.s);
+  EXPECT_NE(c.source.find("__launch_bounds__(1024, 2)"), std::string::npos);
+  Chosen ok = choose("softmax.kdsl", "softmax", DType::bf16, 262144, "min_ctas=2");
+  EXPECT_EQ(ok.s.min_ctas, 2);
+  EXPECT_FALSE(has_reason(ok.s, "does not apply")) << reasons(ok.s);
+}
+
 TEST(RowSchedule, LongForwardRowsHeldOnAClusterOfEight) {
   // 16-bit rows that stream on one CTA and that 8 CTAs of 1024 threads hold in registers with 3
   // or 4 chunks per thread: that cluster, the row read once (softmax and RMSNorm, measured).
