@@ -426,8 +426,10 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   const char* packed = !(s.pack && min_size == 2 && s.vec >= 2) ? ""
                        : s.vec == 2 ? ", 16-bit values packed in pairs, loaded 4 bytes at a time"
                                     : ", 16-bit values packed in pairs";
-  const std::string budget_text = need > budget ? fmt::format("over the budget of {:.0f}", budget)
-                                                : fmt::format("budget {:.0f}", budget);
+  const std::string budget_text =
+      need > budget
+          ? fmt::format("over the budget of {:.0f}: ptxas may spill some to local memory", budget)
+          : fmt::format("budget {:.0f}", budget);
   std::string held = fmt::format("{:.0f}", need);  // "about N registers per thread hold"
   held += held == "1" ? " register per thread holds" : " registers per thread hold";
   if (s.cache_rows) {
