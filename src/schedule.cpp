@@ -16,6 +16,20 @@ namespace {
 // 32-bit column indices. The largest share tested is 256 elements (bf16 N = 262144).
 constexpr int64_t kMaxElementsPerThread = 512;
 
+// Per IR node, the reductions on its longest path from the inputs, itself included: a row
+// reduction of values that need no reduction is at depth 1, softmax's sum (of exp(x - max)) at 2.
+std::vector<int> reduction_depths(const ir::Kernel& k) {
+  std::vector<int> depth(k.nodes.size(), 0);
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    int d = 0;
+    for (ir::ValueId a : k.nodes[i].args) {
+      if (a >= 0 && static_cast<size_t>(a) < i) d = std::max(d, depth[static_cast<size_t>(a)]);
+    }
+    depth[i] = d + (k.nodes[i].op == ir::Op::reduce ? 1 : 0);
+  }
+  return depth;
+}
+
 }  // namespace
 namespace {
 
@@ -75,22 +89,17 @@ int compute_capability(const DeviceTarget& target) {
 }
 
 bool one_point_f32_reductions(const ir::Kernel& k) {
-  std::vector<int> depth(k.nodes.size(), 0);
+  const std::vector<int> depth = reduction_depths(k);
   std::set<int> levels;
   for (size_t i = 0; i < k.nodes.size(); ++i) {
     const ir::Node& n = k.nodes[i];
-    int d = 0;
-    for (ir::ValueId a : n.args) {
-      if (a >= 0 && static_cast<size_t>(a) < i) d = std::max(d, depth[static_cast<size_t>(a)]);
-    }
-    depth[i] = d + (n.op == ir::Op::reduce ? 1 : 0);
     if (n.op != ir::Op::reduce) continue;
     const auto kind = static_cast<ir::ReduceKind>(n.fn);
     const bool f32_state = (kind == ir::ReduceKind::sum || kind == ir::ReduceKind::max ||
                             kind == ir::ReduceKind::min) &&
                            k.node(n.args[0]).type.dtype == DType::f32;
     if (!f32_state) return false;
-    levels.insert(d);
+    levels.insert(depth[i]);
   }
   return levels.size() == 1;
 }
@@ -183,16 +192,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // sweeps): one CTA per row wins for every kernel without column reductions up to 16K elements
   // per row, once its threads are large (below); a persistent grid that prefetches the next row
   // wins for longer rows. `kdsl tune` measures both on the GPU at hand.
-  int phases = 0;
-  std::vector<int> depth(k.nodes.size(), 0);
-  for (size_t i = 0; i < k.nodes.size(); ++i) {
-    int d = 0;
-    for (ir::ValueId a : k.nodes[i].args) {
-      if (a >= 0 && static_cast<size_t>(a) < i) d = std::max(d, depth[static_cast<size_t>(a)]);
-    }
-    depth[i] = d + (k.nodes[i].op == ir::Op::reduce ? 1 : 0);
-    phases = std::max(phases, depth[i]);
-  }
+  const std::vector<int> depth = reduction_depths(k);
+  const int phases = depth.empty() ? 0 : *std::max_element(depth.begin(), depth.end());
   // Threads per row: about 16 elements per thread, then more threads while the cached vectors
   // (row loads, weights, column accumulators) exceed the register budget.
   // Packing halves the registers of cached 16-bit rows in kernels with one pass over them; in
