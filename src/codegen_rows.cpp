@@ -225,16 +225,7 @@ void RowEmitter::analyze() {
   // barrier per row, whose release waited for the previous row's stores, softmax backward bf16
   // 4096 x 32768 took 200 us against 214, RMSNorm bf16 512 x 262144 201 against 227
   // (twenty-seventh session, AK4).
-  if (push_ && g_ > 32) {
-    std::set<int> levels;
-    bool f32_states = true;
-    for (size_t i = 0; i < n; ++i) {
-      if (k_.nodes[i].op != Op::reduce) continue;
-      levels.insert(level_[k_.nodes[i].args[0]]);
-      f32_states = f32_states && spelling(static_cast<ir::ValueId>(i)).state_type == "float";
-    }
-    async_push_ = f32_states && levels.size() == 1;
-  }
+  async_push_ = push_ && g_ > 32 && one_point_f32_reductions(k_);
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];
     if (node.op == Op::reduce) phases_ = std::max(phases_, level_[node.args[0]] + 1);

@@ -30,9 +30,6 @@ std::vector<int> reduction_depths(const ir::Kernel& k) {
   return depth;
 }
 
-}  // namespace
-namespace {
-
 int pow2_ceil(int64_t v) {
   int p = 1;
   while (p < v && p < (1 << 30)) p <<= 1;
@@ -95,9 +92,11 @@ bool one_point_f32_reductions(const ir::Kernel& k) {
     const ir::Node& n = k.nodes[i];
     if (n.op != ir::Op::reduce) continue;
     const auto kind = static_cast<ir::ReduceKind>(n.fn);
+    // f32, f16 and bf16 values reduce in an f32 accumulator (dsl/SPEC.md section 14).
+    const DType t = k.node(n.args[0]).type.dtype;
     const bool f32_state = (kind == ir::ReduceKind::sum || kind == ir::ReduceKind::max ||
                             kind == ir::ReduceKind::min) &&
-                           k.node(n.args[0]).type.dtype == DType::f32;
+                           (t == DType::f32 || t == DType::f16 || t == DType::bf16);
     if (!f32_state) return false;
     levels.insert(depth[i]);
   }

@@ -153,7 +153,8 @@ struct ScheduleHint {
   std::string str() const;
 };
 
-/// True when every row reduction of `k` keeps one f32 state (sum, max or min of f32 values) and
+/// True when every row reduction of `k` keeps one f32 state (sum, max or min of f32, f16 or bf16
+/// values, which accumulate in f32) and
 /// all of them combine at the same point of the row (none depends on another's result): RMSNorm,
 /// softmax backward; not softmax (the sum follows the max) or LayerNorm (Welford states).
 bool one_point_f32_reductions(const ir::Kernel& k);
