@@ -126,7 +126,7 @@ TEST(Verify, RowOutputsScaleTheAbsoluteToleranceWithTheirValues) {
   HostTensor one_got(DType::f32, {1});
   one_got.set(0, -9.84884173e-06);
   EXPECT_TRUE(compare(one_got, one, row_tolerance(DType::f32, one)).ok);
-  got.set(1, 150.1);  // 0.1 off on 150: beyond rtol, whatever the atol
+  got.set(1, 150.1);  // 0.1 off on 150: beyond rtol x 150 + atol (about 0.016)
   EXPECT_FALSE(compare(got, dx, row_tolerance(DType::f32, dx)).ok);
   // f16 outputs below its smallest normal (6.1e-5) keep an atol of rtol times that.
   HostTensor tiny(DType::f16, {2});
