@@ -509,7 +509,7 @@ void RowEmitter::emit_chunk_load(const std::string& dst, int access, const std::
   if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
     t_.line("kdsl_load<VEC, {}>({}, {}, {});", cs(access), elem_ptr(access, "col", offset_prefix),
             dst, dt == DType::bf16 ? "true" : "false");
-  } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
+  } else if (fast(a.tensor) && vec_ > 1 && (dt == DType::f32 || dt == DType::b8)) {
     t_.line("kdsl_load<VEC, {}>({}, {});", cs(access), elem_ptr(access, "col", offset_prefix), dst);
   } else {
     t_.line("#pragma unroll");
@@ -530,7 +530,7 @@ void RowEmitter::emit_chunk_store(const std::string& src, int access, DType dt) 
   if (fast(a.tensor) && vec_ > 1 && (dt == DType::bf16 || dt == DType::f16)) {
     t_.line("kdsl_store<VEC, {}>({}, {}, {});", cs(access), elem_ptr(access, "col"), src,
             dt == DType::bf16 ? "true" : "false");
-  } else if (fast(a.tensor) && vec_ > 1 && dt == DType::f32) {
+  } else if (fast(a.tensor) && vec_ > 1 && (dt == DType::f32 || dt == DType::b8)) {
     t_.line("kdsl_store<VEC, {}>({}, {});", cs(access), elem_ptr(access, "col"), src);
   } else {
     t_.line("#pragma unroll");

@@ -486,6 +486,15 @@ const LoadedSpec& KernelImpl::loaded(const BoundArgs& b, CUcontext ctx) const {
     // clusters that fit at once (the driver's count), in whole clusters.
     ls->grid_limit = cluster_grid_limit(ls->main, ls->plan, ls->grid_limit);
   }
+  if (ls->plan.persistent) {
+    log().info(
+        "kdsl launch: '{}' persistent grid of at most {} CTAs ({} per SM by occupancy, "
+        "{} SMs{})",
+        ls->plan.symbol, ls->grid_limit, per_sm, target.sm_count,
+        ls->plan.cluster > 1 ? fmt::format(", {} clusters of {}", ls->grid_limit / ls->plan.cluster,
+                                           ls->plan.cluster)
+                             : std::string());
+  }
   ls->cache_hit = ck.binary.hit;
   ls->compile_ms = ck.binary.compile_ms;
   ls->load_ms =

@@ -66,6 +66,14 @@ std::vector<ScheduleHint> scan_candidates(const ir::Kernel& k, const Specializat
   return out;
 }
 
+// True when a row load of a 16-bit dtype could be packed in pairs (the pack hint changes
+// nothing otherwise).
+bool has_16bit_row_loads(const ir::Kernel& k) {
+  return std::any_of(k.nodes.begin(), k.nodes.end(), [](const ir::Node& n) {
+    return n.op == ir::Op::load && n.type.form == ir::Form::vector && dtype_size(n.type.dtype) == 2;
+  });
+}
+
 }  // namespace
 
 std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specialization& spec,
@@ -106,7 +114,7 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
       } else {
         add(h);
       }
-      if (g == g0) {  // packing 16-bit rows in pairs, or not, at the default grid and group
+      if (g == g0 && has_16bit_row_loads(k)) {  // packing 16-bit rows in pairs, or not
         ScheduleHint p = h;
         p.prefetch.reset();
         for (bool pack : {false, true}) {
@@ -139,6 +147,18 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
     for (int cluster : {1, 2, 4}) {
       ScheduleHint h;
       h.cluster = cluster;
+      add(h);
+    }
+  }
+  // Streamed rows of many chunks per thread: the chunk loop rolled 16 or 8 chunks at a time.
+  // Fully unrolled, such a phase issues every chunk's loads first and ptxas runs out of
+  // registers: softmax f32 N = 262144 (64 chunks at 1024 threads) spills 1152 bytes, none with
+  // unroll=16 (32 registers; ptxas 13.0, sm_90). At 1-2 chunks rolling was slower (twenty-sixth
+  // session, bench/RESULTS.md), so only from 32 chunks.
+  if (!d.cache_rows && d.chunks >= 32) {
+    for (int unroll : {16, 8}) {
+      ScheduleHint h;
+      h.unroll = unroll;
       add(h);
     }
   }

@@ -1172,6 +1172,37 @@ TEST_F(CliTest, TuneWithoutGpuExitsFourAfterCheckingTheCommandLine) {
             "--shape M=SIZE\n");
 }
 
+// tune --list prints the candidates without a GPU (with --arch, or sm_90 where there is none):
+// the default first, each with its layout; --json gives the same as an object; --arch without
+// --list is a usage error (tune times on the GPU in use).
+TEST_F(CliTest, TuneListsItsCandidatesWithoutAGpu) {
+  CliResult r = kdsl({"tune", src("stdlib/softmax.kdsl"), "-k", "softmax", "--dtype", "f32",
+                      "--shape", "M=512,N=262144", "--list", "--arch", "sm_90"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_TRUE(r.out.starts_with("softmax at M=512,N=262144 for sm_90: ")) << r.out;
+  EXPECT_NE(r.out.find("\n  default "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  unroll=16 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-> rows.cta (1024 threads per row"), std::string::npos) << r.out;
+  CliResult j =
+      kdsl({"tune", src("stdlib/linear_recurrence.kdsl"), "-k", "linear_recurrence", "--dtype",
+            "bf16", "--shape", "B=1,L=32768,D=2048", "--list", "--arch", "sm_90", "--json"});
+  ASSERT_EQ(j.code, 0) << show(j);
+  nlohmann::json doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["kernel"], "linear_recurrence");
+  ASSERT_GE(doc["candidates"].size(), 2u) << j.out;
+  EXPECT_EQ(doc["candidates"][0]["hint"], "");
+  for (const auto& c : doc["candidates"]) {
+    EXPECT_EQ(c["schedule"], "scan.columns") << c.dump();
+    EXPECT_TRUE(c["summary"].get<std::string>().starts_with("scan.columns: L = 32768")) << c.dump();
+  }
+  CliResult arch = kdsl({"tune", kRms, "-k", "rms_norm", "--dtype", "bf16", "--shape", "M=8,N=1024",
+                         "--arch", "sm_90"});
+  EXPECT_EQ(arch.code, 2) << show(arch);
+  EXPECT_EQ(arch.err,
+            "kdsl tune: usage error: --arch sm_90: only with --list (kdsl tune times the "
+            "candidates on this GPU, for its architecture)\n");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The README's quick start, with the kernel it shows
 

@@ -339,5 +339,60 @@ def centred_bwd[T: (f32, bf16)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)], cs: 
   emu::expect_emulated_matches_reference(p, "centred_bwd f32 M=37 N=1000 cluster=2", 8, 4, h);
 }
 
+// bool tensors along the row are read and written in accesses of VEC bytes (kdsl_load /
+// kdsl_store of kdsl_u8), not byte by byte: README's masked softmax and a kernel with a bool
+// output, at VEC = 8 (bf16 N = 4096), 4 (f32 N = 1004), 2 (bf16 N = 1002) and 1 (bf16 N = 7),
+// with random masks, against the interpreter.
+TEST(RowsEmuBool, MasksAndBoolOutputsInVectorAccesses) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  static constexpr const char* kSource = R"(
+@kernel
+def masked_softmax[T: (f32, f16, bf16)](x: Tensor[T, (M, N)], mask: Tensor[bool, (M, N)],
+                                        scale: f32 = 1.0, *, y: Out[T, (M, N)]):
+    for m in parallel(M):
+        s = where(mask[m, :], f32(x[m, :]) * scale, -inf)
+        mx = max(s)
+        e = exp(s - where(mx == -inf, 0.0, mx))
+        total = sum(e)
+        y[m, :] = T(e * where(total > 0.0, 1.0 / total, 0.0))
+
+@kernel
+def above_mean[T: (f32, bf16)](x: Tensor[T, (M, N)], keep: Tensor[bool, (M, N)],
+                               *, y: Out[bool, (M, N)]):
+    for m in parallel(M):
+        xf = f32(x[m, :])
+        y[m, :] = (xf > mean(xf)) != keep[m, :]
+)";
+  auto fe = run_front_end(std::make_shared<const SourceFile>("masked.kdsl", kSource));
+  uint64_t seed = 41;
+  for (const char* kernel : {"masked_softmax", "above_mean"}) {
+    for (auto [t, n, vec] :
+         {std::tuple{DType::bf16, int64_t{4096}, 8}, std::tuple{DType::f32, int64_t{1004}, 4},
+          std::tuple{DType::bf16, int64_t{1002}, 2}, std::tuple{DType::bf16, int64_t{7}, 1}}) {
+      ProblemSpec ps;
+      ps.kernel = kernel;
+      ps.binding = {t};
+      ps.shapes = {{"M", 37}, {"N", n}};
+      ps.seed = seed++;
+      Problem p = make_problem(fe, ps);
+      const std::string what = fmt::format("{} {} N={}", kernel, dtype_name(t), n);
+      const GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{});
+      ASSERT_NE(gen.source.find(fmt::format("VEC = {},", vec)), std::string::npos) << what;
+      // The mask is tensor 1; the bool output of above_mean is tensor 2.
+      const bool vector_access = vec > 1;
+      EXPECT_EQ(gen.source.find("kdsl_load<VEC, false>(t1 + ") != std::string::npos, vector_access)
+          << what;
+      EXPECT_EQ(gen.source.find("*(t1 + ") == std::string::npos, vector_access) << what;
+      if (std::string(kernel) == "above_mean") {
+        EXPECT_EQ(gen.source.find("kdsl_store<VEC, false>(t2 + ") != std::string::npos,
+                  vector_access)
+            << what;
+      }
+      emu::expect_emulated_matches_reference(p, what);
+      if (HasFailure()) return;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kdsl

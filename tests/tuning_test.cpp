@@ -34,6 +34,47 @@ TEST(Tuning, CandidatesStartWithTheDefaultAndAreDistinctSchedules) {
   EXPECT_EQ(sources.size(), c.size()) << "two candidates generate the same kernel";
 }
 
+// Every candidate generates its own kernel: no pack candidates where no row is 16-bit (f32
+// rows, f32 softmax), and the rolled chunk loops of streamed rows of 32 chunks or more (softmax
+// f32 N = 262144 at 64 chunks, RMSNorm f32 on a cluster, LayerNorm bf16 at 32) are new kernels.
+TEST(Tuning, CandidatesOfFloatRowsAndOfLongStreamedRowsAreDistinctKernels) {
+  auto norm = rms_norm_module();
+  auto softmax =
+      run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/softmax.kdsl"));
+  auto layer_norm =
+      run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/layer_norm.kdsl"));
+  struct Case {
+    const FrontEnd* fe;
+    const char* kernel;
+    DType dtype;
+    int64_t n;
+    bool rolled;  // unroll candidates expected
+  };
+  DeviceTarget target;
+  for (const Case& c : {Case{norm.get(), "rms_norm", DType::f32, 8192, false},
+                        Case{softmax.get(), "softmax", DType::f32, 262144, true},
+                        Case{softmax.get(), "softmax", DType::bf16, 32768, false},
+                        Case{norm.get(), "rms_norm", DType::f32, 262144, true},
+                        Case{layer_norm.get(), "layer_norm", DType::bf16, 262144, true}}) {
+    const std::string what = fmt::format("{} {} N={}", c.kernel, dtype_name(c.dtype), c.n);
+    Specialization spec{{c.dtype}, c.n, ~0u, ~0u};
+    ir::Kernel k = lower_specialized(*c.fe, c.kernel, spec);
+    std::vector<ScheduleHint> cands = tuning_candidates(k, spec, target);
+    std::set<std::string> sources;
+    std::set<int> unrolls;
+    for (const ScheduleHint& h : cands) {
+      sources.insert(generate(k, spec, target, h).source);
+      unrolls.insert(h.unroll.value_or(0));
+      if (c.dtype == DType::f32) {
+        EXPECT_FALSE(h.pack.has_value()) << what << ": " << h.str();
+      }
+    }
+    EXPECT_EQ(sources.size(), cands.size()) << what << ": two candidates generate one kernel";
+    const std::set<int> expected = c.rolled ? std::set<int>{0, 8, 16} : std::set<int>{0};
+    EXPECT_EQ(unrolls, expected) << what;
+  }
+}
+
 TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
   auto fe =
       run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/layer_norm.kdsl"));

@@ -19,7 +19,7 @@ namespace {
 struct TuneOptions {
   KernelOptions k;
   int warmup = 5, reps = 30;
-  bool json = false, dry_run = false;
+  bool json = false, dry_run = false, list = false;
 };
 
 // True when every output of `got` matches `want` within output_tolerance (scans and column
@@ -54,6 +54,51 @@ void precompile(const Problem& p, const Specialization& spec, const DeviceTarget
                });
 }
 
+// --list: the candidates tune would time, each with the schedule it generates, for the GPU in
+// use or --arch; nothing is compiled or run, so no GPU is needed.
+int list_candidates(const TuneOptions& o, const Selected& sel, const ProblemSpec& ps,
+                    const std::string& shape_text) {
+  Specialization spec;  // as make_problem's, without its host tensors
+  spec.binding = ps.binding;
+  if (sel.sig->vector_symbol >= 0) {
+    spec.vector_extent = ps.shapes.at(sel.sig->symbols[sel.sig->vector_symbol].name);
+  }
+  spec.aligned_mask = spec.contiguous_mask = ~0u;
+  const ir::Kernel k = lower_specialized(*sel.fe, sel.sig->name, spec);
+  std::string note;
+  const DeviceTarget target = target_for(o.k.arch, &note);
+  print_note(note);
+  const std::vector<ScheduleHint> candidates = tuning_candidates(k, spec, target);
+  nlohmann::json rows = nlohmann::json::array();
+  if (!o.json) {
+    std::cout << fmt::format("{} at {} for {}: {} candidates\n", k.name, shape_text, target.arch,
+                             candidates.size());
+  }
+  for (const ScheduleHint& h : candidates) {
+    const GeneratedKernel gen = generate(k, spec, target, h);
+    const std::string label = h.empty() ? "default" : h.str();
+    // The line of --explain that gives the layout: rows "N = ...: ... -> rows.cta (...)",
+    // scans "scan.columns: ...".
+    std::string summary;
+    for (const std::string& r : gen.plan.reasons) {
+      if (r.rfind("N = ", 0) == 0 || r.rfind(gen.plan.schedule + ":", 0) == 0) {
+        summary = r;
+        break;
+      }
+    }
+    if (!o.json) std::cout << fmt::format("  {:<44} {}\n", label, summary);
+    rows.push_back({{"hint", h.str()}, {"schedule", gen.plan.schedule}, {"summary", summary}});
+  }
+  if (o.json) {
+    std::cout << json_text({{"kernel", k.name},
+                            {"shape", shape_text},
+                            {"arch", target.arch},
+                            {"candidates", rows}})
+              << "\n";
+  }
+  return kOk;
+}
+
 int tune(const TuneOptions& o) {
   Selected sel = select_kernel(o.k.file, o.k.kernel);
   ProblemSpec ps;
@@ -63,6 +108,13 @@ int tune(const TuneOptions& o) {
   require_shapes(*sel.sig, ps.shapes, /*from_inputs=*/false);
   std::string shape_text = shape_values_text(ps.shapes);
   ps.use_tuning_db = false;
+  if (o.list) return list_candidates(o, sel, ps, shape_text);
+  if (!o.k.arch.empty()) {
+    throw UsageError(
+        fmt::format("--arch {}: only with --list (kdsl tune times the candidates on "
+                    "this GPU, for its architecture)",
+                    o.k.arch));
+  }
   Problem p = make_problem(sel.fe, ps);
   std::string why;
   if (!driver_or_null(&why) || device_count() == 0) {
@@ -157,6 +209,13 @@ Command register_tune(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   sub->add_flag("--json", o->json, "Print a JSON report");
   sub->add_flag("--dry-run", o->dry_run, "Do not record the winner");
+  sub->add_flag("--list", o->list,
+                "Print the candidate schedules and exit: nothing is compiled or timed, no GPU "
+                "needed");
+  sub->add_option("--arch", o->k.arch,
+                  "With --list: the GPU architecture to list for, e.g. sm_90 (default: this "
+                  "GPU's, else sm_90)")
+      ->check(not_blank("empty architecture: expected one, e.g. sm_90"));
   sub->footer(
       "Example: kdsl tune stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape M=8192,N=8192\n"
       "The record (in the disk cache directory, tuning.json) is keyed by GPU name, kernel and\n"

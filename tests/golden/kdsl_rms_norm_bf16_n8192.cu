@@ -153,6 +153,57 @@ template <int V, bool CS = false> __device__ __forceinline__ void kdsl_load(cons
     for (int i = 0; i < V; ++i) o[i] = p[i];
   }
 }
+// bool tensors (one byte an element): V bytes in one access of up to 8 bytes (V = 8 of a 16-bit
+// row's vector, 4 of an f32 row's), instead of V one-byte loads.
+template <int V, bool CS = false> __device__ __forceinline__ void kdsl_load(const kdsl_u8* p, bool* o) {
+  if constexpr (V % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < V; i += 8) {
+      uint2 q = *reinterpret_cast<const uint2*>(p + i);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        o[i + j] = ((q.x >> (8 * j)) & 0xffu) != 0;
+        o[i + 4 + j] = ((q.y >> (8 * j)) & 0xffu) != 0;
+      }
+    }
+  } else if constexpr (V == 4) {
+    unsigned q = *reinterpret_cast<const unsigned*>(p);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) o[j] = ((q >> (8 * j)) & 0xffu) != 0;
+  } else if constexpr (V == 2) {
+    unsigned short q = *reinterpret_cast<const unsigned short*>(p);
+    o[0] = (q & 0xffu) != 0;
+    o[1] = (q >> 8) != 0;
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) o[i] = p[i] != 0;
+  }
+}
+template <int V, bool CS = false> __device__ __forceinline__ void kdsl_store(kdsl_u8* p, const bool* v) {
+  if constexpr (V % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < V; i += 8) {
+      unsigned lo = 0, hi = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        lo |= static_cast<unsigned>(v[i + j]) << (8 * j);
+        hi |= static_cast<unsigned>(v[i + 4 + j]) << (8 * j);
+      }
+      *reinterpret_cast<uint2*>(p + i) = make_uint2(lo, hi);
+    }
+  } else if constexpr (V == 4) {
+    unsigned w = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w |= static_cast<unsigned>(v[j]) << (8 * j);
+    *reinterpret_cast<unsigned*>(p) = w;
+  } else if constexpr (V == 2) {
+    *reinterpret_cast<unsigned short*>(p) =
+        static_cast<unsigned short>(static_cast<unsigned>(v[0]) | static_cast<unsigned>(v[1]) << 8);
+  } else {
+#pragma unroll
+    for (int i = 0; i < V; ++i) p[i] = static_cast<kdsl_u8>(v[i]);
+  }
+}
 template <int V, bool CS = false, class T> __device__ __forceinline__ void kdsl_load(const T* p, T* o) {
 #pragma unroll
   for (int i = 0; i < V; ++i) o[i] = p[i];
