@@ -50,7 +50,7 @@ class RowEmitter {
     r_ = s.rows_per_cta;
     c_ = s.chunks;
     k_cl_ = s.cluster;
-    push_ = pushes_partials(k_cl_, s.column_reduction, one_point_f32_reductions(k));
+    push_ = pushes_partials(k_cl_, s.column_reduction, f32_state_reductions(k));
   }
 
   GeneratedKernel run();
@@ -219,13 +219,15 @@ void RowEmitter::analyze() {
       phases_ = std::max(phases_, level_[st.value] + (vector_view(st.view) ? 1 : 0));
     }
   }
-  // The pushed partials with st.async: f32 states (4-byte st.async) of reductions that are all
-  // combined at the same point of the row (one mbarrier phase per row and buffer). Clusters
-  // without column reductions push only such reductions (pushes_partials): with no cluster
-  // barrier per row, whose release waited for the previous row's stores, softmax backward bf16
-  // 4096 x 32768 took 200 us against 214, RMSNorm bf16 512 x 262144 201 against 227
-  // (twenty-seventh session, AK4).
-  async_push_ = push_ && g_ > 32 && one_point_f32_reductions(k_);
+  // The pushed partials with st.async: f32 states (4-byte st.async) of reductions, an mbarrier
+  // per buffer and per point of the row where reductions combine (phase p's reductions complete
+  // one phase of kdsl_full[p][buf] per row: softmax's max, then its sum). Clusters without column
+  // reductions push only such reductions (pushes_partials): with no cluster barrier per row,
+  // whose release waited for the previous row's stores, softmax backward bf16 4096 x 32768 took
+  // 200 us against 214, RMSNorm bf16 512 x 262144 201 against 227 (twenty-seventh session, AK4;
+  // reductions at one point). Reductions at two points (softmax) were pushed from the
+  // twenty-eighth session on, not yet timed (bench/experiments/s28.sh).
+  async_push_ = push_ && g_ > 32 && f32_state_reductions(k_);
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];
     if (node.op == Op::reduce) phases_ = std::max(phases_, level_[node.args[0]] + 1);
@@ -689,15 +691,15 @@ void RowEmitter::emit_phase(int p) {
       // On a cluster each warp's first lane writes the warp's partial into the same slot of
       // every CTA of the cluster (distributed shared memory): once they are in, every CTA holds
       // all G / 32 partials of the row, with no barrier of its own and no remote load on the
-      // way. With f32 states of reductions combined at one point of the row (async_push_) the
-      // writes are st.async, each counting its 4 bytes on the receiving CTA's mbarrier for this
-      // buffer, and each CTA waits for its own mbarrier's phase; otherwise plain remote stores
-      // and a cluster barrier, whose release makes each warp wait for its earlier global stores
-      // (the previous row's dx) first. Measured (twenty-second session, bf16 4096 x 32768, three
-      // rounds): LayerNorm backward 330 -> 285 us, RMSNorm backward 276 -> 234.
-      // Reuse of a buffer two rows later is safe without a barrier: a CTA pushes row r + 2 into
-      // buffer b only after its own mbarrier saw every warp's row r + 1 partials, and each warp
-      // pushes row r + 1 only after it has read (and used) row r's from buffer b; the
+      // way. With reductions that each keep one f32 state (async_push_) the writes are
+      // st.async, each counting its 4 bytes on the receiving CTA's mbarrier for this point of the
+      // row and buffer, and each CTA waits for its own mbarrier's phase; otherwise plain remote
+      // stores and a cluster barrier, whose release makes each warp wait for its earlier global
+      // stores (the previous row's dx) first. Measured (twenty-second session, bf16 4096 x 32768,
+      // three rounds): LayerNorm backward 330 -> 285 us, RMSNorm backward 276 -> 234. Reuse of a
+      // buffer two rows later is safe without a barrier: a CTA pushes row r + 2 into buffer b only
+      // after its own mbarrier saw every warp's row r + 1 partials, and each warp pushes row r + 1
+      // only after it has read (and used) row r's from buffer b; the
       // __syncwarp orders the other lanes' reads before lane 0's push in the memory model too
       // (their values reach lane 0 through shuffles, which do not order memory).
       if (async_push_) t_.line("__syncwarp();");
@@ -707,8 +709,8 @@ void RowEmitter::emit_phase(int p) {
       if (async_push_) {
         t_.line(
             "for (int q = 0; q < K; ++q) kdsl_push_async(&red{0}[buf][group][lane >> 5], acc{0}, "
-            "&kdsl_full[buf], q);",
-            r);
+            "&kdsl_full[{1}][buf], q);",
+            r, p);
       } else {
         t_.line(
             "for (int q = 0; q < K; ++q) *kdsl_cluster_map(&red{0}[buf][group][lane >> 5], q) = "
@@ -727,9 +729,9 @@ void RowEmitter::emit_phase(int p) {
       // The CTA receives every warp's partial of each of its R rows for each reduction: the
       // phase of this buffer's mbarrier completes when those bytes have arrived (and thread 0
       // has said how many: the count may go below zero before it does).
-      t_.line("if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[buf], {}u);",
+      t_.line("if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[{}][buf], {}u);", p,
               static_cast<int>(reductions.size()) * r_ * partials * 4);
-      t_.line("kdsl_mbar_wait(&kdsl_full[buf], kdsl_ph);");
+      t_.line("kdsl_mbar_wait(&kdsl_full[{}][buf], kdsl_ph);", p);
     } else {
       t_.line("kdsl_cluster_sync();");
     }
@@ -757,10 +759,10 @@ void RowEmitter::emit_phase(int p) {
     //   LayerNorm bf16 4096 x 32768 148 -> 139);
     // - in order: every thread adds the W partials in warp order (the default on a cluster
     //   without column reductions, where the butterfly was slower).
-    // Either way every lane ends with the same bits. On a cluster that does not push (softmax,
-    // LayerNorm: reductions at two points of the row or with Welford states) each CTA's total
-    // then goes to its shared memory and, after the cluster barrier, every thread combines the
-    // K CTAs' totals (read through distributed shared memory) in rank order: a fixed order, so
+    // Either way every lane ends with the same bits. On a cluster that does not push (LayerNorm
+    // and other reductions with other than one f32 state, without column reductions) each CTA's
+    // total then goes to its shared memory and, after the cluster barrier, every thread combines
+    // the K CTAs' totals (read through distributed shared memory) in rank order: a fixed order, so
     // the same bits on every run. (Pushed with plain remote stores and a cluster barrier, the
     // partials were slower for softmax backward: bf16 4096 x 32768 240 us against 215, 98
     // registers against 80, nineteenth session; with st.async, above, faster.)
@@ -906,11 +908,22 @@ void RowEmitter::emit_main() {
       if (k_cl_ > 1 && !push_) t_.line("__shared__ {} redc{}[2][R];", sp.state_type, i);
     }
     if (async_push_) {
-      // One mbarrier per buffer: buffer b's phase k completes when row 2k + b's partials are in.
-      t_.line("__shared__ unsigned long long kdsl_full[2];");
+      // One mbarrier per point of the row where reductions combine (phase p) and buffer:
+      // kdsl_full[p][b]'s phase k completes when row 2k + b's phase-p partials are in. Each level
+      // reuses its buffers as one level did: a CTA pushes row r + 2's phase-p partials only after
+      // its own kdsl_full[p] saw every warp's row r + 1 partials of that phase, which each warp
+      // pushed after reading row r's.
+      int points = 0;  // the phases that end in reductions: 0 to the last reduction's level
+      for (const ir::Node& r : k_.nodes) {
+        if (r.op == Op::reduce) points = std::max(points, level_[r.args[0]] + 1);
+      }
+      t_.line("__shared__ unsigned long long kdsl_full[{}][2];", points);
       t_.line("if (threadIdx.x == 0) {{");
-      t_.line("  kdsl_mbar_init(&kdsl_full[0], 1u);");
-      t_.line("  kdsl_mbar_init(&kdsl_full[1], 1u);");
+      t_.line("  #pragma unroll");
+      t_.line("  for (int i = 0; i < {}; ++i) {{", points);
+      t_.line("    kdsl_mbar_init(&kdsl_full[i][0], 1u);");
+      t_.line("    kdsl_mbar_init(&kdsl_full[i][1], 1u);");
+      t_.line("  }}");
       t_.line("}}");
     }
     // Every CTA of the cluster has started (and its mbarriers are initialized) before another

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 
 #include "kdsl/error.h"
 
@@ -85,11 +84,9 @@ int compute_capability(const DeviceTarget& target) {
   return cc;
 }
 
-bool one_point_f32_reductions(const ir::Kernel& k) {
-  const std::vector<int> depth = reduction_depths(k);
-  std::set<int> levels;
-  for (size_t i = 0; i < k.nodes.size(); ++i) {
-    const ir::Node& n = k.nodes[i];
+bool f32_state_reductions(const ir::Kernel& k) {
+  bool any = false;
+  for (const ir::Node& n : k.nodes) {
     if (n.op != ir::Op::reduce) continue;
     const auto kind = static_cast<ir::ReduceKind>(n.fn);
     // f32, f16 and bf16 values reduce in an f32 accumulator (dsl/SPEC.md section 14).
@@ -98,9 +95,9 @@ bool one_point_f32_reductions(const ir::Kernel& k) {
                             kind == ir::ReduceKind::min) &&
                            (t == DType::f32 || t == DType::f16 || t == DType::bf16);
     if (!f32_state) return false;
-    levels.insert(depth[i]);
+    any = true;
   }
-  return levels.size() == 1;
+  return any;
 }
 
 bool supports_clusters(const DeviceTarget& target) {
@@ -477,7 +474,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // The combine of a row reduction's warps' partials (more than 32 threads per row): a second
   // warp butterfly on one CTA per row group, in warp order on a cluster (each measured faster
   // there, fourteenth session, bench/RESULTS.md). On a cluster that pushes partials (column
-  // reductions, or f32 reductions combined at one point) neither: every warp writes its partial
+  // reductions, or reductions that each keep one f32 state) neither: every warp writes its partial
   // into every CTA of the cluster, combined by lanes and a butterfly once they are in
   // (nineteenth and twenty-seventh sessions, codegen_rows.cpp), so the hint does not apply there.
   // Also in warp order for f32 rows with one row reduction on 1024 threads whose last chunk is only
@@ -494,7 +491,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         "in warp order, not by a butterfly (measured)");
   }
   // (Noted on the re-chosen schedule too: a measured rule's re-choice keeps these reasons.)
-  const bool pushed = pushes_partials(cluster, column_reduction, one_point_f32_reductions(k));
+  const bool pushed = pushes_partials(cluster, column_reduction, f32_state_reductions(k));
   if (hint.butterfly && (reductions == 0 || s.group <= 32 * cluster || pushed)) {
     s.reasons.push_back(fmt::format(
         "butterfly={:d} does not apply: {}", *hint.butterfly,

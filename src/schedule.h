@@ -153,18 +153,18 @@ struct ScheduleHint {
   std::string str() const;
 };
 
-/// True when every row reduction of `k` keeps one f32 state (sum, max or min of f32, f16 or bf16
-/// values, which accumulate in f32) and
-/// all of them combine at the same point of the row (none depends on another's result): RMSNorm,
-/// softmax backward; not softmax (the sum follows the max) or LayerNorm (Welford states).
-bool one_point_f32_reductions(const ir::Kernel& k);
+/// True when every row reduction of `k` keeps one f32 state: sum, max or min of f32, f16 or
+/// bf16 values, which accumulate in f32 (RMSNorm, softmax and its backward; not LayerNorm,
+/// whose variance keeps a Welford state, or argmax). Such partials are pushed with 4-byte
+/// st.async, one mbarrier per point of the row where reductions combine.
+bool f32_state_reductions(const ir::Kernel& k);
 
 /// Whether a row reduction's warps push their partials into every CTA of the cluster
-/// (codegen_rows.cpp: with column reductions, or with `one_point_f32` reductions, which go by
+/// (codegen_rows.cpp: with column reductions, or with `f32_states` reductions, which go by
 /// st.async with no cluster barrier per row) rather than each CTA's total being read back after
 /// a cluster barrier.
-inline bool pushes_partials(int cluster, bool column_reduction, bool one_point_f32) {
-  return cluster > 1 && (column_reduction || one_point_f32);
+inline bool pushes_partials(int cluster, bool column_reduction, bool f32_states) {
+  return cluster > 1 && (column_reduction || f32_states);
 }
 
 struct RowSchedule {

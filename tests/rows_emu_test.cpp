@@ -109,7 +109,7 @@ TEST_P(RowsEmu, ClusterSchedules) {
 TEST_P(RowsEmu, CombinesOfTheWarps) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
   const Specialization spec{{DType::f32}, 1000, ~0u, ~0u};
-  const bool one_point = one_point_f32_reductions(
+  const bool one_point = f32_state_reductions(
       lower_specialized(*testing::front_end(GetParam().file), GetParam().kernel, spec));
   expect_hinted_schedules(
       GetParam(), 151,
@@ -309,10 +309,11 @@ TEST(RowsEmuColumns, RowGroupsCombineTheirPartials) {
 }
 
 // A cluster row whose reductions are combined at two points of the row (the mean, then the
-// variance around it) keeps plain remote stores of the warps' partials and a cluster barrier per
-// combine (the st.async exchange counts one mbarrier phase per row and buffer); with a column
-// reduction, on a cluster of 2 CTAs, against the interpreter.
-TEST(RowsEmuColumns, ClusterRowsWithTwoCombinesKeepTheBarrier) {
+// variance around it) pushes each point's partials with st.async on an mbarrier of its own
+// (kdsl_full[0] and kdsl_full[1]), with no cluster barrier per combine; with a column reduction,
+// on a cluster of 2 CTAs, against the interpreter. Without column reductions too (the same
+// kernel's row part, cs dropped), and LayerNorm's Welford states keep the barrier.
+TEST(RowsEmuColumns, ClusterRowsWithTwoCombinesPushOnAnMbarrierEach) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
   static constexpr const char* kSource = R"(
 @kernel
@@ -323,6 +324,14 @@ def centred_bwd[T: (f32, bf16)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)], cs: 
         v = mean((xf - mu) * (xf - mu))
         y[m, :] = T((xf - mu) * rsqrt(v + 1e-5))
         cs[:] += xf * v
+
+@kernel
+def centred[T: (f32, bf16)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):
+    for m in parallel(M):
+        xf = f32(x[m, :])
+        mu = mean(xf)
+        v = mean((xf - mu) * (xf - mu))
+        y[m, :] = T((xf - mu) * rsqrt(v + 1e-5))
 )";
   auto fe = run_front_end(std::make_shared<const SourceFile>("centred.kdsl", kSource));
   ProblemSpec ps;
@@ -330,13 +339,26 @@ def centred_bwd[T: (f32, bf16)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)], cs: 
   ps.binding = {DType::f32};
   ps.shapes = {{"M", 37}, {"N", 1000}};
   ps.seed = 17;
-  Problem p = make_problem(fe, ps);
   const ScheduleHint h = ScheduleHint::parse("cluster=2,group=128");
+  for (const char* kernel : {"centred_bwd", "centred"}) {
+    ps.kernel = kernel;
+    Problem p = make_problem(fe, ps);
+    const GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{}, h);
+    ASSERT_EQ(gen.plan.cluster, 2u) << kernel;
+    EXPECT_EQ(gen.source.find("++q) *kdsl_cluster_map(&red"), std::string::npos) << kernel;
+    EXPECT_NE(gen.source.find("&kdsl_full[1][buf], q);"), std::string::npos) << kernel;
+    EXPECT_NE(gen.source.find("kdsl_mbar_wait(&kdsl_full[0][buf], kdsl_ph);"), std::string::npos)
+        << kernel;
+    emu::expect_emulated_matches_reference(p, fmt::format("{} f32 M=37 N=1000 cluster=2", kernel),
+                                           8, 4, h);
+  }
+  auto ln = testing::front_end("stdlib/layer_norm.kdsl");
+  ps.kernel = "layer_norm";
+  ps.inputs.clear();
+  Problem p = make_problem(ln, ps);
   const GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{}, h);
-  ASSERT_EQ(gen.plan.cluster, 2u);
-  EXPECT_NE(gen.source.find("++q) *kdsl_cluster_map(&red"), std::string::npos);
+  EXPECT_NE(gen.source.find("*kdsl_cluster_map(&redc"), std::string::npos);
   EXPECT_EQ(gen.source.find("kdsl_full"), std::string::npos);
-  emu::expect_emulated_matches_reference(p, "centred_bwd f32 M=37 N=1000 cluster=2", 8, 4, h);
 }
 
 // bool tensors along the row are read and written in accesses of VEC bytes (kdsl_load /

@@ -706,9 +706,9 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   Chosen cl = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768);
   ASSERT_GT(cl.s.cluster, 1);
   EXPECT_FALSE(cl.s.butterfly);
-  // On a cluster with column reductions, or whose f32 reductions combine at one point (softmax
-  // backward), every warp's partial goes to every CTA: the hint is moot there (and noted), not
-  // on a cluster without either (softmax: the sum follows the max).
+  // On a cluster with column reductions, or whose reductions each keep one f32 state (softmax
+  // and its backward), every warp's partial goes to every CTA: the hint is moot there (and
+  // noted), not on a cluster without either (LayerNorm: Welford states).
   Chosen clb = choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 32768, "butterfly=1");
   EXPECT_TRUE(has_reason(clb.s, "butterfly=1 does not apply: on this cluster every CTA receives"))
       << reasons(clb.s);
@@ -719,8 +719,12 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
       << reasons(pb.s);
   Chosen sb = choose("softmax.kdsl", "softmax", DType::bf16, 262144, "butterfly=1");
   ASSERT_GT(sb.s.cluster, 1);
-  EXPECT_TRUE(sb.s.butterfly);
-  EXPECT_FALSE(has_reason(sb.s, "does not apply")) << reasons(sb.s);
+  EXPECT_TRUE(has_reason(sb.s, "butterfly=1 does not apply: on this cluster every CTA receives"))
+      << reasons(sb.s);
+  Chosen lb = choose("layer_norm.kdsl", "layer_norm", DType::bf16, 262144, "butterfly=1");
+  ASSERT_GT(lb.s.cluster, 1);
+  EXPECT_TRUE(lb.s.butterfly);
+  EXPECT_FALSE(has_reason(lb.s, "does not apply")) << reasons(lb.s);
   Chosen one = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 256, "butterfly=0,group=32");
   EXPECT_TRUE(
       has_reason(one.s, "butterfly=0 does not apply: a row's threads in a CTA are one warp"))
@@ -867,9 +871,9 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   // barrier, no remote load); without them (softmax backward) the CTA's total is read by the
   // others after the cluster barrier.
   EXPECT_NE(gen.source.find("for (int q = 0; q < K; ++q) kdsl_push_async(&red"), std::string::npos);
-  EXPECT_NE(gen.source.find("if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[buf], "),
+  EXPECT_NE(gen.source.find("if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[0][buf], "),
             std::string::npos);
-  EXPECT_NE(gen.source.find("kdsl_mbar_wait(&kdsl_full[buf], kdsl_ph);"), std::string::npos);
+  EXPECT_NE(gen.source.find("kdsl_mbar_wait(&kdsl_full[0][buf], kdsl_ph);"), std::string::npos);
   EXPECT_EQ(gen.source.find("redc"), std::string::npos);
   const size_t main_at = gen.source.find("__cluster_dims__(4, 1, 1)");
   const std::string main_kernel =
@@ -898,23 +902,31 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   EXPECT_FALSE(has_reason(v4.s, "rows staged in shared memory")) << reasons(v4.s);
   EXPECT_TRUE(has_reason(choose("rms_norm.kdsl", "add_rms_norm_bwd", DType::bf16, 32768).s,
                          "rows staged in shared memory"));
-  // Reductions at two points of the row (softmax) read the CTAs' totals back after a cluster
-  // barrier; one f32 reduction (softmax backward) pushes its partials with st.async.
+  // Reductions that each keep one f32 state push their partials with st.async: at one point of
+  // the row (softmax backward) on one mbarrier per buffer, at two (softmax: the sum follows the
+  // max) on one per point; LayerNorm (Welford states) reads the CTAs' totals back after a
+  // cluster barrier.
   Chosen sm = choose("softmax.kdsl", "softmax", DType::bf16, 262144);
   ASSERT_GT(sm.s.cluster, 1);
   const std::string sms = generate(sm.k, sm.spec, DeviceTarget{}).source;
-  EXPECT_NE(sms.find("*kdsl_cluster_map(&redc"), std::string::npos);
-  EXPECT_NE(sms.find("__syncthreads();"), std::string::npos);
-  EXPECT_EQ(sms.find("kdsl_push_async(&red"), std::string::npos);
+  EXPECT_EQ(sms.find("*kdsl_cluster_map(&redc"), std::string::npos);
+  EXPECT_NE(sms.find("kdsl_push_async(&red"), std::string::npos);
+  EXPECT_NE(sms.find("__shared__ unsigned long long kdsl_full[2][2];"), std::string::npos);
+  EXPECT_NE(sms.find("kdsl_mbar_wait(&kdsl_full[0][buf], kdsl_ph);"), std::string::npos);
+  EXPECT_NE(sms.find("kdsl_mbar_wait(&kdsl_full[1][buf], kdsl_ph);"), std::string::npos);
   Chosen sp = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 32768);
   ASSERT_GT(sp.s.cluster, 1);
   EXPECT_NE(sp.source.find("kdsl_push_async(&red"), std::string::npos);
   EXPECT_EQ(sp.source.find("*kdsl_cluster_map(&redc"), std::string::npos);
-  EXPECT_TRUE(one_point_f32_reductions(sp.k));
-  EXPECT_FALSE(one_point_f32_reductions(sm.k));
-  EXPECT_FALSE(
-      one_point_f32_reductions(choose("layer_norm.kdsl", "layer_norm", DType::bf16, 65536).k));
-  EXPECT_TRUE(one_point_f32_reductions(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 65536).k));
+  EXPECT_EQ(sp.source.find("kdsl_full[1][buf]"), std::string::npos);
+  Chosen ln = choose("layer_norm.kdsl", "layer_norm", DType::bf16, 262144);
+  ASSERT_GT(ln.s.cluster, 1);
+  EXPECT_NE(ln.source.find("*kdsl_cluster_map(&redc"), std::string::npos);
+  EXPECT_EQ(ln.source.find("kdsl_push_async(&red"), std::string::npos);
+  EXPECT_TRUE(f32_state_reductions(sp.k));
+  EXPECT_TRUE(f32_state_reductions(sm.k));
+  EXPECT_FALSE(f32_state_reductions(ln.k));
+  EXPECT_TRUE(f32_state_reductions(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 65536).k));
   // Without a cluster the generated source has none of it.
   Chosen one = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 8192);
   std::string src = generate(one.k, one.spec, DeviceTarget{}).source;

@@ -101,19 +101,21 @@ TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
 // The combine of a row reduction's warps' partials is a candidate the other way than the
 // default: in warp order where the default is the butterfly (one CTA per row), the butterfly
 // where it is warp order (f32 rows of 10240 by the measured rule; a cluster that reads the CTAs'
-// totals back, softmax at N = 262144); kernels with a warp or less per row, and clusters that
-// push every warp's partial to every CTA (column reductions, or f32 reductions at one point of
-// the row), have none to vary.
+// totals back, LayerNorm at N = 262144); kernels with a warp or less per row, and clusters that
+// push every warp's partial to every CTA (column reductions, or reductions that each keep one
+// f32 state), have none to vary.
 TEST(Tuning, RowKernelsTryTheOtherCombineOfTheWarps) {
   auto fe = rms_norm_module();
   auto softmax_fe =
       run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/softmax.kdsl"));
+  auto layer_norm_fe =
+      run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/layer_norm.kdsl"));
   DeviceTarget target;
   for (auto [t, n, fallback] :
        {std::tuple{DType::f32, int64_t{8192}, false}, std::tuple{DType::f32, int64_t{10240}, true},
         std::tuple{DType::bf16, int64_t{262144}, true}}) {
     Specialization spec{{t}, n, ~0u, ~0u};
-    ir::Kernel k = n == 262144 ? lower_specialized(*softmax_fe, "softmax", spec)
+    ir::Kernel k = n == 262144 ? lower_specialized(*layer_norm_fe, "layer_norm", spec)
                                : lower_specialized(*fe, "rms_norm_bwd", spec);
     const RowSchedule d = choose_row_schedule(k, spec, target);
     EXPECT_EQ(d.butterfly, !fallback) << n;
@@ -140,6 +142,13 @@ TEST(Tuning, RowKernelsTryTheOtherCombineOfTheWarps) {
   ir::Kernel pushed_f32 = lower_specialized(*softmax_fe, "softmax_bwd", longer);
   ASSERT_GT(choose_row_schedule(pushed_f32, longer, target).cluster, 1);
   for (const ScheduleHint& h : tuning_candidates(pushed_f32, longer, target)) {
+    EXPECT_FALSE(h.butterfly) << h.str();
+  }
+  // Softmax's two points of the row (the max, then the sum) are pushed too.
+  Specialization longest{{DType::bf16}, 262144, ~0u, ~0u};
+  ir::Kernel two_points = lower_specialized(*softmax_fe, "softmax", longest);
+  ASSERT_GT(choose_row_schedule(two_points, longest, target).cluster, 1);
+  for (const ScheduleHint& h : tuning_candidates(two_points, longest, target)) {
     EXPECT_FALSE(h.butterfly) << h.str();
   }
   Specialization small{{DType::bf16}, 256, ~0u, ~0u};
