@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -18,6 +17,11 @@ namespace {
 [[noreturn]] void too_large(const std::string& path, uintmax_t bytes) {
   throw Error(fmt::format("'{}' is {} bytes; a .kdsl module may be at most {} MiB", path, bytes,
                           SourceFile::max_bytes >> 20));
+}
+
+[[noreturn]] void too_long(const std::string& path) {
+  throw Error(fmt::format("'{}' goes on past {} MiB; a .kdsl module may be at most {} MiB", path,
+                          SourceFile::max_bytes >> 20, SourceFile::max_bytes >> 20));
 }
 
 }  // namespace
@@ -40,10 +44,16 @@ std::shared_ptr<const SourceFile> SourceFile::read(const std::string& path) {
   if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
   uintmax_t bytes = std::filesystem::file_size(path, ec);
   if (!ec && bytes > max_bytes) too_large(path, bytes);  // before reading any of it
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Read at most max_bytes + 1 bytes: a pipe, a device (/dev/zero) or a file still growing has
+  // no size to check first.
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_bytes) too_long(path);
+  }
   if (in.bad()) throw Error("cannot read '" + path + "': " + std::strerror(errno));
-  return std::make_shared<const SourceFile>(path, ss.str());
+  return std::make_shared<const SourceFile>(path, std::move(text));
 }
 
 std::string_view SourceFile::line_text(uint32_t line) const {

@@ -173,7 +173,8 @@ CacheFaults CacheFaults::parse(std::string_view list) {
 
 ReadResult read_entry(const std::filesystem::path& path, const CacheFaults& faults) {
   ReadResult r;
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO put in an entry's place must not block the open (regular files ignore it).
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) {
     if (errno == ENOENT) return r;  // kMissing
     r.status = ReadResult::kIoError;
@@ -182,6 +183,11 @@ ReadResult read_entry(const std::filesystem::path& path, const CacheFaults& faul
   }
   struct stat st {};
   int err = ::fstat(fd.get(), &st) != 0 ? errno : 0;
+  if (err == 0 && !S_ISREG(st.st_mode)) {
+    r.status = ReadResult::kDamaged;
+    r.problem = "not a regular file";
+    return r;
+  }
   std::string bytes;
   if (err == 0 && faults.read) err = EIO;
   if (err == 0 && static_cast<uint64_t>(st.st_size) > kMaxEntryBytes) {
@@ -207,9 +213,11 @@ ReadResult read_entry(const std::filesystem::path& path, const CacheFaults& faul
 }
 
 std::optional<std::string> read_entry_key(const std::filesystem::path& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   std::string fixed;
-  if (fd.get() < 0 || read_all(fd.get(), kEntryFixedHeaderBytes, &fixed) != 0 ||
+  if (read_all(fd.get(), kEntryFixedHeaderBytes, &fixed) != 0 ||
       fixed.size() != kEntryFixedHeaderBytes ||
       std::string_view(fixed).substr(0, sizeof(kEntryMagic)) !=
           std::string_view(kEntryMagic, sizeof(kEntryMagic))) {

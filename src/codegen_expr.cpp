@@ -21,7 +21,7 @@ const char* reg_type(DType t) {
     case DType::i32:
       return "int";
     case DType::i64:
-      return "long long";
+      return "kdsl_i64";  // long long (cuda_prelude.cpp), one word: kdsl_i64{} is valid C++
     case DType::b8:
       return "bool";
     case DType::c64:

@@ -131,6 +131,13 @@ TEST(BadModule, HugeFileIsRefusedBeforeReading) {
             "'" + path + "' is 5368709120 bytes; a .kdsl module may be at most 16 MiB");
 }
 
+// A file with no size to check first (a device, a pipe) is read only to the limit.
+TEST(BadModule, EndlessFileIsRefusedAtTheLimit) {
+  if (!fs::exists("/dev/zero")) GTEST_SKIP() << "skipped: no /dev/zero";
+  EXPECT_EQ(error_of<Error>([&] { Module::load("/dev/zero"); }),
+            "'/dev/zero' goes on past 16 MiB; a .kdsl module may be at most 16 MiB");
+}
+
 TEST(BadModule, HugeSourceInMemory) {
   std::string text(SourceFile::max_bytes + 1, '#');
   EXPECT_EQ(error_of<Error>([&] { Module::from_source(text, "big"); }),

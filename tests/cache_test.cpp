@@ -2,6 +2,8 @@
 // Multi-process behavior is in cache_process_test.cpp.
 #include "src/cache.h"
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <fstream>
 #include <set>
@@ -405,6 +407,17 @@ TEST_F(DamagedEntryTest, FlippedMetadataByteIsAHeaderChecksumMismatch) {
         write_file(p, bytes);
       },
       "header checksum mismatch");
+}
+
+// A FIFO in an entry's place (opening it for reading would block until a writer came) is a
+// damaged entry, replaced by the rebuilt file.
+TEST_F(DamagedEntryTest, FifoInPlaceOfTheEntry) {
+  expect_rebuilt(
+      [](const fs::path& p) {
+        fs::remove(p);
+        ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << p;
+      },
+      "not a regular file");
 }
 
 TEST_F(DamagedEntryTest, GarbageFile) {

@@ -6,6 +6,7 @@
 // ---- kdsl prelude: storage conversions, complex numbers, reductions ----
 typedef unsigned short kdsl_u16;
 typedef unsigned char kdsl_u8;  // bool tensors (b8)
+typedef long long kdsl_i64;     // i64: one word, so that kdsl_i64{} value-initializes it
 
 __device__ __forceinline__ float kdsl_inf_f() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ float kdsl_nan_f() { return __int_as_float(0x7fffffff); }
