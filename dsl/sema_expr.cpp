@@ -760,11 +760,15 @@ Value Lowerer::expr(const ast::Expr& e) {
       bool is_and = static_cast<ast::BoolOp>(e.op) == ast::BoolOp::and_;
       Value a = expr(*e.args[0]);
       Value b = expr(*e.args[1]);
+      if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, *e.args[0]);
+      if (b.kind == Kind::tensor) b = vector_of_tensor(b.index, *e.args[1]);
       return logical(is_and ? ir::BinaryFn::land : ir::BinaryFn::lor, a, b, e,
                      is_and ? "and" : "or");
     }
     case EK::not_op: {
       Value a = expr(*e.args[0]);
+      if (a.is_error()) return a;
+      if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, *e.args[0]);  // w means w[:]
       if (a.is_error()) return a;
       if (a.kind != Kind::node || a.type.dtype != DType::b8) {
         diags().error(e.loc, fmt::format("'not' needs a bool operand, not {}", describe(a)),
@@ -777,6 +781,7 @@ Value Lowerer::expr(const ast::Expr& e) {
       Value c = expr(*e.args[0]);
       Value a = expr(*e.args[1]);
       Value b = expr(*e.args[2]);
+      if (c.kind == Kind::tensor) c = vector_of_tensor(c.index, *e.args[0]);
       if (c.is_error()) return c;
       if (c.kind != Kind::node || c.type.dtype != DType::b8) {
         diags().error(
@@ -1110,6 +1115,8 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e, std::ve
   if (name == "where") {
     if (!arity(3, 3)) return Value::error();
     Value c = args[0];
+    if (c.kind == Kind::tensor) c = vector_of_tensor(c.index, a0);
+    if (c.is_error()) return c;
     if (c.kind != Kind::node || c.type.dtype != DType::b8) {
       auto& d = diags().error(
           a0.loc, fmt::format("the condition of where() must be a bool, not {}", describe(c)),

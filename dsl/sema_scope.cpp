@@ -205,6 +205,11 @@ struct HeaderBuilder {
       }
       if (!g.constraint) {
         info.domain = *dtype_set("float");
+      } else if (g.constraint->kind == ast::ExprKind::tuple && g.constraint->args.empty()) {
+        error(*g.constraint, fmt::format("generic '{}' has no dtypes", g.name),
+              fmt::format("list at least one, e.g. {}: (f32, bf16)", g.name));
+        ok = false;
+        info.domain = *dtype_set("float");  // checked on as the default, without follow-on errors
       } else if (g.constraint->kind == ast::ExprKind::tuple) {
         for (const auto& c : g.constraint->args) add_generic_constraint(*c, &info.domain);
       } else {
@@ -414,7 +419,13 @@ struct HeaderBuilder {
         error(ext, "the extents of parallel() are shape symbols of the tensor parameters");
         return;
       }
-      sig.loop_vars.push_back(s->targets[i - 1]->name);
+      const ast::Expr& var = *s->targets[i - 1];
+      if (std::find(sig.loop_vars.begin(), sig.loop_vars.end(), var.name) != sig.loop_vars.end()) {
+        error(var, fmt::format("loop variable '{}' is given twice", var.name),
+              "give each loop variable its own name, e.g. for b, d in parallel(B, D)");
+        return;
+      }
+      sig.loop_vars.push_back(var.name);
       sig.loop_extents.push_back(sym);
     }
     find_vector_axis(s->body);

@@ -15,11 +15,6 @@
 namespace kdsl {
 namespace {
 
-bool debug_enabled() {
-  const char* v = std::getenv("KDSL_DEBUG");
-  return v && *v && std::string(v) != "0";
-}
-
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -25,6 +25,20 @@ std::optional<spdlog::level::level_enum> level_from_env(const std::string& text)
 
 }  // namespace
 
+bool debug_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("KDSL_DEBUG");
+    const std::string word = env_word(env ? env : "");
+    if (word.empty() || word == "0" || word == "off" || word == "false" || word == "no") {
+      return false;
+    }
+    if (word == "1" || word == "on" || word == "true" || word == "yes") return true;
+    log().warn("ignoring KDSL_DEBUG='{}': expected 1 (on) or 0 (off)", env);
+    return false;
+  }();
+  return on;
+}
+
 spdlog::logger& log() {
   static std::shared_ptr<spdlog::logger> logger = [] {
     auto l = spdlog::get("kdsl");

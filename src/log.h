@@ -11,4 +11,8 @@ namespace kdsl {
 /// The process-wide kdsl logger (created on first use; thread-safe).
 spdlog::logger& log();
 
+/// KDSL_DEBUG: 1, on, true or yes (any case) logs the IR and the schedule after each compiler
+/// stage; unset, empty, 0, off, false or no does not; another value is ignored with a warning.
+bool debug_enabled();
+
 }  // namespace kdsl

@@ -580,6 +580,24 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
     std::string advice = "no group holds this row";
     for (int64_t g = 2 * int64_t{s.group}; g <= max_group; g *= 2) {
       if ((vectors + g - 1) / g * s.vec > kMaxElementsPerThread) continue;
+      if (!hint.cluster && g > 1024) {
+        // Rows beyond one CTA of 1024 threads (more than 512 elements a thread: 16-bit N above
+        // 524288, or an odd N, element by element, above 524288) go to the smallest cluster of
+        // CTAs of 1024 threads that holds them, streamed. Not measured; kdsl tune times others.
+        ScheduleHint wide = hint;
+        wide.group = static_cast<int>(g);
+        wide.cluster = static_cast<int>(g / 1024);
+        RowSchedule c = choose_row_schedule_unchecked(k, spec, target, wide);
+        c.reasons.erase(
+            std::remove_if(c.reasons.begin(), c.reasons.end(),
+                           [](const std::string& r) { return r.rfind("schedule hint: ", 0) == 0; }),
+            c.reasons.end());
+        c.reasons.push_back(fmt::format(
+            "more than {} elements a thread on one CTA: a cluster of {} CTAs of 1024 threads per "
+            "row (not measured; kdsl tune times others)",
+            kMaxElementsPerThread, g / 1024));
+        return c;
+      }
       advice = g > 1024 ? fmt::format("try --schedule group={},cluster={}", g, g / 1024)
                         : fmt::format("try --schedule group={}", g);
       break;

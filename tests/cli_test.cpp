@@ -721,6 +721,27 @@ TEST_F(CliTest, LogLevelSpellings) {
             "error or off\n");
 }
 
+// KDSL_DEBUG: 1, on, true, yes log the IR (and imply -v); 0, off, false, no and empty do not;
+// another value is one warning and stays off (before, any value but 0 turned it on).
+TEST_F(CliTest, DebugSpellings) {
+  const std::vector<std::string> emit = {"emit", kRms,      "-k",  "rms_norm", "--dtype",
+                                         "f32",  "--shape", "N=8", "--arch",   "sm_90"};
+  for (const std::string v : {"1", " On ", "TRUE", "yes"}) {
+    CliResult r = kdsl(emit, {{"KDSL_DEBUG", v}});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.err.find("kdsl: info: IR after sema and specialization:"), std::string::npos)
+        << "'" << v << "' " << r.err;
+  }
+  for (const std::string v : {"0", "off", "False", "no", ""}) {
+    CliResult r = kdsl(emit, {{"KDSL_DEBUG", v}});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_EQ(r.err, "") << "'" << v << "'";
+  }
+  CliResult odd = kdsl(emit, {{"KDSL_DEBUG", "garbage"}});
+  EXPECT_EQ(odd.code, 0) << show(odd);
+  EXPECT_EQ(odd.err, "kdsl: warning: ignoring KDSL_DEBUG='garbage': expected 1 (on) or 0 (off)\n");
+}
+
 TEST_F(CliTest, VerboseLogsCompileAndCacheDecisionsWithTimes) {
   std::vector<std::string> args = {"compile", kColSum, "--dtype", "f32",
                                    "--shape", "N=8",   "--arch",  "sm_90"};
@@ -1152,7 +1173,7 @@ TEST_F(CliTest, BenchWithoutGpuExitsFour) {
   // A specialization that cannot be generated fails its row with a GPU (exit 1): without one,
   // it is reported too, with the same exit code, rather than only "nothing was timed".
   CliResult row = kdsl({"bench", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape",
-                        "M=4,N=4194304", "--schedule", "persistent=0"});
+                        "M=4,N=8388608", "--schedule", "persistent=0"});
   EXPECT_EQ(row.code, 1) << show(row);
   EXPECT_NE(row.err.find("beyond the row schedule"), std::string::npos) << row.err;
 }

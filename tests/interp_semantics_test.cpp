@@ -155,6 +155,28 @@ def k(x: Tensor[f32, (M, N)], w: Tensor[f32, (N,)], s: Tensor[f32, (M,)], pair: 
                              4 * 10 + 200 - 6, 5 * 20 + 200 - 6 + 2000, 6 * 30 + 200 - 6 + 4000}));
 }
 
+// A bare 1-D bool tensor along the vector axis is its vector (w means w[:], section 7.2) as an
+// operand of not, and, or, where and if ... else, as a bare float tensor is of arithmetic.
+TEST(InterpSemantics, BareBoolTensorsAreTheirVectors) {
+  Ran r(R"(@kernel
+def k(x: Tensor[bool, (M, N)], w: Tensor[bool, (N,)], v: Tensor[f32, (M, N)],
+      *, a: Out[bool, (M, N)], b: Out[bool, (M, N)], c: Out[f32, (M, N)], d: Out[f32, (M, N)]):
+    for m in parallel(M):
+        a[m, :] = x[m, :] and not w
+        b[m, :] = w or x[m, :]
+        c[m, :] = where(w, v[m, :], -1.0)
+        d[m, :] = v[m, :] if w else 2.0
+)",
+        {{"M", 2}, {"N", 4}},
+        {{"x", make_tensor(DType::b8, {2, 4}, {1, 1, 0, 1, 1, 0, 1, 1})},
+         {"w", make_tensor(DType::b8, {4}, {1, 0, 0, 1})},
+         {"v", make_tensor(DType::f32, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})}});
+  EXPECT_EQ(r.all("a"), (Vec{0, 1, 0, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(r.all("b"), (Vec{1, 1, 0, 1, 1, 0, 1, 1}));
+  EXPECT_EQ(r.all("c"), (Vec{1, -1, -1, 4, 5, -1, -1, 8}));
+  EXPECT_EQ(r.all("d"), (Vec{1, 2, 2, 4, 5, 2, 2, 8}));
+}
+
 TEST(InterpSemantics, HelpersInlineAndReturnTuples) {
   Ran r(R"(
 SHIFT = 1

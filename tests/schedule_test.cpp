@@ -78,12 +78,25 @@ std::string without_comments(const std::string& src) {
   return out;
 }
 
-// Rows the row schedule cannot hold (more than 512 elements per thread, or N at 2^31 and beyond,
-// where the 32-bit column indices would wrap) and 16-bit tensors before sm_80 (no
-// cvt.rn.bf16x2.f32) are argument errors up front, not broken code or a ptxas failure.
+// Rows the row schedule cannot hold (more than 512 elements per thread on the largest cluster,
+// or N at 2^31 and beyond, where the 32-bit column indices would wrap) and 16-bit tensors before
+// sm_80 (no cvt.rn.bf16x2.f32) are argument errors up front, not broken code or a ptxas failure.
+// Rows beyond one CTA of 1024 threads go to the smallest cluster that holds them.
 TEST(RowSchedule, RowsBeyondTheScheduleAndOldArchitecturesAreErrors) {
   EXPECT_NO_THROW(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 262144));
-  EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 2097152), ArgumentError);
+  Chosen wide = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 2097152);
+  EXPECT_EQ(wide.s.cluster, 4);
+  EXPECT_EQ(wide.s.group, 4096);
+  EXPECT_TRUE(has_reason(wide.s, "more than 512 elements a thread on one CTA: a cluster of 4 CTAs"))
+      << reasons(wide.s);
+  EXPECT_FALSE(has_reason(wide.s, "schedule hint")) << reasons(wide.s);
+  EXPECT_NE(wide.source.find("__cluster_dims__(4, 1, 1)"), std::string::npos);
+  try {
+    choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8388608);
+    ADD_FAILURE() << "N = 8388608 was accepted";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("no group holds this row"), std::string::npos) << e.what();
+  }
   EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::f32, int64_t{1} << 31), ArgumentError);
   EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm", DType::bf16, 99999999999999), ArgumentError);
   try {
@@ -105,10 +118,14 @@ TEST(RowSchedule, RowsBeyondTheScheduleAndOldArchitecturesAreErrors) {
           << kernel << " " << n;
     }
   }
-  for (auto [arch, advice] : {std::pair{"sm_90", "try --schedule group=2048,cluster=2"},
-                              std::pair{"sm_80", "no group holds this row"}}) {
+  // Beyond them: a cluster of 2 CTAs of 1024 on sm_90; an error before clusters (sm_80), and
+  // where the user's cluster= forbids it, with a group that would hold the row as advice.
+  EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::bf16, 1048576).s.cluster, 2);
+  for (auto [arch, hint, advice] :
+       {std::tuple{"sm_90", "cluster=1", "try --schedule group=2048,cluster=2"},
+        std::tuple{"sm_80", "", "no group holds this row"}}) {
     try {
-      choose("softmax.kdsl", "softmax", DType::bf16, 1048576, "", arch);
+      choose("softmax.kdsl", "softmax", DType::bf16, 1048576, hint, arch);
       ADD_FAILURE() << "N = 1048576 was accepted on " << arch;
     } catch (const ArgumentError& e) {
       EXPECT_NE(std::string(e.what()).find(advice), std::string::npos) << e.what();

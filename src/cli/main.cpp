@@ -21,8 +21,7 @@ using kdsl::cli::Command;
 // level, so it implies -v.
 void setup_logging(int verbose, bool quiet) {
   spdlog::logger& l = kdsl::log();
-  const char* debug = std::getenv("KDSL_DEBUG");
-  if (debug && *debug && std::string(debug) != "0" && !l.should_log(spdlog::level::info)) {
+  if (kdsl::debug_enabled() && !l.should_log(spdlog::level::info)) {
     l.set_level(spdlog::level::info);
   }
   if (verbose == 1) l.set_level(spdlog::level::info);
