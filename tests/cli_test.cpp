@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -719,6 +720,31 @@ TEST_F(CliTest, LogLevelSpellings) {
   EXPECT_EQ(loud.err,
             "kdsl: warning: ignoring KDSL_LOG_LEVEL='loud': expected trace, debug, info, warn, "
             "error or off\n");
+}
+
+// i64 inputs beyond 2^53 (which the float64 reference rounds) are named in a warning; values
+// up to it are not.
+TEST_F(CliTest, I64InputsBeyondFloat64AreWarnedAbout) {
+  const std::string kernel = path("cp.kdsl");
+  std::ofstream(kernel) << "@kernel\ndef cp(x: Tensor[i64, (M, N)], *, y: Out[i64, (M, N)]):\n"
+                           "    for m in parallel(M):\n        y[m, :] = x[m, :]\n";
+  HostTensor big(DType::i64, {1, 2});
+  const int64_t values[2] = {(int64_t{1} << 53) + 1, 7};
+  std::memcpy(big.bytes.data(), values, sizeof values);
+  write_npy(path("big.npy"), big);
+  CliResult r =
+      kdsl({"run", kernel, "-k", "cp", "--in", "x=" + path("big.npy"), "--device", "cpu"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.err.find("kdsl: warning: input x: element 0 is 9007199254740993, beyond 2^53"),
+            std::string::npos)
+      << r.err;
+  const int64_t fine[2] = {int64_t{1} << 53, -(int64_t{1} << 53)};
+  std::memcpy(big.bytes.data(), fine, sizeof fine);
+  write_npy(path("fine.npy"), big);
+  CliResult ok =
+      kdsl({"run", kernel, "-k", "cp", "--in", "x=" + path("fine.npy"), "--device", "cpu"});
+  EXPECT_EQ(ok.code, 0) << show(ok);
+  EXPECT_EQ(ok.err.find("warning"), std::string::npos) << ok.err;
 }
 
 // KDSL_DEBUG: 1, on, true, yes log the IR (and imply -v); 0, off, false, no and empty do not;

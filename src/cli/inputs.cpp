@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -13,6 +14,24 @@
 
 namespace kdsl::cli {
 namespace {
+
+// The reference interpreter computes in float64 (dsl/SPEC.md section 14.1): i64 values beyond
+// 2^53 in magnitude are rounded there, and so are --verify's comparisons of them.
+void warn_beyond_float64(const std::string& name, const HostTensor& h) {
+  if (h.dtype != DType::i64) return;
+  constexpr int64_t kExact = int64_t{1} << 53;
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    int64_t v;
+    std::memcpy(&v, h.bytes.data() + i * sizeof v, sizeof v);
+    if (v > kExact || v < -kExact) {
+      log().warn(
+          "input {}: element {} is {}, beyond 2^53: the CPU reference (float64) rounds it, and "
+          "--verify compares it as float64 (dsl/SPEC.md section 14.1)",
+          name, i, v);
+      return;
+    }
+  }
+}
 
 std::pair<std::string, std::string> split_assign(const std::string& s, const char* option,
                                                  const char* form) {
@@ -240,6 +259,7 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
   for (const InputSource& src : sources) {
     if (src.constant) continue;
     HostTensor h = read_input(src, param_dtype(*src.param, ps.binding), d.convert, sig, ps.shapes);
+    warn_beyond_float64(src.name, h);
     report[src.name] = {{"source", "npy"}, {"path", src.path}};
     log().info("input {}: {} {} from {}", src.name, dtype_name(h.dtype), shape_text(h.shape),
                src.path);
@@ -251,6 +271,12 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
     if (!src.constant) continue;
     DType t = param_dtype(*src.param, ps.binding);
     ps.inputs[src.name] = constant_tensor(src, t, param_shape(*src.param, sig, ps.shapes));
+    if (t == DType::i64 && std::fabs(*src.constant) >= 9007199254740992.0) {
+      log().warn(
+          "input {}: the constant {:.17g} is at or beyond 2^53: it was read as a float64, "
+          "exact only up to 2^53 in magnitude (dsl/SPEC.md section 14.1)",
+          src.name, *src.constant);
+    }
     report[src.name] = {{"source", "const"}, {"value", *src.constant}};
     log().info("input {}: every element {}", src.name, *src.constant);
   }
