@@ -29,6 +29,18 @@
 #                  (.device/bin/kdsl_old, b6b2d3f) against new. Prediction: bf16 4096 x 4096
 #                  (96 MiB moved) within 3% (the byte loads hit the same sectors), f32 8192 x 8192
 #                  within 3%; --verify ok.
+#   s28.sh push    softmax and log_softmax rows on a cluster push both of their reductions'
+#                  partials with st.async, an mbarrier per point of the row (d66499a), where
+#                  they took a cluster barrier per combine; and rows beyond one CTA of 1024
+#                  threads (91a72dc) on the smallest cluster that holds them. Old binary
+#                  (.device/bin/kdsl_old, b6b2d3f) against new, two rounds, --verify on the new
+#                  one in round 1; compute-sanitizer memcheck and racecheck on two small cluster
+#                  cases. Prediction: softmax bf16 512 x 262144 252 -> 215-235 us and log_softmax
+#                  262 -> 225-245 (RMSNorm gained 11.5% from the same change at one point of the
+#                  row, AK4); softmax bf16 2048 x 65536 with cluster=8,group=8192 381 -> 250-330
+#                  (a hint, still slower than the default's 208); the default rows elsewhere
+#                  unchanged (same generated code); softmax bf16 8 x 1048576 (old: an error) and
+#                  f32 8 x 524289 run, --verify ok, time not predicted.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
@@ -66,6 +78,38 @@ case "${1:-}" in
       done
     done | tee -a "$out/cluster.txt"
     ;;
+  push)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=(
+      "softmax softmax bf16 M=512,N=262144 default"
+      "softmax log_softmax bf16 M=512,N=262144 default"
+      "softmax softmax bf16 M=1024,N=196608 default"
+      "softmax softmax bf16 M=2048,N=65536 cluster=8,group=8192"
+      "softmax softmax bf16 M=2048,N=65536 default"
+      "rms_norm rms_norm bf16 M=512,N=262144 default"
+    )
+    precompile
+    k=.device/bin/kdsl_old precompile
+    ab_rounds 2 2>&1 | tee "$out/push.txt"
+    for c in "softmax bf16 M=8,N=1048576" "softmax f32 M=8,N=524289"; do
+      set -- $c
+      printf 'new-only %-5s %-16s ' "$1" "$2"
+      timeout 120 ${k} run stdlib/softmax.kdsl -k softmax --dtype "$1" --shape "$2" --verify --bench \
+        --reps 20 2>&1 | grep -oE "bench: [0-9.]+ us|[0-9.]+ of the same-run|verify [a-z_]+: [a-zA-Z]+|error:.*" |
+        tr '\n' ' '
+      echo
+    done 2>&1 | tee -a "$out/push.txt"
+    for c in "softmax bf16 M=5,N=262144" "log_softmax f32 M=3,N=100000 cluster=2,group=2048"; do
+      set -- $c
+      h=(); [ -n "${4:-}" ] && h=(--schedule "$4")
+      for tool in memcheck racecheck; do
+        printf '%s %s %s %s ' "$tool" "$1" "$2" "$3"
+        timeout 200 /usr/local/cuda/bin/compute-sanitizer --tool "$tool" ${k} run stdlib/softmax.kdsl \
+          -k "$1" --dtype "$2" --shape "$3" "${h[@]}" 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY" | tr '\n' ' '
+        echo
+      done
+    done 2>&1 | tee -a "$out/push.txt"
+    ;;
   mask)
     nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
     # README's kernel, from README.md (the quick start's masked_softmax.kdsl).
@@ -90,7 +134,7 @@ case "${1:-}" in
     final_run
     ;;
   *)
-    echo "usage: s28.sh unroll|cluster|mask|final" >&2
+    echo "usage: s28.sh unroll|cluster|push|mask|final" >&2
     exit 2
     ;;
 esac
