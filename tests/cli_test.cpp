@@ -1547,6 +1547,11 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--reps", "0"}), 2,
        "kdsl run: usage error: --reps: '0' is not a whole number from 1 to 100000 (see kdsl run "
        "--help)"},
+      // The timing options without --bench would be ignored.
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--reps", "5"}), 2,
+       "kdsl run: usage error: --reps requires --bench (see kdsl run --help)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--no-flush", "--verify"}), 2,
+       "kdsl run: usage error: --no-flush requires --bench (see kdsl run --help)"},
       {cmd({"--dtype", "bf16", "--shape", "M=4,N=8", "--schedule", "group=64,group=64"}), 2,
        "kdsl run: usage error: --schedule: schedule hint 'group=64,group=64': group is given "
        "twice"},

@@ -229,12 +229,17 @@ Command register_run(CLI::App& app) {
   sub->add_flag("--verify", o->verify,
                 "Compare every output with the CPU float64 reference (exit code 3 on a mismatch; "
                 "needs the GPU)");
-  sub->add_flag("--bench", o->bench, "Time the kernel (CUDA events, L2 flushed) against a copy");
+  CLI::Option* bench = sub->add_flag("--bench", o->bench,
+                                     "Time the kernel (CUDA events, L2 flushed) against a copy");
+  // The timing options apply to --bench only: alone they would be ignored without a word.
   sub->add_option("--warmup", o->warmup, "Untimed runs before timing (--bench; default 10)")
-      ->check(CLI::Range(0, 100000));
+      ->check(CLI::Range(0, 100000))
+      ->needs(bench);
   sub->add_option("--reps", o->reps, "Timed runs; the median is reported (--bench; default 50)")
-      ->check(CLI::Range(1, 100000));
-  sub->add_flag("--no-flush", o->no_flush, "Do not flush L2 between timed runs (--bench)");
+      ->check(CLI::Range(1, 100000))
+      ->needs(bench);
+  sub->add_flag("--no-flush", o->no_flush, "Do not flush L2 between timed runs (--bench)")
+      ->needs(bench);
   sub->add_flag("--json", o->json, "Print a JSON report instead of text");
   sub->footer(
       "Random inputs: floats standard normal, integers uniform in [-100, 100], bool a fair coin, "
