@@ -747,6 +747,34 @@ TEST_F(CliTest, I64InputsBeyondFloat64AreWarnedAbout) {
   EXPECT_EQ(ok.err.find("warning"), std::string::npos) << ok.err;
 }
 
+// A bool scalar takes True and False (the language's spellings, any case) as well as 1 and 0;
+// another word names those.
+TEST_F(CliTest, BoolArgumentsTakeTrueAndFalse) {
+  const std::string kernel = path("flag.kdsl");
+  std::ofstream(kernel) << "@kernel\ndef k(x: Tensor[f32, (M, N)], flag: bool = False, *, "
+                           "y: Out[f32, (M, N)]):\n    for m in parallel(M):\n"
+                           "        y[m, :] = where(flag, 1.0, 2.0)\n";
+  auto run = [&](const std::string& arg) {
+    return kdsl({"run", kernel, "-k", "k", "--shape", "M=1,N=4", "--device", "cpu", "--arg",
+                 "flag=" + arg});
+  };
+  for (const char* yes : {"True", "true", "1"}) {
+    CliResult r = run(yes);
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.out.find("min 1, max 1"), std::string::npos) << yes << r.out;
+  }
+  for (const char* no : {"False", "FALSE", "0"}) {
+    CliResult r = run(no);
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.out.find("min 2, max 2"), std::string::npos) << no << r.out;
+  }
+  CliResult bad = run("maybe");
+  EXPECT_EQ(bad.code, 2) << show(bad);
+  EXPECT_EQ(bad.err,
+            "kdsl run: usage error: --arg flag=maybe: 'maybe' is not a decimal number (a bool: "
+            "True, False, 1 or 0; e.g. --arg flag=True)\n");
+}
+
 // KDSL_DEBUG: 1, on, true, yes log the IR (and imply -v); 0, off, false, no and empty do not;
 // another value is one warning and stays off (before, any value but 0 turned it on).
 TEST_F(CliTest, DebugSpellings) {

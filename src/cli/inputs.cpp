@@ -11,6 +11,7 @@
 
 #include "src/log.h"
 #include "src/npy.h"
+#include "src/text_util.h"
 
 namespace kdsl::cli {
 namespace {
@@ -45,7 +46,7 @@ std::pair<std::string, std::string> split_assign(const std::string& s, const cha
 // A decimal number (or inf, -inf, nan) for --arg and --in NAME=const:; `what` starts the error
 // (the option as given) and `examples` ends it. Hexadecimal is refused as --shape refuses it, and a
 // value beyond f64 is called out of range rather than not a number.
-double parse_number(const std::string& text, const std::string& what, const char* examples) {
+double parse_number(const std::string& text, const std::string& what, const std::string& examples) {
   size_t used = 0;
   double v = 0;
   const bool hex = text.find_first_of("xX") != std::string::npos;
@@ -288,7 +289,21 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
   }
   for (const std::string& a : d.args) {
     auto [name, value] = split_assign(a, "--arg", "NAME=NUMBER");
-    const double v = parse_number(value, "--arg " + a, "e.g. --arg eps=1e-5");
+    // A bool parameter also takes the language's spellings, True and False (any case).
+    const SignatureParam* param = nullptr;
+    for (const SignatureParam& p : sig.params) {
+      if (!p.is_tensor && p.name == name) param = &p;
+    }
+    const std::string word = env_word(value);
+    const bool boolean = param && param_dtype(*param, ps.binding) == DType::b8 &&
+                         (word == "true" || word == "false");
+    const bool is_bool = param && param_dtype(*param, ps.binding) == DType::b8;
+    const double v =
+        boolean ? (word == "true" ? 1.0 : 0.0)
+                : parse_number(
+                      value, "--arg " + a,
+                      is_bool ? fmt::format("a bool: True, False, 1 or 0; e.g. --arg {}=True", name)
+                              : std::string("e.g. --arg eps=1e-5"));
     for (const SignatureParam& p : sig.params) {
       if (!p.is_tensor && p.name == name) {
         check_value_fits(v, param_dtype(p, ps.binding), "--arg " + a, name);
