@@ -373,10 +373,14 @@ Value Lowerer::materialize(const Value& v, DType t, const ast::Expr* at) {
   if (v.kind != Kind::weak) return v;
   if (is_int(t) && !v.is_int) {
     if (at) {
-      auto& d = diags().error(
-          at->loc,
-          fmt::format("the number {} is not an integer but is used as {}", v.num, dtype_name(t)),
-          at->span());
+      auto& d = diags().error(at->loc,
+                              fmt::format("the number {} is not an integer but is used as {}",
+                                          // 1.0, not 1: a float-typed number of integral value
+                                          v.num == std::trunc(v.num) && std::fabs(v.num) < 1e15
+                                              ? fmt::format("{:.1f}", v.num)
+                                              : fmt::format("{}", v.num),
+                                          dtype_name(t)),
+                              at->span());
       d.hint =
           "number literals adapt to the dtype of the other operand; convert the integer "
           "operand to a float first, e.g. f32(...)";
@@ -461,8 +465,13 @@ bool Lowerer::unify(Value& a, Value& b, const ast::Expr& at, const char* spellin
                       fmt::format("operands of '{}' have different dtypes: {} and {}", spelling,
                                   dtype_name(a.type.dtype), dtype_name(b.type.dtype)),
                       at.span());
+    // The suggested conversion: to the accumulator dtype of the float side where only one side
+    // is a float (i32 against f32: f32(...), not the integer's accumulator i64), else of the
+    // first operand (bf16 against f32: f32(...)).
+    const DType side =
+        is_float(b.type.dtype) && !is_float(a.type.dtype) ? b.type.dtype : a.type.dtype;
     d.hint = fmt::format("kdsl never converts implicitly; convert one side, e.g. {}(...)",
-                         dtype_name(accumulator_dtype(a.type.dtype)));
+                         dtype_name(accumulator_dtype(side)));
     return false;
   }
   return true;
@@ -502,14 +511,15 @@ Value Lowerer::cast(const Value& v, DType t, const ast::Expr* at) {
   return Value::of(builder_->add(std::move(n)), {t, v.type.form});
 }
 
-Value Lowerer::select(const Value& c0, const Value& a0, const Value& b0, const ast::Expr* at) {
+Value Lowerer::select(const Value& c0, const Value& a0, const Value& b0, const ast::Expr* at,
+                      const char* spelling) {
   Value c = c0, a = a0, b = b0;
   if (c.is_error() || a.is_error() || b.is_error()) return Value::error();
   if (a.kind == Kind::weak && b.kind == Kind::weak && a.num == b.num && a.is_int == b.is_int) {
     return a;
   }
   static const ast::Expr kNowhere;
-  if (!unify(a, b, at ? *at : kNowhere, "where")) return Value::error();
+  if (!unify(a, b, at ? *at : kNowhere, spelling)) return Value::error();
   ir::Node n;
   n.op = Op::select;
   n.args = {c.id, a.id, b.id};
@@ -796,7 +806,7 @@ Value Lowerer::expr(const ast::Expr& e) {
           !expect_node(b, *e.args[2], "'if ... else'")) {
         return Value::error();
       }
-      return select(c, a, b, &e);
+      return select(c, a, b, &e, "if ... else");
     }
     case EK::call:
       return call(e);

@@ -181,7 +181,9 @@ class Lowerer {
   std::optional<double> fold(ir::ValueId id, bool* int_div_by_zero) const;
   Value constant(double v, DType t, ir::Form form = ir::Form::scalar);
   Value cast(const Value& v, DType t, const ast::Expr* at);
-  Value select(const Value& c, const Value& a, const Value& b, const ast::Expr* at);
+  /// where(c, a, b); `spelling` names it in a dtype mismatch ("if ... else" for a ? : b).
+  Value select(const Value& c, const Value& a, const Value& b, const ast::Expr* at,
+               const char* spelling = "where");
   Value binary(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at, const char* spelling);
 
   // Statements (sema_stmt.cpp).

@@ -314,7 +314,7 @@ TEST(SemaLiterals, TypedConstantsAndFloatLiteralsDoNotAdapt) {
   // integer"); a negated float is not.
   EXPECT_EQ(check(head + "        y[m, :] = x[m, :] * f16(i * -1 + abs(-2))\n"), Strings{});
   EXPECT_EQ(check(head + "        y[m, :] = x[m, :] * f16(i * -1.0)\n"),
-            Strings{"5:33: the number -1 is not an integer but is used as i32"});
+            Strings{"5:33: the number -1.0 is not an integer but is used as i32"});
   // x ** 2 is x * x (exact); other powers stay pow.
   ir::Kernel k = lower(head + "        y[m, :] = x[m, :] ** 2\n", "k");
   EXPECT_EQ(stored(k, "y").op, ir::Op::binary);
