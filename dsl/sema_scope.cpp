@@ -495,9 +495,14 @@ struct HeaderBuilder {
   }
 
   void decorators() {
+    bool marked = false;
     for (const auto& d : fn.decorators) {
       const ast::Expr& e = *d;
-      if (e.kind == ast::ExprKind::name && e.name == "kernel") continue;
+      if (e.kind == ast::ExprKind::name && e.name == "kernel") {
+        if (marked) error(e, "@kernel is given twice");
+        marked = true;
+        continue;
+      }
       if (e.kind == ast::ExprKind::call && e.args[0]->kind == ast::ExprKind::name &&
           e.args[0]->name == "kernel") {
         error(e, "@kernel takes no arguments");

@@ -151,6 +151,8 @@ void Lowerer::assign(const ast::Expr& target, const Value& v0, const ast::Stmt& 
             target.loc,
             fmt::format("cannot unpack {} into {} targets", describe(v), target.args.size()),
             target.span());
+        // The targets are bound to errors, so that their later uses report nothing more.
+        for (const auto& t : target.args) assign(*t, Value::error(), s);
         return;
       }
       for (size_t i = 0; i < target.args.size(); ++i) assign(*target.args[i], v.elems[i], s);

@@ -1575,6 +1575,9 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--reps", "0"}), 2,
        "kdsl run: usage error: --reps: '0' is not a whole number from 1 to 100000 (see kdsl run "
        "--help)"},
+      {cmd({"--dtype", "", "--shape", "M=4,N=8"}), 2,
+       "kdsl run: usage error: --dtype: empty dtype: expected one, e.g. bf16 (see kdsl run "
+       "--help)"},
       // The timing options without --bench would be ignored.
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--reps", "5"}), 2,
        "kdsl run: usage error: --reps requires --bench (see kdsl run --help)"},

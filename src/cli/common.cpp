@@ -315,7 +315,8 @@ void add_schedule_option(CLI::App& app, std::string& into, const std::string& he
 void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch, bool with_schedule) {
   app.add_option("file", o.file, "The .kdsl file")->required();
   app.add_option("-k,--kernel", o.kernel, "Kernel name (kdsl list FILE shows them)")->required();
-  app.add_option("--dtype", o.dtype, "Dtype of the kernel's only generic: f32, f16, bf16, ...");
+  app.add_option("--dtype", o.dtype, "Dtype of the kernel's only generic: f32, f16, bf16, ...")
+      ->check(not_blank("empty dtype: expected one, e.g. bf16"));
   add_list_option(app, "-D", o.defines, "Bind a generic by name: -D T=bf16 (repeatable)");
   add_list_option(app, "--shape", o.shape,
                   "Shape symbol values: --shape M=1024,N=8192 (repeatable)");
