@@ -412,8 +412,13 @@ std::string summary_line(const std::string& name, const nlohmann::json& s) {
   std::string line = fmt::format("{}: {} {}", name, s["dtype"].get<std::string>(),
                                  shape_text(s["shape"].get<std::vector<int64_t>>()));
   if (s.contains("min")) {
-    line += fmt::format(": min {:.6g}, max {:.6g}, mean {:.6g}", s["min"].get<double>(),
-                        s["max"].get<double>(), s["mean"].get<double>());
+    // Integers and bools in full (an i32's -2147483648 read -2.14748e+09).
+    const std::string dtype = s["dtype"].get<std::string>();
+    const bool whole = dtype == "i32" || dtype == "i64" || dtype == "bool";
+    line += whole ? fmt::format(": min {:.0f}, max {:.0f}, mean {:.6g}", s["min"].get<double>(),
+                                s["max"].get<double>(), s["mean"].get<double>())
+                  : fmt::format(": min {:.6g}, max {:.6g}, mean {:.6g}", s["min"].get<double>(),
+                                s["max"].get<double>(), s["mean"].get<double>());
   }
   if (s["nan"].get<int64_t>()) line += fmt::format(", {} NaN", s["nan"].get<int64_t>());
   if (s["inf"].get<int64_t>()) line += fmt::format(", {} infinite", s["inf"].get<int64_t>());
