@@ -152,6 +152,7 @@ class RowEmitter {
   // counts its bytes on an mbarrier of the receiving CTA, instead of plain remote stores and a
   // cluster barrier per row (analyze(), emit_phase()).
   bool async_push_ = false;
+  int points_ = 0;  // the points of the row where reductions combine (their levels' count)
   std::string sym_;
   LaunchPlan plan_;
   Text t_;
@@ -228,6 +229,9 @@ void RowEmitter::analyze() {
   // reductions at one point). Reductions at two points (softmax) were pushed from the
   // twenty-eighth session on, not yet timed (bench/experiments/s28.sh).
   async_push_ = push_ && g_ > 32 && f32_state_reductions(k_);
+  for (const ir::Node& r : k_.nodes) {  // 0 to the last reduction's level
+    if (r.op == Op::reduce) points_ = std::max(points_, level_[r.args[0]] + 1);
+  }
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];
     if (node.op == Op::reduce) phases_ = std::max(phases_, level_[node.args[0]] + 1);
@@ -913,14 +917,10 @@ void RowEmitter::emit_main() {
       // reuses its buffers as one level did: a CTA pushes row r + 2's phase-p partials only after
       // its own kdsl_full[p] saw every warp's row r + 1 partials of that phase, which each warp
       // pushed after reading row r's.
-      int points = 0;  // the phases that end in reductions: 0 to the last reduction's level
-      for (const ir::Node& r : k_.nodes) {
-        if (r.op == Op::reduce) points = std::max(points, level_[r.args[0]] + 1);
-      }
-      t_.line("__shared__ unsigned long long kdsl_full[{}][2];", points);
+      t_.line("__shared__ unsigned long long kdsl_full[{}][2];", points_);
       t_.line("if (threadIdx.x == 0) {{");
       t_.line("  #pragma unroll");
-      t_.line("  for (int i = 0; i < {}; ++i) {{", points);
+      t_.line("  for (int i = 0; i < {}; ++i) {{", points_);
       t_.line("    kdsl_mbar_init(&kdsl_full[i][0], 1u);");
       t_.line("    kdsl_mbar_init(&kdsl_full[i][1], 1u);");
       t_.line("  }}");
@@ -1367,8 +1367,15 @@ GeneratedKernel RowEmitter::run() {
   }
   if (async_push_) {
     plan_.reasons.push_back(
-        "row partials: each warp's pushed to every CTA of the cluster with st.async, counted on "
-        "an mbarrier of the receiving CTA (no cluster barrier per row; measured)");
+        points_ > 1
+            ? fmt::format("row partials: each warp's pushed to every CTA of the cluster with "
+                          "st.async, counted on an mbarrier of the receiving CTA for each of the "
+                          "row's {} points of combine (no cluster barrier per row; measured at "
+                          "one point, not yet at several)",
+                          points_)
+            : "row partials: each warp's pushed to every CTA of the cluster with st.async, "
+              "counted on an mbarrier of the receiving CTA (no cluster barrier per row; "
+              "measured)");
   }
   plan_.reasons.push_back(cuda::math_note(k_));
   for (size_t t = 0; t < k_.tensors.size(); ++t) {

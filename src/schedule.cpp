@@ -285,10 +285,10 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   s.chunks = static_cast<int>((vectors + s.group - 1) / s.group);
   // What kdsl_load / kdsl_store issue per chunk (src/cuda_prelude.cpp): f32 and 16-bit elements
   // in accesses of up to 16 bytes (VEC = 8 f32: two), except a pair of 16-bit elements (two
-  // 2-byte accesses; a register-resident row packed in pairs is loaded as 4-byte words), other
-  // types element by element.
+  // 2-byte accesses; a register-resident row packed in pairs is loaded as 4-byte words), bool
+  // rows (one byte an element) in one access of VEC bytes, other types element by element.
   const bool pair16 = min_size == 2 && s.vec == 2;
-  const int64_t access = (min_size == 2 || min_size == 4) && !pair16
+  const int64_t access = (min_size == 1 || min_size == 2 || min_size == 4) && !pair16
                              ? std::min<int64_t>(s.vec * static_cast<int64_t>(min_size), 16)
                              : static_cast<int64_t>(min_size);
   const int64_t accesses = s.vec * static_cast<int64_t>(min_size) / access;
@@ -578,26 +578,40 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
     const int64_t vectors = (n + s.vec - 1) / s.vec;
     const int64_t max_group = supports_clusters(target) ? 8 * 1024 : 1024;
     std::string advice = "no group holds this row";
-    for (int64_t g = 2 * int64_t{s.group}; g <= max_group; g *= 2) {
-      if ((vectors + g - 1) / g * s.vec > kMaxElementsPerThread) continue;
-      if (!hint.cluster && g > 1024) {
-        // Rows beyond one CTA of 1024 threads (more than 512 elements a thread: 16-bit N above
-        // 524288, or an odd N, element by element, above 524288) go to the smallest cluster of
-        // CTAs of 1024 threads that holds them, streamed. Not measured; kdsl tune times others.
-        ScheduleHint wide = hint;
-        wide.group = static_cast<int>(g);
-        wide.cluster = static_cast<int>(g / 1024);
-        RowSchedule c = choose_row_schedule_unchecked(k, spec, target, wide);
+    // Rows beyond one CTA of 1024 threads (more than 512 elements a thread: 16-bit N above
+    // 524288, or an odd N, element by element, above 524288) of kernels without column
+    // reductions go to the smallest cluster of CTAs of 1024 threads that holds them, streamed (a
+    // user's cluster= taken as given: its CTAs get 1024 threads). Not measured; kdsl tune times
+    // other clusters. Column reductions keep the error: their accumulators (C * VEC a thread)
+    // would spill.
+    auto widened = [&](int64_t g) {
+      ScheduleHint wide = hint;
+      wide.group = static_cast<int>(g);
+      wide.cluster = static_cast<int>(g / 1024);
+      RowSchedule c = choose_row_schedule_unchecked(k, spec, target, wide);
+      for (std::string& r : c.reasons) {  // the user's own hint, not the widened one
+        if (r.rfind("schedule hint: ", 0) == 0) r = "schedule hint: " + hint.str();
+      }
+      if (hint.empty()) {
         c.reasons.erase(
             std::remove_if(c.reasons.begin(), c.reasons.end(),
                            [](const std::string& r) { return r.rfind("schedule hint: ", 0) == 0; }),
             c.reasons.end());
-        c.reasons.push_back(fmt::format(
-            "more than {} elements a thread on one CTA: a cluster of {} CTAs of 1024 threads per "
-            "row (not measured; kdsl tune times others)",
-            kMaxElementsPerThread, g / 1024));
-        return c;
       }
+      c.reasons.push_back(fmt::format(
+          "more than {} elements a thread on one CTA: a cluster of {} CTAs of 1024 threads per "
+          "row (not measured; kdsl tune times other clusters)",
+          kMaxElementsPerThread, g / 1024));
+      return c;
+    };
+    const bool widen = supports_clusters(target) && !s.column_reduction;
+    if (widen && hint.cluster && *hint.cluster > 1) {
+      const int64_t g = 1024 * int64_t{*hint.cluster};
+      if ((vectors + g - 1) / g * s.vec <= kMaxElementsPerThread) return widened(g);
+    }
+    for (int64_t g = 2 * int64_t{s.group}; g <= max_group; g *= 2) {
+      if ((vectors + g - 1) / g * s.vec > kMaxElementsPerThread) continue;
+      if (widen && !hint.cluster && g > 1024) return widened(g);
       advice = g > 1024 ? fmt::format("try --schedule group={},cluster={}", g, g / 1024)
                         : fmt::format("try --schedule group={}", g);
       break;

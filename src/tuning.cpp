@@ -12,6 +12,7 @@
 
 #include "cache.h"
 #include "codegen_expr.h"
+#include "compiler.h"
 #include "kdsl/error.h"
 #include "log.h"
 #include "schedule_scan.h"
@@ -80,22 +81,28 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
                                             const DeviceTarget& target) {
   if (needs_scan_schedule(k)) return scan_candidates(k, spec, target);
   std::vector<ScheduleHint> out = {ScheduleHint{}};
+  // Candidates are told apart by the code they generate, comments (the explain, which names the
+  // hint) left out: a field that changes nothing for this kernel (pack on streamed or f32 rows)
+  // would otherwise time one kernel twice.
+  auto code = [&](const ScheduleHint& h) {
+    std::string text, line;
+    std::istringstream in(generate(k, spec, target, h).source);
+    while (std::getline(in, line)) {
+      const size_t at = line.find_first_not_of(' ');
+      if (at == std::string::npos || line.compare(at, 2, "//") != 0) text += line + "\n";
+    }
+    return text;
+  };
+  std::vector<std::string> seen = {code(ScheduleHint{})};
   auto add = [&](const ScheduleHint& h) {
-    RowSchedule s;
+    std::string c;
     try {
-      s = choose_row_schedule(k, spec, target, h);
+      c = code(h);
     } catch (const ArgumentError&) {
       return;  // a combination this kernel cannot take (e.g. staging rows it does not cache)
     }
-    for (const ScheduleHint& o : out) {
-      RowSchedule t = choose_row_schedule(k, spec, target, o);
-      if (t.group == s.group && t.persistent == s.persistent && t.prefetch == s.prefetch &&
-          t.vec == s.vec && t.pack == s.pack && t.cluster == s.cluster && t.stage == s.stage &&
-          t.smem_columns == s.smem_columns && t.cache_rows == s.cache_rows &&
-          t.butterfly == s.butterfly && t.unroll == s.unroll) {
-        return;  // the same schedule as an earlier candidate
-      }
-    }
+    if (std::find(seen.begin(), seen.end(), c) != seen.end()) return;  // an earlier candidate's
+    seen.push_back(std::move(c));
     out.push_back(h);
   };
   for (bool persistent : {true, false}) {
@@ -103,9 +110,12 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
     base.persistent = persistent;
     int g0 = choose_row_schedule(k, spec, target, base).group;
     for (int g : {g0, g0 / 2, g0 * 2}) {
-      if (g < 1 || g > 1024) continue;
+      // Beyond 1024 threads a row is a cluster of CTAs of 1024 (the default for rows beyond
+      // one CTA).
+      if (g < 1 || (g > 1024 && (!supports_clusters(target) || g > 8 * 1024))) continue;
       ScheduleHint h = base;
       h.group = g;
+      if (g > 1024) h.cluster = g / 1024;
       if (persistent) {
         for (bool prefetch : {false, true}) {
           h.prefetch = prefetch;
@@ -144,7 +154,9 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
   // Long rows: the row on one CTA or split over a thread-block cluster of 2 or 4 (measured
   // either way faster depending on the kernel, bench/RESULTS.md).
   if (supports_clusters(target) && (d.group >= 512 || d.cluster > 1)) {
-    for (int cluster : {1, 2, 4}) {
+    // (And 8 for rows beyond one CTA of 1024 threads, which take a cluster by default.)
+    for (int cluster : {1, 2, 4, 8}) {
+      if (cluster == 8 && d.group <= 1024) continue;
       ScheduleHint h;
       h.cluster = cluster;
       add(h);

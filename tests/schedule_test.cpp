@@ -132,6 +132,15 @@ TEST(RowSchedule, RowsBeyondTheScheduleAndOldArchitecturesAreErrors) {
     }
   }
   EXPECT_NO_THROW(choose("softmax.kdsl", "softmax", DType::bf16, 1048576, "group=2048,cluster=2"));
+  // A user's cluster= without group= gets CTAs of 1024 threads there, and the explain echoes the
+  // user's hint, not the widened one.
+  Chosen four = choose("softmax.kdsl", "softmax", DType::bf16, 1048576, "cluster=4,cache_rows=0");
+  EXPECT_EQ(four.s.cluster, 4);
+  EXPECT_EQ(four.s.group, 4096);
+  EXPECT_TRUE(has_reason(four.s, "schedule hint: cache_rows=0,cluster=4")) << reasons(four.s);
+  EXPECT_FALSE(has_reason(four.s, "group=4096")) << reasons(four.s);
+  // Column reductions keep the error: their accumulators (C * VEC a thread) would spill.
+  EXPECT_THROW(choose("rms_norm.kdsl", "rms_norm_bwd", DType::bf16, 4194304), ArgumentError);
 }
 
 TEST(RowSchedule, OneCtaPerRowWithTheFewestThreadsWhoseShareFitsTheRegisters) {

@@ -75,6 +75,28 @@ TEST(Tuning, CandidatesOfFloatRowsAndOfLongStreamedRowsAreDistinctKernels) {
   }
 }
 
+// Rows beyond one CTA of 1024 threads (a cluster by default) try the other clusters that hold
+// them, also without a persistent grid, each a kernel of its own.
+TEST(Tuning, RowsBeyondOneCtaTryOtherClusters) {
+  auto softmax =
+      run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/softmax.kdsl"));
+  Specialization spec{{DType::bf16}, 1048576, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(*softmax, "softmax", spec);
+  DeviceTarget target;
+  std::set<std::pair<int, bool>> layouts;  // (cluster, persistent)
+  std::set<std::string> sources;
+  const std::vector<ScheduleHint> c = tuning_candidates(k, spec, target);
+  for (const ScheduleHint& h : c) {
+    const RowSchedule s = choose_row_schedule(k, spec, target, h);
+    EXPECT_EQ(s.threads, 1024) << h.str();
+    layouts.insert({s.cluster, s.persistent});
+    sources.insert(generate(k, spec, target, h).source);
+  }
+  EXPECT_EQ(layouts, (std::set<std::pair<int, bool>>{
+                         {2, true}, {4, true}, {8, true}, {2, false}, {4, false}}));
+  EXPECT_EQ(sources.size(), c.size());
+}
+
 TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
   auto fe =
       run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/layer_norm.kdsl"));
@@ -88,7 +110,9 @@ TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
     clusters.insert(choose_row_schedule(k, spec, target, h).cluster);
     sources.insert(generate(k, spec, target, h).source);
   }
-  EXPECT_EQ(clusters, (std::set<int>{1, 2, 4}));  // the default is a cluster of 4
+  // The default is a cluster of 4 (4096 threads per row); rows of more than 1024 threads also
+  // try 8.
+  EXPECT_EQ(clusters, (std::set<int>{1, 2, 4, 8}));
   EXPECT_EQ(sources.size(), c.size()) << "two candidates generate the same kernel";
   // Before sm_90 there are no clusters to try.
   DeviceTarget ampere;
