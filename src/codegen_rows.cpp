@@ -229,13 +229,11 @@ void RowEmitter::analyze() {
   // reductions at one point). Reductions at two points (softmax) were pushed from the
   // twenty-eighth session on, not yet timed (bench/experiments/s28.sh).
   async_push_ = push_ && g_ > 32 && f32_state_reductions(k_);
-  for (const ir::Node& r : k_.nodes) {  // 0 to the last reduction's level
-    if (r.op == Op::reduce) points_ = std::max(points_, level_[r.args[0]] + 1);
-  }
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];
-    if (node.op == Op::reduce) phases_ = std::max(phases_, level_[node.args[0]] + 1);
+    if (node.op == Op::reduce) points_ = std::max(points_, level_[node.args[0]] + 1);
   }
+  phases_ = std::max(phases_, points_);
 }
 
 std::string RowEmitter::name(ir::ValueId id) const {

@@ -589,15 +589,12 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
       wide.group = static_cast<int>(g);
       wide.cluster = static_cast<int>(g / 1024);
       RowSchedule c = choose_row_schedule_unchecked(k, spec, target, wide);
-      for (std::string& r : c.reasons) {  // the user's own hint, not the widened one
-        if (r.rfind("schedule hint: ", 0) == 0) r = "schedule hint: " + hint.str();
-      }
-      if (hint.empty()) {
-        c.reasons.erase(
-            std::remove_if(c.reasons.begin(), c.reasons.end(),
-                           [](const std::string& r) { return r.rfind("schedule hint: ", 0) == 0; }),
-            c.reasons.end());
-      }
+      // The user's own hint is noted, not the widened one.
+      c.reasons.erase(
+          std::remove_if(c.reasons.begin(), c.reasons.end(),
+                         [](const std::string& r) { return r.rfind("schedule hint: ", 0) == 0; }),
+          c.reasons.end());
+      if (!hint.empty()) c.reasons.push_back("schedule hint: " + hint.str());
       c.reasons.push_back(fmt::format(
           "more than {} elements a thread on one CTA: a cluster of {} CTAs of 1024 threads per "
           "row (not measured; kdsl tune times other clusters)",

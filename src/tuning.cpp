@@ -67,14 +67,6 @@ std::vector<ScheduleHint> scan_candidates(const ir::Kernel& k, const Specializat
   return out;
 }
 
-// True when a row load of a 16-bit dtype could be packed in pairs (the pack hint changes
-// nothing otherwise).
-bool has_16bit_row_loads(const ir::Kernel& k) {
-  return std::any_of(k.nodes.begin(), k.nodes.end(), [](const ir::Node& n) {
-    return n.op == ir::Op::load && n.type.form == ir::Form::vector && dtype_size(n.type.dtype) == 2;
-  });
-}
-
 }  // namespace
 
 std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specialization& spec,
@@ -124,7 +116,7 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
       } else {
         add(h);
       }
-      if (g == g0 && has_16bit_row_loads(k)) {  // packing 16-bit rows in pairs, or not
+      if (g == g0) {  // packing 16-bit rows in pairs, or not, at the default grid and group
         ScheduleHint p = h;
         p.prefetch.reset();
         for (bool pack : {false, true}) {

@@ -118,6 +118,11 @@ std::vector<DType> single_binding(const KernelSignature& sig, const KernelOption
 /// ArgumentError for a name the kernel does not have).
 std::map<std::string, int64_t> single_shape(const KernelSignature& sig, const KernelOptions& o);
 
+/// The specialization the options describe, taking the tensors to be 16-byte aligned and
+/// contiguous. The IR can be printed with the vector length left symbolic (need_vector false);
+/// code needs it (a UsageError without it).
+Specialization spec_from(const KernelSignature& sig, const KernelOptions& o, bool need_vector);
+
 /// UsageError naming the first shape symbol of `sig` that `shape` leaves out (`from_inputs`: the
 /// command also takes sizes from --in files, and the message says so).
 void require_shapes(const KernelSignature& sig, const std::map<std::string, int64_t>& shape,

@@ -15,28 +15,6 @@ struct EmitOptions {
   bool ir = false, cuda = false, ptx = false, sass = false, explain = false;
 };
 
-// The specialization the options describe, assuming 16-byte aligned, contiguous tensors. The IR
-// can be printed with the vector length left symbolic; code needs it.
-Specialization spec_from(const KernelSignature& sig, const KernelOptions& o, bool need_vector) {
-  Specialization spec;
-  spec.binding = single_binding(sig, o);
-  auto shape = single_shape(sig, o);
-  if (sig.vector_symbol >= 0) {
-    const std::string& n = sig.symbols[sig.vector_symbol].name;
-    auto it = shape.find(n);
-    if (it != shape.end()) {
-      spec.vector_extent = it->second;
-    } else if (need_vector) {
-      throw UsageError(
-          fmt::format("kernel '{}' specializes {} (a compile-time constant): give "
-                      "its value, e.g. --shape {}=8192",
-                      sig.name, n, n));
-    }
-  }
-  spec.aligned_mask = spec.contiguous_mask = ~0u;
-  return spec;
-}
-
 int emit(const EmitOptions& o) {
   if (o.ir && o.explain) {
     throw UsageError(

@@ -56,14 +56,8 @@ void precompile(const Problem& p, const Specialization& spec, const DeviceTarget
 
 // --list: the candidates tune would time, each with the schedule it generates, for the GPU in
 // use or --arch; nothing is compiled or run, so no GPU is needed.
-int list_candidates(const TuneOptions& o, const Selected& sel, const ProblemSpec& ps,
-                    const std::string& shape_text) {
-  Specialization spec;  // as make_problem's, without its host tensors
-  spec.binding = ps.binding;
-  if (sel.sig->vector_symbol >= 0) {
-    spec.vector_extent = ps.shapes.at(sel.sig->symbols[sel.sig->vector_symbol].name);
-  }
-  spec.aligned_mask = spec.contiguous_mask = ~0u;
+int list_candidates(const TuneOptions& o, const Selected& sel, const std::string& shape_text) {
+  const Specialization spec = spec_from(*sel.sig, o.k, /*need_vector=*/true);
   const ir::Kernel k = lower_specialized(*sel.fe, sel.sig->name, spec);
   std::string note;
   const DeviceTarget target = target_for(o.k.arch, &note);
@@ -112,7 +106,7 @@ int tune(const TuneOptions& o) {
   require_shapes(*sel.sig, ps.shapes, /*from_inputs=*/false);
   std::string shape_text = shape_values_text(ps.shapes);
   ps.use_tuning_db = false;
-  if (o.list) return list_candidates(o, sel, ps, shape_text);
+  if (o.list) return list_candidates(o, sel, shape_text);
   if (!o.k.arch.empty()) {
     throw UsageError(
         fmt::format("--arch {}: only with --list (kdsl tune times the candidates on "

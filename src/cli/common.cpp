@@ -437,6 +437,26 @@ DeviceTarget target_for(const std::string& arch, std::string* note) {
   return t;
 }
 
+Specialization spec_from(const KernelSignature& sig, const KernelOptions& o, bool need_vector) {
+  Specialization spec;
+  spec.binding = single_binding(sig, o);
+  auto shape = single_shape(sig, o);
+  if (sig.vector_symbol >= 0) {
+    const std::string& n = sig.symbols[sig.vector_symbol].name;
+    auto it = shape.find(n);
+    if (it != shape.end()) {
+      spec.vector_extent = it->second;
+    } else if (need_vector) {
+      throw UsageError(
+          fmt::format("kernel '{}' specializes {} (a compile-time constant): give "
+                      "its value, e.g. --shape {}=8192",
+                      sig.name, n, n));
+    }
+  }
+  spec.aligned_mask = spec.contiguous_mask = ~0u;
+  return spec;
+}
+
 ScheduleHint parse_schedule(const std::string& text) {
   try {
     return ScheduleHint::parse(text);

@@ -294,16 +294,15 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
     for (const SignatureParam& p : sig.params) {
       if (!p.is_tensor && p.name == name) param = &p;
     }
-    const std::string word = env_word(value);
-    const bool boolean = param && param_dtype(*param, ps.binding) == DType::b8 &&
-                         (word == "true" || word == "false");
     const bool is_bool = param && param_dtype(*param, ps.binding) == DType::b8;
+    const std::string word = env_word(value);
     const double v =
-        boolean ? (word == "true" ? 1.0 : 0.0)
-                : parse_number(
-                      value, "--arg " + a,
-                      is_bool ? fmt::format("a bool: True, False, 1 or 0; e.g. --arg {}=True", name)
-                              : std::string("e.g. --arg eps=1e-5"));
+        is_bool && (word == "true" || word == "false")
+            ? (word == "true" ? 1.0 : 0.0)
+            : parse_number(
+                  value, "--arg " + a,
+                  is_bool ? fmt::format("a bool: True, False, 1 or 0; e.g. --arg {}=True", name)
+                          : std::string("e.g. --arg eps=1e-5"));
     for (const SignatureParam& p : sig.params) {
       if (!p.is_tensor && p.name == name) {
         check_value_fits(v, param_dtype(p, ps.binding), "--arg " + a, name);
@@ -415,10 +414,12 @@ std::string summary_line(const std::string& name, const nlohmann::json& s) {
     // Integers and bools in full (an i32's -2147483648 read -2.14748e+09).
     const std::string dtype = s["dtype"].get<std::string>();
     const bool whole = dtype == "i32" || dtype == "i64" || dtype == "bool";
-    line += whole ? fmt::format(": min {:.0f}, max {:.0f}, mean {:.6g}", s["min"].get<double>(),
-                                s["max"].get<double>(), s["mean"].get<double>())
-                  : fmt::format(": min {:.6g}, max {:.6g}, mean {:.6g}", s["min"].get<double>(),
-                                s["max"].get<double>(), s["mean"].get<double>());
+    auto value = [&](const char* key) {
+      const double v = s[key].get<double>();
+      return whole ? fmt::format("{:.0f}", v) : fmt::format("{:.6g}", v);
+    };
+    line += fmt::format(": min {}, max {}, mean {:.6g}", value("min"), value("max"),
+                        s["mean"].get<double>());
   }
   if (s["nan"].get<int64_t>()) line += fmt::format(", {} NaN", s["nan"].get<int64_t>());
   if (s["inf"].get<int64_t>()) line += fmt::format(", {} infinite", s["inf"].get<int64_t>());
