@@ -167,6 +167,12 @@ inline bool pushes_partials(int cluster, bool column_reduction, bool f32_states)
   return cluster > 1 && (column_reduction || f32_states);
 }
 
+/// Streamed rows of at least kRollFromChunks chunks a thread roll their chunk loop kRolledChunks
+/// chunks at a time unless a hint says otherwise (RowSchedule::unroll; measured in the
+/// twenty-ninth session, bench/RESULTS.md).
+inline constexpr int kRollFromChunks = 32;
+inline constexpr int kRolledChunks = 8;
+
 struct RowSchedule {
   std::string name;               // rows.subwarp, rows.warp, rows.cta or rows.cluster
   int vec = 1;                    // elements per access (VEC)
@@ -194,6 +200,7 @@ struct RowSchedule {
   // registers) unrolls its loop over the thread's chunks this many at a time (0: all C). Fully
   // unrolled, the compiler issues every chunk's loads first: softmax backward bf16 N = 32768
   // streamed on 512 threads takes 78 registers so, 31 unrolled by one (ptxas, sm_90).
+  // Default: kRolledChunks where the phase streams kRollFromChunks chunks or more (measured).
   int unroll = 0;
   int staged_loads = 0;    // row loads staged per row (16-byte chunks of each thread)
   int staged_scalars = 0;  // per-row scalars loaded a row ahead (4 or 8 bytes, in registers)

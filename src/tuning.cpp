@@ -154,13 +154,13 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
       add(h);
     }
   }
-  // Streamed rows of many chunks per thread: the chunk loop rolled 16 or 8 chunks at a time.
-  // Fully unrolled, such a phase issues every chunk's loads first and ptxas runs out of
-  // registers: softmax f32 N = 262144 (64 chunks at 1024 threads) spills 1152 bytes, none with
-  // unroll=16 (32 registers; ptxas 13.0, sm_90). At 1-2 chunks rolling was slower (twenty-sixth
-  // session, bench/RESULTS.md), so only from 32 chunks.
-  if (!d.cache_rows && d.chunks >= 32) {
-    for (int unroll : {16, 8}) {
+  // Streamed rows of many chunks per thread: the chunk loop rolled 16 or 4 chunks at a time,
+  // beside the default's 8 (kRolledChunks). Fully unrolled (unroll=0), such a phase issues
+  // every chunk's loads first and ptxas spills or takes 255 registers: 35-50% slower at
+  // N = 262144 (twenty-ninth session, bench/RESULTS.md), so not a candidate. At 1-2 chunks
+  // rolling was slower (twenty-sixth session), so only from kRollFromChunks chunks.
+  if (!d.cache_rows && d.chunks >= kRollFromChunks) {
+    for (int unroll : {16, 4}) {
       ScheduleHint h;
       h.unroll = unroll;
       add(h);

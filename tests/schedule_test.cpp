@@ -704,6 +704,28 @@ TEST(RowSchedule, UnrollAppliesToStreamedPhasesOnly) {
   EXPECT_EQ(ScheduleHint::parse("unroll=0").str(), "unroll=0");
 }
 
+// Rows streamed in kRollFromChunks chunks or more a thread roll their chunk loop kRolledChunks
+// at a time by default (measured); unroll=0 keeps the full unroll, and fewer chunks keep it too.
+TEST(RowSchedule, LongStreamedRowsRollTheirChunkLoopByDefault) {
+  Chosen sm = choose("softmax.kdsl", "softmax", DType::f32, 262144, "");
+  ASSERT_FALSE(sm.s.cache_rows);
+  ASSERT_GE(sm.s.chunks, kRollFromChunks);
+  EXPECT_EQ(sm.s.unroll, kRolledChunks);
+  EXPECT_TRUE(has_reason(sm.s, "the chunk loop rolled 8 chunks at a time")) << reasons(sm.s);
+  EXPECT_NE(sm.source.find("#pragma unroll 8\n"), std::string::npos);
+  Chosen full = choose("softmax.kdsl", "softmax", DType::f32, 262144, "unroll=0");
+  EXPECT_EQ(full.s.unroll, 0);
+  EXPECT_FALSE(has_reason(full.s, "the chunk loop rolled")) << reasons(full.s);
+  EXPECT_EQ(full.source.find("#pragma unroll 8\n"), std::string::npos);
+  // A user's unroll stands.
+  EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::f32, 262144, "unroll=16").s.unroll, 16);
+  // 16 chunks (bf16 N = 65536 streamed on 512 threads): fully unrolled.
+  Chosen shorter = choose("softmax.kdsl", "softmax", DType::bf16, 65536, "");
+  ASSERT_FALSE(shorter.s.cache_rows);
+  ASSERT_LT(shorter.s.chunks, kRollFromChunks);
+  EXPECT_EQ(shorter.s.unroll, 0);
+}
+
 TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   // A moot hint is noted; nothing claims 0 KiB of accumulators.
   Chosen m = choose("rms_norm.kdsl", "rms_norm", DType::f32, 8192, "smem_columns=1");

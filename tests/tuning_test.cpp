@@ -70,8 +70,11 @@ TEST(Tuning, CandidatesOfFloatRowsAndOfLongStreamedRowsAreDistinctKernels) {
       }
     }
     EXPECT_EQ(sources.size(), cands.size()) << what << ": two candidates generate one kernel";
-    const std::set<int> expected = c.rolled ? std::set<int>{0, 8, 16} : std::set<int>{0};
+    // Rolled rows: the default (8 at a time, no hint) and 16 and 4.
+    const std::set<int> expected = c.rolled ? std::set<int>{0, 4, 16} : std::set<int>{0};
     EXPECT_EQ(unrolls, expected) << what;
+    EXPECT_EQ(choose_row_schedule(k, spec, target, {}).unroll, c.rolled ? kRolledChunks : 0)
+        << what;
   }
 }
 

@@ -91,7 +91,7 @@ case "${1:-}" in
     precompile
     k=.device/bin/kdsl_old precompile
     ab_rounds 2 2>&1 | tee "$out/push.txt"
-    for c in "softmax bf16 M=8,N=1048576" "softmax f32 M=8,N=524289"; do
+    for c in "bf16 M=8,N=1048576" "f32 M=8,N=524289"; do
       set -- $c
       printf 'new-only %-5s %-16s ' "$1" "$2"
       timeout 120 ${k} run stdlib/softmax.kdsl -k softmax --dtype "$1" --shape "$2" --verify --bench \

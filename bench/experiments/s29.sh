@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Twenty-ninth session, on the GPU machine after scripts/device/stage.sh (carry .device), with
+# .device/bin/kdsl_old the binary of f927987 (before the rolled default). Predictions written
+# before the run:
+#   s29.sh roll    rows streamed in 32 chunks a thread or more roll their chunk loop 8 chunks at
+#                  a time by default (s28.sh unroll on an H100: 30-50% faster at N = 262144 for
+#                  every kernel timed, fully unrolled spilling or at 255 registers). Old against
+#                  new, two rounds, --verify on the new one in round 1. Prediction: the rows
+#                  timed there (softmax f32, LayerNorm bf16 at 512 x 262144) as there, within 3%
+#                  of the unroll=8 hint's time; the 32-chunk rows not timed there (softmax and
+#                  log_softmax bf16 1024 x 131072 on 512 threads, 32 chunks; RMSNorm f32
+#                  1024 x 131072; softmax_bwd bf16 512 x 262144; add_rms_norm bf16 512 x 262144)
+#                  10-35% faster. Then exploratory hints (no prediction of a rule): 16-chunk
+#                  streamed rows (softmax bf16 2048 x 65536 on 512 threads, softmax f32 2048 x
+#                  65536 on 1024) with unroll=8 and 4. Then s28.sh push's two rows beyond one CTA
+#                  (its loop was broken in the twenty-ninth session's first run).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source bench/experiments/s18.sh lib
+out="${OUT:-/tmp}"
+case "${1:-}" in
+  roll)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=(
+      "softmax softmax f32 M=512,N=262144 default"
+      "layer_norm layer_norm bf16 M=512,N=262144 default"
+      "softmax softmax bf16 M=1024,N=131072 default"
+      "softmax log_softmax bf16 M=1024,N=131072 default"
+      "rms_norm rms_norm f32 M=1024,N=131072 default"
+      "softmax softmax_bwd bf16 M=512,N=262144 default"
+      "rms_norm add_rms_norm bf16 M=512,N=262144 default"
+    )
+    precompile
+    k=.device/bin/kdsl_old precompile
+    ab_rounds 2 2>&1 | tee "$out/roll.txt"
+    cases=()
+    for spec in "softmax softmax bf16 M=2048,N=65536" "softmax softmax f32 M=2048,N=65536"; do
+      for h in default unroll=8 unroll=4; do cases+=("$spec $h"); done
+    done
+    precompile
+    rounds 2 first 2>&1 | tee -a "$out/roll.txt"
+    for c in "bf16 M=8,N=1048576" "f32 M=8,N=524289"; do
+      set -- $c
+      printf 'new-only %-5s %-16s ' "$1" "$2"
+      timeout 120 ${k} run stdlib/softmax.kdsl -k softmax --dtype "$1" --shape "$2" --verify --bench \
+        --reps 20 2>&1 | grep -oE "bench: [0-9.]+ us|[0-9.]+ of the same-run|verify [a-z_]+: [a-zA-Z]+|error:.*" |
+        tr '\n' ' '
+      echo
+    done 2>&1 | tee -a "$out/roll.txt"
+    ;;
+  *)
+    echo "usage: s29.sh roll" >&2
+    exit 2
+    ;;
+esac
