@@ -57,12 +57,12 @@ precompile() {
 }
 # Times every case, $1 rounds; --verify ($2): "first" on the hinted cases in round 1, or "all".
 rounds() {
-  local round c extra
+  local round c extra verify=$2  # ($2 is taken by `set -- $c` below)
   for round in $(seq "$1"); do
     for c in "${cases[@]}"; do
       set -- $c
       extra=()
-      if [ "$2" = all ] || { [ "$round" = 1 ] && [ "$5" != default ]; }; then extra=(--verify); fi
+      if [ "$verify" = all ] || { [ "$round" = 1 ] && [ "$5" != default ]; }; then extra=(--verify); fi
       printf '%s ' "$round"
       bench "$@" "${extra[@]}"
     done

@@ -48,8 +48,23 @@ case "${1:-}" in
       echo
     done 2>&1 | tee -a "$out/roll.txt"
     ;;
+  peers)
+    # The rolled defaults at 512 x 262144 (f32 softmax, RMSNorm, LayerNorm; bf16 LayerNorm, and
+    # the cluster-of-8 bf16 softmax and RMSNorm) against PyTorch eager and torch.compile, same
+    # run. No prediction (the first such comparison at f32).
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=()
+    for kn in "softmax softmax" "rms_norm rms_norm" "layer_norm layer_norm"; do
+      for d in f32 bf16; do cases+=("$kn $d M=512,N=262144 default"); done
+    done
+    precompile
+    rounds 1 all 2>&1 | tee "$out/peers_long.txt"
+    for d in f32 bf16; do
+      timeout 150 python3 bench/experiments/long_rows_peers.py $d 512x262144 2>&1 | grep '^{'
+    done | tee -a "$out/peers_long.txt"
+    ;;
   *)
-    echo "usage: s29.sh roll" >&2
+    echo "usage: s29.sh roll|peers" >&2
     exit 2
     ;;
 esac
