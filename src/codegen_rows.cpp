@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -23,6 +24,8 @@ using ir::Form;
 using ir::Op;
 
 using codegen::Text;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool vector_view(const ir::View& v) {
   return std::any_of(v.begin(), v.end(),
@@ -51,6 +54,9 @@ class RowEmitter {
     c_ = s.chunks;
     k_cl_ = s.cluster;
     push_ = pushes_partials(k_cl_, s.column_reduction, f32_state_reductions(k));
+    if (s.online) {
+      for (const OnlineSum& o : online_sums(k)) online_[o.sum] = o;
+    }
   }
 
   GeneratedKernel run();
@@ -86,7 +92,23 @@ class RowEmitter {
   /// How reduction `r` is spelled in CUDA (its state type and combine operator).
   cuda::ReduceSpelling spelling(ir::ValueId r) const {
     const ir::Node& n = k_.node(r);
+    if (online_.count(r)) {
+      // (m, s): the running maximum of u and the sum of exp(u - m); OnlineSum in schedule.h.
+      const std::string t = fmt::format("kdsl_sumexp<{}>", cuda::reg_type(n.type.dtype));
+      return {t, fmt::format("{}{{-{}, 0}}", t, cuda::literal(n.type.dtype, kInf)),
+              "kdsl_op_sumexp<kdsl_exp_fn>{}", "{0}.s"};
+    }
     return cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn), k_.node(n.args[0]).type.dtype);
+  }
+  /// The vector a reduction reads in its phase: u for an online sum, else its argument.
+  ir::ValueId reduced(ir::ValueId r) const {
+    auto it = online_.find(r);
+    return it != online_.end() ? it->second.u : k_.node(r).args[0];
+  }
+  /// The kernel's exp (approximate or not, as its math) applied to the CUDA expression `x`.
+  std::string exp_of(ir::ValueId r, const std::string& x) const {
+    const ir::Node& e = k_.node(k_.node(r).args[0]);
+    return cuda::op_expr(k_, e, {x}, {e.type.dtype});
   }
   /// The accumulator of column reduction `store` for element (c, v) of this thread.
   std::string column_slot(size_t store) const {
@@ -133,6 +155,7 @@ class RowEmitter {
   // cluster (measured faster for backward kernels, nineteenth session: LayerNorm backward bf16
   // 4096 x 32768 348 us against 389, RMSNorm backward 288 against 323).
   bool push_ = false;
+  std::map<ir::ValueId, OnlineSum> online_;  // the sums run online (RowSchedule::online)
   /// This CTA's (with clusters: this cluster's) index and the grid's count of them.
   const char* cta_index() const { return k_cl_ > 1 ? "(blockIdx.x / K)" : "blockIdx.x"; }
   const char* cta_count() const { return k_cl_ > 1 ? "(gridDim.x / K)" : "gridDim.x"; }
@@ -180,7 +203,7 @@ void RowEmitter::analyze() {
       lv = std::max(lv, level_[a]);
       dep = dep || row_dep_[a];
     }
-    if (node.op == Op::reduce) lv = level_[node.args[0]] + 1;
+    if (node.op == Op::reduce) lv = level_[reduced(static_cast<ir::ValueId>(i))] + 1;
     if (node.op == Op::scan || node.op == Op::shift || node.op == Op::extract) {
       throw InternalError("codegen: scans are not handled by the row schedule");
     }
@@ -231,7 +254,9 @@ void RowEmitter::analyze() {
   async_push_ = push_ && g_ > 32 && f32_state_reductions(k_);
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];
-    if (node.op == Op::reduce) points_ = std::max(points_, level_[node.args[0]] + 1);
+    if (node.op == Op::reduce) {
+      points_ = std::max(points_, level_[reduced(static_cast<ir::ValueId>(i))] + 1);
+    }
   }
   phases_ = std::max(phases_, points_);
 }
@@ -551,9 +576,9 @@ void RowEmitter::emit_phase(int p) {
   std::vector<ir::ValueId> work;
   for (size_t i = 0; i < k_.nodes.size(); ++i) {
     const ir::Node& n = k_.nodes[i];
-    if (n.op == Op::reduce && level_[n.args[0]] == p) {
+    if (n.op == Op::reduce && level_[reduced(static_cast<ir::ValueId>(i))] == p) {
       reductions.push_back(static_cast<ir::ValueId>(i));
-      work.push_back(n.args[0]);
+      work.push_back(reduced(static_cast<ir::ValueId>(i)));
     }
   }
   std::vector<size_t> stores;
@@ -631,9 +656,23 @@ void RowEmitter::emit_phase(int p) {
   for (ir::ValueId r : reductions) {
     const ir::Node& n = k_.node(r);
     auto kind = static_cast<ir::ReduceKind>(n.fn);
-    auto sp = cuda::reduce_spelling(kind, k_.node(n.args[0]).type.dtype);
-    std::string x = name(n.args[0]);
-    if (kind == ir::ReduceKind::var) {
+    auto sp = spelling(r);
+    std::string x = name(reduced(r));
+    if (online_.count(r)) {
+      // A larger value rescales the sum to it; -inf adds nothing (exp(-inf - c) is 0 for every
+      // c, and -inf - -inf would be NaN); NaN and +inf make the sum NaN, as they make softmax's.
+      t_.line("if (in_range) {{");
+      t_.in();
+      t_.line("const {} x = {};", cuda::reg_type(n.type.dtype), x);
+      t_.line("if (x > acc{0}.m) {{", r);
+      t_.line("  acc{0}.s = acc{0}.s * {1} + 1;", r, exp_of(r, fmt::format("(acc{}.m - x)", r)));
+      t_.line("  acc{0}.m = x;", r);
+      t_.line("}} else if (x != -{}) {{", cuda::literal(n.type.dtype, kInf));
+      t_.line("  acc{0}.s = acc{0}.s + {1};", r, exp_of(r, fmt::format("(x - acc{}.m)", r)));
+      t_.line("}}");
+      t_.out();
+      t_.line("}}");
+    } else if (kind == ir::ReduceKind::var) {
       // Chunk 0 is in range whenever any chunk of this thread is (columns grow with c).
       t_.line("if (c == 0 && v == 0) K{} = {};", r, x);
       t_.line("if (in_range) {{");
@@ -808,11 +847,18 @@ void RowEmitter::emit_row_body() {
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const ir::Node& n = k_.nodes[i];
       if (n.type.form == Form::scalar && !hoisted_[i] && level_[i] == p) {
-        if (n.op == Op::reduce) {
-          auto sp = cuda::reduce_spelling(static_cast<ir::ReduceKind>(n.fn),
-                                          k_.node(n.args[0]).type.dtype);
+        if (auto o = online_.find(static_cast<ir::ValueId>(i)); o != online_.end()) {
+          // sum(exp(u - c)) = s * exp(m - c); s = 0 only where every u was -inf (or the row is
+          // empty), where the sum is 0 * exp(-inf - c): 0, or NaN for c = -inf as it was.
+          const char* t = cuda::reg_type(n.type.dtype);
+          const std::string c = name(o->second.c);
+          t_.line("const {0} s{1} = acc{1}.s == 0 ? {0}(0) * {2} : acc{1}.s * {3};", t, i,
+                  exp_of(o->first, fmt::format("(-{} - {})", cuda::literal(n.type.dtype, kInf), c)),
+                  exp_of(o->first, fmt::format("(acc{}.m - {})", i, c)));
+        } else if (n.op == Op::reduce) {
           t_.line("const {} s{} = {};", cuda::reg_type(n.type.dtype), i,
-                  fmt::format(fmt::runtime(sp.result), fmt::format("acc{}", i)));
+                  fmt::format(fmt::runtime(spelling(static_cast<ir::ValueId>(i)).result),
+                              fmt::format("acc{}", i)));
         } else {
           emit_scalar(static_cast<ir::ValueId>(i));
         }
@@ -823,7 +869,7 @@ void RowEmitter::emit_row_body() {
       std::vector<ir::ValueId> reds;
       for (size_t i = 0; i < k_.nodes.size(); ++i) {
         const ir::Node& n = k_.nodes[i];
-        if (n.op == Op::reduce && level_[n.args[0]] == p)
+        if (n.op == Op::reduce && level_[reduced(static_cast<ir::ValueId>(i))] == p)
           reds.push_back(static_cast<ir::ValueId>(i));
       }
       for (ir::ValueId r : reds) {
@@ -862,6 +908,18 @@ void RowEmitter::emit_main() {
   std::string bounds =
       s_.min_ctas > 0 ? fmt::format("{}, {}", s_.threads, s_.min_ctas) : std::to_string(s_.threads);
   if (k_cl_ > 1) emit_cluster_helpers();
+  if (!online_.empty()) {
+    // The kernel's exp, for the online sums' combine (kdsl_op_sumexp in the prelude).
+    t_.line("struct kdsl_exp_fn {{");
+    std::set<DType> types;
+    for (const auto& [r, o] : online_) {
+      const DType t = k_.node(r).type.dtype;
+      if (!types.insert(t).second) continue;
+      t_.line("  __device__ __forceinline__ {0} operator()({0} x) const {{ return {1}; }}",
+              cuda::reg_type(t), exp_of(r, "x"));
+    }
+    t_.line("}};");
+  }
   t_.line("extern \"C\" __global__ void __launch_bounds__({}) {}{}(const kdsl_params_{} p) {{",
           bounds, k_cl_ > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", k_cl_) : "", sym_, sym_);
   t_.in();

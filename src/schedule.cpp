@@ -100,6 +100,31 @@ bool f32_state_reductions(const ir::Kernel& k) {
   return any;
 }
 
+std::vector<OnlineSum> online_sums(const ir::Kernel& k) {
+  std::vector<OnlineSum> out;
+  const std::vector<int> depth = reduction_depths(k);
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const ir::Node& r = k.nodes[i];
+    if (r.op != ir::Op::reduce || static_cast<ir::ReduceKind>(r.fn) != ir::ReduceKind::sum) {
+      continue;
+    }
+    const ir::Node& e = k.node(r.args[0]);
+    if (e.op != ir::Op::unary || static_cast<ir::UnaryFn>(e.fn) != ir::UnaryFn::exp) continue;
+    const ir::Node& d = k.node(e.args[0]);
+    if (d.op != ir::Op::binary || static_cast<ir::BinaryFn>(d.fn) != ir::BinaryFn::sub) continue;
+    const ir::ValueId u = d.args[0], c = d.args[1];
+    const DType t = k.node(u).type.dtype;
+    if ((t != DType::f32 && t != DType::f64) || k.node(u).type.form != ir::Form::vector ||
+        k.node(c).type.form != ir::Form::scalar || k.node(c).type.dtype != t || e.type.dtype != t ||
+        d.type.dtype != t) {
+      continue;
+    }
+    if (depth[static_cast<size_t>(c)] != depth[static_cast<size_t>(u)] + 1) continue;
+    out.push_back({static_cast<ir::ValueId>(i), u, c});
+  }
+  return out;
+}
+
 bool supports_clusters(const DeviceTarget& target) {
   return compute_capability(target) >= 90;
 }
@@ -473,6 +498,22 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         "{} chunks a thread, streamed: the chunk loop rolled {} chunks at a time (measured; "
         "fully unrolled it spills)",
         s.chunks, kRolledChunks));
+  }
+  // Sums of exp(x - c(max(x))) (softmax, log_softmax) in the max's pass (OnlineSum): by default
+  // where the rows are streamed, each phase re-reading them, so the row is read once fewer (2
+  // reads and a write instead of 3 and a write). Not on clusters (their pushed partials keep one
+  // f32 state) nor, unless asked, on register-resident rows (no read to save; not measured).
+  const bool has_online = !online_sums(k).empty();
+  s.online = has_online && cluster == 1 && hint.online.value_or(!s.cache_rows);
+  if (s.online) {
+    s.reasons.push_back(
+        "online softmax: the sum of exp(x - max) runs in the pass of the max, rescaled as the "
+        "running maximum grows (Milakov & Gimelshein, 2018)" +
+        std::string(s.cache_rows ? "" : "; each streamed row is read once fewer"));
+  } else if (hint.online && *hint.online) {
+    s.reasons.push_back(has_online ? "online=1 does not apply: a row on a cluster"
+                                   : "online=1 does not apply: no sum of exp(x - c) after a "
+                                     "reduction of x");
   }
   if (hint.unroll && *hint.unroll > 0) {
     s.reasons.push_back(

@@ -134,6 +134,7 @@ struct ScheduleHint {
   std::optional<int> stage;          // rows staged ahead in shared memory (cp.async): 0, 2 to 8
   std::optional<bool> butterfly;     // warps' partials combined by a butterfly (1) or in order (0)
   std::optional<int> unroll;         // chunks per unrolled step of a streamed phase (0: all)
+  std::optional<bool> online;        // sums of exp(x - c(max(x))) in the max's pass (1) or after
   // Scan kernels (schedule_scan.h): the tile's layout, as KDSL_SCAN_SCHEDULE's keys of the same
   // names. Powers of two: t 1 to 64, lp, wp 1 to 32, vr 1 to 16.
   std::optional<int> t;   // steps: positions (of VP) each thread scans along the sequence
@@ -158,6 +159,19 @@ struct ScheduleHint {
 /// whose variance keeps a Welford state, or argmax). Such partials are pushed with 4-byte
 /// st.async, one mbarrier per point of the row where reductions combine.
 bool f32_state_reductions(const ir::Kernel& k);
+
+/// A row sum that can run online: sum(exp(u - c)) where u is a float vector (f32 or f64) of
+/// reduction depth d and the scalar c has depth d + 1 (it needs a reduction of u's phase, as the
+/// safe maximum of softmax does). Computed in u's phase with a running maximum m of u and the sum
+/// s of exp(u - m), rescaled by exp(m_old - m_new) as m grows, then sum = s * exp(m - c) once c
+/// is known (Milakov & Gimelshein, 2018, "Online normalizer calculation for softmax"): the row
+/// is read once fewer where the schedule streams it.
+struct OnlineSum {
+  ir::ValueId sum;  // the reduce node
+  ir::ValueId u;    // the vector whose exponentials are summed
+  ir::ValueId c;    // the scalar subtracted from u
+};
+std::vector<OnlineSum> online_sums(const ir::Kernel& k);
 
 /// Whether a row reduction's warps push their partials into every CTA of the cluster
 /// (codegen_rows.cpp: with column reductions, or with `f32_states` reductions, which go by
@@ -202,6 +216,10 @@ struct RowSchedule {
   // streamed on 512 threads takes 78 registers so, 31 unrolled by one (ptxas, sm_90).
   // Default: kRolledChunks where the phase streams kRollFromChunks chunks or more (measured).
   int unroll = 0;
+  // The online_sums of the kernel run in the pass of the reductions they depend on (a row
+  // streamed once fewer); only on one CTA per row (not on clusters, whose pushed partials keep
+  // one f32 state). Default: where the rows are streamed (cache_rows false).
+  bool online = false;
   int staged_loads = 0;    // row loads staged per row (16-byte chunks of each thread)
   int staged_scalars = 0;  // per-row scalars loaded a row ahead (4 or 8 bytes, in registers)
   int phases = 0;          // reduction phases (a reduction of a reduction's result: 2)

@@ -19,7 +19,8 @@ namespace kdsl {
 
 bool ScheduleHint::has_row_keys() const {
   return vec || group || cache_rows || cache_invariant || prefetch || pack || stream ||
-         persistent || min_ctas || smem_columns || cluster || stage || butterfly || unroll;
+         persistent || min_ctas || smem_columns || cluster || stage || butterfly || unroll ||
+         online;
 }
 
 bool ScheduleHint::has_scan_keys() const {
@@ -61,6 +62,7 @@ const std::vector<ScheduleKey>& hint_keys() {
       {"persistent", "0 or 1", zero_or_one},
       {"smem_columns", "0 or 1", zero_or_one},
       {"butterfly", "0 or 1", zero_or_one},
+      {"online", "0 or 1", zero_or_one},
       {"unroll", "0 (every chunk) or a power of two up to 64",
        [](int v) { return v == 0 || power_of_two(v, 64); }},
       {"t", "a power of two from 1 to 64", [](int v) { return power_of_two(v, 64); }},
@@ -94,6 +96,7 @@ void set_hint(ScheduleHint& h, const std::string& key, int v) {
                            : key == "stream"          ? h.stream
                            : key == "persistent"      ? h.persistent
                            : key == "butterfly"       ? h.butterfly
+                           : key == "online"          ? h.online
                                                       : h.smem_columns;
   f = v == 1;
 }
@@ -152,7 +155,8 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
   const ScheduleItems items = parse_schedule_items(
       text, "schedule hint", hint_keys(),
       "vec (1, 2, 4, 8), group (a power of two up to 1024 x cluster), cache_rows, "
-      "cache_invariant, prefetch, pack, stream, persistent, smem_columns, butterfly (0 or 1), "
+      "cache_invariant, prefetch, pack, stream, persistent, smem_columns, butterfly, online (0 or "
+      "1), "
       "min_ctas (1 to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8), unroll (0, 1, 2, 4, ..., 64); "
       "for scan kernels t (1 to "
       "64), lp, wp (1 to 32), vr (1 to 16), powers of two");
@@ -181,6 +185,7 @@ std::string ScheduleHint::str() const {
   if (stage) add("stage", *stage);
   if (butterfly) add("butterfly", *butterfly);
   if (unroll) add("unroll", *unroll);
+  if (online) add("online", *online);
   if (t) add("t", *t);
   if (lp) add("lp", *lp);
   if (wp) add("wp", *wp);

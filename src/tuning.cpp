@@ -166,6 +166,13 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
       add(h);
     }
   }
+  // The sum of exp(x - max) in the max's pass or after it (OnlineSum), the other way than the
+  // default (online where the rows are streamed; not timed on register-resident rows).
+  if (d.cluster == 1 && !online_sums(k).empty()) {
+    ScheduleHint h;
+    h.online = !d.online;
+    add(h);
+  }
   // The combine of the warps' partials, the other way than the default (measured faster either
   // way depending on the kernel: RMSNorm backward f32 8192 x 10240 251 us in warp order against
   // 292 with the butterfly, LayerNorm backward at the same shape 344 against 322; sixteenth

@@ -158,6 +158,26 @@ TEST_P(RowsEmu, StreamedRowsRolledInSteps) {
       });
 }
 
+// Sums of exp(x - max) online in the max's pass (OnlineSum, softmax and log_softmax): streamed
+// rows (the default there) with a tail on 64 threads, register-resident rows on request
+// (online=1) on one CTA per row and on a persistent grid that loops.
+TEST_P(RowsEmu, OnlineSums) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  const Specialization spec{{DType::f32}, 1000, ~0u, ~0u};
+  if (online_sums(lower_specialized(*testing::front_end(GetParam().file), GetParam().kernel, spec))
+          .empty()) {
+    GTEST_SKIP() << "no sum of exp(x - c(max(x)))";
+  }
+  expect_hinted_schedules(
+      GetParam(), 181,
+      {{DType::f32, 1000, "cache_rows=0,group=64"},
+       {DType::bf16, 4096, "online=1"},
+       {DType::f32, 1000, "online=1,persistent=1,group=128"}},
+      /*cache_rows=*/false, [](const GeneratedKernel& gen, const char* hint) {
+        EXPECT_NE(gen.source.find("kdsl_op_sumexp<kdsl_exp_fn>{}"), std::string::npos) << hint;
+      });
+}
+
 // LayerNorm backward f32 with 3 chunks per thread at 1024 threads takes 512 threads with the next
 // row prefetched (a measured rule); at N = 10000 the last chunk has a tail. A persistent grid of
 // 8 CTAs over 37 rows, so each CTA prefetches past its last row.

@@ -726,6 +726,48 @@ TEST(RowSchedule, LongStreamedRowsRollTheirChunkLoopByDefault) {
   EXPECT_EQ(shorter.s.unroll, 0);
 }
 
+// Sums of exp(x - c) whose c needs a reduction of x (softmax's safe maximum) run online in the
+// max's pass where the rows are streamed (OnlineSum): one read of the row fewer. online=0 keeps
+// the separate pass; online=1 asks for it on register-resident rows; clusters and kernels with no
+// such sum keep their reductions as they are.
+TEST(RowSchedule, OnlineSumsOfStreamedSoftmaxRows) {
+  for (const char* kernel : {"softmax", "log_softmax"}) {
+    Chosen on = choose("softmax.kdsl", kernel, DType::f32, 262144);
+    ASSERT_FALSE(on.s.cache_rows) << kernel;
+    EXPECT_TRUE(on.s.online) << kernel;
+    EXPECT_TRUE(has_reason(on.s, "each streamed row is read once fewer")) << reasons(on.s);
+    EXPECT_NE(on.source.find("kdsl_op_sumexp<kdsl_exp_fn>{}"), std::string::npos) << kernel;
+    // Two phases (the max with the sum, then the output) instead of three.
+    EXPECT_NE(on.source.find("// phase 1"), std::string::npos) << kernel;
+    EXPECT_EQ(on.source.find("// phase 2"), std::string::npos) << kernel;
+    Chosen off = choose("softmax.kdsl", kernel, DType::f32, 262144, "online=0");
+    EXPECT_FALSE(off.s.online) << kernel;
+    EXPECT_EQ(off.source.find("kdsl_op_sumexp<"), std::string::npos) << kernel;
+    EXPECT_NE(off.source.find("// phase 2"), std::string::npos) << kernel;
+  }
+  ASSERT_EQ(online_sums(choose("softmax.kdsl", "softmax", DType::f32, 8).k).size(), 1u);
+  EXPECT_TRUE(online_sums(choose("softmax.kdsl", "softmax_bwd", DType::f32, 8).k).empty());
+  EXPECT_TRUE(online_sums(choose("layer_norm.kdsl", "layer_norm", DType::f32, 8).k).empty());
+  // Register-resident rows: not by default, on request.
+  Chosen held = choose("softmax.kdsl", "softmax", DType::bf16, 8192);
+  ASSERT_TRUE(held.s.cache_rows);
+  EXPECT_FALSE(held.s.online);
+  Chosen asked = choose("softmax.kdsl", "softmax", DType::bf16, 8192, "online=1");
+  EXPECT_TRUE(asked.s.online);
+  EXPECT_TRUE(has_reason(asked.s, "online softmax: the sum of exp(x - max) runs in the pass of"))
+      << reasons(asked.s);
+  EXPECT_FALSE(has_reason(asked.s, "read once fewer")) << reasons(asked.s);
+  // Moot: on a cluster, or with no such sum.
+  Chosen cl = choose("softmax.kdsl", "softmax", DType::f32, 8192, "online=1,cluster=2,group=512");
+  EXPECT_FALSE(cl.s.online);
+  EXPECT_TRUE(has_reason(cl.s, "online=1 does not apply: a row on a cluster")) << reasons(cl.s);
+  Chosen rms = choose("rms_norm.kdsl", "rms_norm", DType::f32, 8192, "online=1");
+  EXPECT_FALSE(rms.s.online);
+  EXPECT_TRUE(has_reason(rms.s, "online=1 does not apply: no sum of exp")) << reasons(rms.s);
+  EXPECT_EQ(ScheduleHint::parse("online=0").str(), "online=0");
+  EXPECT_THROW(ScheduleHint::parse("online=2"), ScheduleHintError);
+}
+
 TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   // A moot hint is noted; nothing claims 0 KiB of accumulators.
   Chosen m = choose("rms_norm.kdsl", "rms_norm", DType::f32, 8192, "smem_columns=1");

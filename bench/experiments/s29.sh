@@ -63,8 +63,41 @@ case "${1:-}" in
       timeout 150 python3 bench/experiments/long_rows_peers.py $d 512x262144 2>&1 | grep '^{'
     done | tee -a "$out/peers_long.txt"
     ;;
+  online)
+    # Softmax rows streamed (each phase re-reads the row) with the sum of exp(x - max) online
+    # in the max's pass (the new default) against online=0 (the old code: max, then sum, then
+    # the output), same binary, two rounds, --verify on the default in round 1. Prediction: the
+    # rows that miss L2 on their re-reads (f32 512 x 262144, bf16 1024 x 131072) take about 3/4 of
+    # their time (three reads and a write become two and a write): softmax f32 512 x 262144 720
+    # -> 540-570 us on an H100 (torch.compile: 550), log_softmax the same, bf16 1024 x 131072 373
+    # -> 280-310, f32 2048 x 65536 654 -> 500-540; bf16 2048 x 65536 (re-reads partly from L2,
+    # 0.73 of copy) less: 242 -> 205-230. Then compute-sanitizer on the online default and
+    # ieee_gpu_test (its softmax cases include rows rising after -inf).
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=()
+    for spec in "softmax softmax f32 M=512,N=262144" "softmax log_softmax f32 M=512,N=262144" \
+                "softmax softmax bf16 M=1024,N=131072" "softmax softmax f32 M=2048,N=65536" \
+                "softmax softmax bf16 M=2048,N=65536" "softmax log_softmax bf16 M=2048,N=65536"; do
+      for h in default online=0; do cases+=("$spec $h"); done
+    done
+    precompile
+    for round in 1 2; do
+      for c in "${cases[@]}"; do
+        set -- $c
+        extra=(); [ "$round" = 1 ] && [ "$5" = default ] && extra=(--verify)
+        printf '%s ' "$round"
+        bench "$@" "${extra[@]}"
+      done
+    done 2>&1 | tee "$out/online.txt"
+    for tool in memcheck racecheck; do
+      printf '%s softmax f32 M=3,N=262144 (online) ' "$tool"
+      timeout 100 /usr/local/cuda/bin/compute-sanitizer --tool "$tool" ${k} run stdlib/softmax.kdsl \
+        -k softmax --dtype f32 --shape M=3,N=262144 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY"
+    done 2>&1 | tee -a "$out/online.txt"
+    timeout 60 .device/bin/ieee_gpu_test --gtest_brief=1 2>&1 | tail -3 | tee -a "$out/online.txt"
+    ;;
   *)
-    echo "usage: s29.sh roll|peers" >&2
+    echo "usage: s29.sh roll|peers|online" >&2
     exit 2
     ;;
 esac

@@ -276,6 +276,9 @@ __device__ __forceinline__ float kdsl_unpack_f16(unsigned w, int hi) {
 // reduction gives the same bits on every run.
 template <class T> struct kdsl_welford { T n, mean, m2; };
 template <class T> struct kdsl_arg { T v; long long i; };
+// An online sum of exponentials (Milakov & Gimelshein, 2018): the running maximum m of the values
+// seen and s = sum(exp(x - m)); s = 0 (with m = -inf) before any value above -inf.
+template <class T> struct kdsl_sumexp { T m, s; };
 struct kdsl_op_sum {
   template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
 };
@@ -295,6 +298,16 @@ struct kdsl_op_var {
     T d = b.mean - a.mean;
     T f = b.n / n;
     return {n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
+  }
+};
+// Merging two online sums onto the larger maximum; E is the kernel's exp. Not commutative in bits
+// (an FMA may fuse either product), so kdsl_warp_reduce orders its operands.
+template <class E> struct kdsl_op_sumexp {
+  template <class T> __device__ __forceinline__ kdsl_sumexp<T> operator()(kdsl_sumexp<T> a, kdsl_sumexp<T> b) const {
+    if (a.s == T(0)) return b;
+    if (b.s == T(0)) return a;
+    const T m = a.m > b.m ? a.m : b.m;
+    return {m, a.s * E()(a.m - m) + b.s * E()(b.m - m)};
   }
 };
 // argmax/argmin: the first index of the extreme value; NaN is the maximum (and the minimum).
@@ -335,6 +348,9 @@ __device__ __forceinline__ long long kdsl_shfl(long long v, int o) { return __sh
 __device__ __forceinline__ kdsl_c64 kdsl_shfl(kdsl_c64 v, int o) { return {kdsl_shfl(v.re, o), kdsl_shfl(v.im, o)}; }
 template <class T> __device__ __forceinline__ kdsl_welford<T> kdsl_shfl(kdsl_welford<T> v, int o) {
   return {kdsl_shfl(v.n, o), kdsl_shfl(v.mean, o), kdsl_shfl(v.m2, o)};
+}
+template <class T> __device__ __forceinline__ kdsl_sumexp<T> kdsl_shfl(kdsl_sumexp<T> v, int o) {
+  return {kdsl_shfl(v.m, o), kdsl_shfl(v.s, o)};
 }
 template <class T> __device__ __forceinline__ kdsl_arg<T> kdsl_shfl(kdsl_arg<T> v, int o) {
   return {kdsl_shfl(v.v, o), kdsl_shfl(v.i, o)};
