@@ -500,11 +500,16 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         s.chunks, kRolledChunks));
   }
   // Sums of exp(x - c(max(x))) (softmax, log_softmax) in the max's pass (OnlineSum): by default
-  // where the rows are streamed, each phase re-reading them, so the row is read once fewer (2
-  // reads and a write instead of 3 and a write). Not on clusters (their pushed partials keep one
-  // f32 state) nor, unless asked, on register-resident rows (no read to save; not measured).
+  // where the rows are streamed in kRollFromChunks chunks a thread or more, each phase re-reading
+  // them, so the row is read once fewer (2 reads and a write instead of 3 and a write; twenty-ninth
+  // session, H100: softmax f32 512 x 262144 554 us against 719, bf16 1024 x 131072 306 against
+  // 373). With 16 chunks, fully unrolled, a first version (a branch per value) was slower
+  // (bf16 2048 x 65536: 383 against 242), so shorter rows are not online by default. Not on
+  // clusters (their pushed partials keep one f32 state) nor, unless asked, on register-resident
+  // rows (no read to save; not measured).
   const bool has_online = !online_sums(k).empty();
-  s.online = has_online && cluster == 1 && hint.online.value_or(!s.cache_rows);
+  s.online = has_online && cluster == 1 &&
+             hint.online.value_or(!s.cache_rows && s.chunks >= kRollFromChunks);
   if (s.online) {
     s.reasons.push_back(
         "online softmax: the sum of exp(x - max) runs in the pass of the max, rescaled as the "

@@ -218,7 +218,7 @@ struct RowSchedule {
   int unroll = 0;
   // The online_sums of the kernel run in the pass of the reductions they depend on (a row
   // streamed once fewer); only on one CTA per row (not on clusters, whose pushed partials keep
-  // one f32 state). Default: where the rows are streamed (cache_rows false).
+  // one f32 state). Default: rows streamed (cache_rows false) in kRollFromChunks chunks or more.
   bool online = false;
   int staged_loads = 0;    // row loads staged per row (16-byte chunks of each thread)
   int staged_scalars = 0;  // per-row scalars loaded a row ahead (4 or 8 bytes, in registers)

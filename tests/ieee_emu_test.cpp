@@ -30,7 +30,7 @@ TEST_P(IeeeEmu, SameClassesAsTheGpuTable) {
 }
 
 // The softmax cases again where the sum of exp(x - max) runs online in the max's pass (streamed
-// rows, cache_rows=0; OnlineSum in src/schedule.h): the same classes and values. With group=1 one
+// rows, online=1; OnlineSum in src/schedule.h): the same classes and values. With group=1 one
 // thread takes the whole row in order, so its running maximum moves past a NaN, an infinity or
 // -inf entries before the row's other values; with 8 threads the partial states merge.
 TEST_P(IeeeEmu, OnlineSumsGiveTheSameClasses) {
@@ -40,7 +40,8 @@ TEST_P(IeeeEmu, OnlineSumsGiveTheSameClasses) {
     GTEST_SKIP() << "not a forward softmax case";
   }
   Problem p = testing::ieee_problem(c, testing::front_end(c.file));
-  for (const char* text : {"cache_rows=0", "cache_rows=0,group=1", "cache_rows=0,group=8"}) {
+  for (const char* text : {"cache_rows=0,online=1", "cache_rows=0,group=1,online=1",
+                           "cache_rows=0,group=8,online=1"}) {
     const ScheduleHint hint = ScheduleHint::parse(text);
     ASSERT_NE(generate(p.ir, p.spec, DeviceTarget{}, hint).source.find("kdsl_op_sumexp<"),
               std::string::npos)

@@ -159,7 +159,7 @@ TEST_P(RowsEmu, StreamedRowsRolledInSteps) {
 }
 
 // Sums of exp(x - max) online in the max's pass (OnlineSum, softmax and log_softmax): streamed
-// rows (the default there) with a tail on 64 threads, register-resident rows on request
+// rows with a tail on 64 threads (16 chunks), register-resident rows on request
 // (online=1) on one CTA per row and on a persistent grid that loops.
 TEST_P(RowsEmu, OnlineSums) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
@@ -170,7 +170,7 @@ TEST_P(RowsEmu, OnlineSums) {
   }
   expect_hinted_schedules(
       GetParam(), 181,
-      {{DType::f32, 1000, "cache_rows=0,group=64"},
+      {{DType::f32, 1000, "cache_rows=0,group=64,online=1"},
        {DType::bf16, 4096, "online=1"},
        {DType::f32, 1000, "online=1,persistent=1,group=128"}},
       /*cache_rows=*/false, [](const GeneratedKernel& gen, const char* hint) {

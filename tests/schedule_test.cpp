@@ -727,7 +727,8 @@ TEST(RowSchedule, LongStreamedRowsRollTheirChunkLoopByDefault) {
 }
 
 // Sums of exp(x - c) whose c needs a reduction of x (softmax's safe maximum) run online in the
-// max's pass where the rows are streamed (OnlineSum): one read of the row fewer. online=0 keeps
+// max's pass where the rows are streamed in 32 chunks a thread or more (OnlineSum): one read of
+// the row fewer. online=0 keeps
 // the separate pass; online=1 asks for it on register-resident rows; clusters and kernels with no
 // such sum keep their reductions as they are.
 TEST(RowSchedule, OnlineSumsOfStreamedSoftmaxRows) {
@@ -748,6 +749,11 @@ TEST(RowSchedule, OnlineSumsOfStreamedSoftmaxRows) {
   ASSERT_EQ(online_sums(choose("softmax.kdsl", "softmax", DType::f32, 8).k).size(), 1u);
   EXPECT_TRUE(online_sums(choose("softmax.kdsl", "softmax_bwd", DType::f32, 8).k).empty());
   EXPECT_TRUE(online_sums(choose("layer_norm.kdsl", "layer_norm", DType::f32, 8).k).empty());
+  // Streamed in 16 chunks a thread (bf16 N = 65536 on 512 threads): not by default.
+  Chosen sixteen = choose("softmax.kdsl", "softmax", DType::bf16, 65536);
+  ASSERT_FALSE(sixteen.s.cache_rows);
+  ASSERT_LT(sixteen.s.chunks, kRollFromChunks);
+  EXPECT_FALSE(sixteen.s.online);
   // Register-resident rows: not by default, on request.
   Chosen held = choose("softmax.kdsl", "softmax", DType::bf16, 8192);
   ASSERT_TRUE(held.s.cache_rows);

@@ -96,8 +96,37 @@ case "${1:-}" in
     done 2>&1 | tee -a "$out/online.txt"
     timeout 60 .device/bin/ieee_gpu_test --gtest_brief=1 2>&1 | tail -3 | tee -a "$out/online.txt"
     ;;
+  online2)
+    # The online sum taken a chunk at a time without branches (after `online` found a branch
+    # per value 58% slower at 16 chunks a thread, fully unrolled). Default (online from 32
+    # chunks) against online=0 and, at 16 chunks, online=1; one round, --verify on the online
+    # runs. Prediction: the 32- and 64-chunk rows as in `online` (554, 553, 306 us, within 3%);
+    # at 16 chunks online=1 no slower than online=0 (bf16 2048 x 65536 242 -> 215-245, f32
+    # 2048 x 65536 654 -> 560-640): the branch was what cost.
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=(
+      "softmax softmax f32 M=512,N=262144 default" "softmax softmax f32 M=512,N=262144 online=0"
+      "softmax softmax bf16 M=1024,N=131072 default" "softmax softmax bf16 M=1024,N=131072 online=0"
+      "softmax softmax bf16 M=2048,N=65536 online=1" "softmax softmax bf16 M=2048,N=65536 default"
+      "softmax log_softmax bf16 M=2048,N=65536 online=1" "softmax log_softmax bf16 M=2048,N=65536 default"
+      "softmax softmax f32 M=2048,N=65536 online=1" "softmax softmax f32 M=2048,N=65536 default"
+    )
+    precompile
+    for c in "${cases[@]}"; do
+      set -- $c
+      extra=(); [ "$5" != online=0 ] && { [ "$5" != default ] || [ "${4#*N=}" -gt 65536 ]; } && extra=(--verify)
+      bench "$@" "${extra[@]}"
+    done 2>&1 | tee "$out/online2.txt"
+    for tool in memcheck racecheck; do
+      printf '%s softmax bf16 M=3,N=65536 online=1 ' "$tool"
+      timeout 60 /usr/local/cuda/bin/compute-sanitizer --tool "$tool" ${k} run stdlib/softmax.kdsl \
+        -k softmax --dtype bf16 --shape M=3,N=65536 --schedule online=1 2>&1 |
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY"
+    done 2>&1 | tee -a "$out/online2.txt"
+    timeout 60 .device/bin/ieee_gpu_test --gtest_brief=1 2>&1 | tail -2 | tee -a "$out/online2.txt"
+    ;;
   *)
-    echo "usage: s29.sh roll|peers|online" >&2
+    echo "usage: s29.sh roll|peers|online|online2" >&2
     exit 2
     ;;
 esac
