@@ -502,9 +502,10 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // Sums of exp(x - c(max(x))) (softmax, log_softmax) in the max's pass (OnlineSum): by default
   // where the rows are streamed in kRollFromChunks chunks a thread or more, each phase re-reading
   // them, so the row is read once fewer (2 reads and a write instead of 3 and a write; twenty-ninth
-  // session, H100: softmax f32 512 x 262144 554 us against 719, bf16 1024 x 131072 306 against
-  // 373). With 16 chunks, fully unrolled, a first version (a branch per value) was slower
-  // (bf16 2048 x 65536: 383 against 242), so shorter rows are not online by default. Not on
+  // session, H100: softmax f32 512 x 262144 580 us against 720, bf16 1024 x 131072 297 against
+  // 373). With 16 chunks a thread, fully unrolled, it was slower for bf16 (2048 x 65536: 289
+  // against 245; softmax f32 2048 x 65536: 613 against 654), so shorter rows are not online by
+  // default. Not on
   // clusters (their pushed partials keep one f32 state) nor, unless asked, on register-resident
   // rows (no read to save; not measured).
   const bool has_online = !online_sums(k).empty();
