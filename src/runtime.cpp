@@ -190,14 +190,16 @@ size_t SpecKeyHash::operator()(const SpecKey& k) const {
 
 KernelImpl::KernelImpl(std::shared_ptr<const FrontEnd> fe, const KernelSignature* sig)
     : fe_(std::move(fe)), sig_(sig) {
-  if (sig->params.size() > static_cast<size_t>(kMaxParams) ||
-      sig->symbols.size() > static_cast<size_t>(kMaxSymbols) ||
-      sig->generics.size() > static_cast<size_t>(kMaxGenerics)) {
-    throw ArgumentError(
-        fmt::format("kernel '{}' has more than {} parameters, {} shape symbols or "
-                    "{} generics, which the runtime does not support",
-                    sig->name, kMaxParams, kMaxSymbols, kMaxGenerics));
-  }
+  // A backstop: sema reports a kernel beyond these limits (dsl/sema.h) at its name.
+  auto limit = [&](size_t count, int most, const char* what) {
+    if (count > static_cast<size_t>(most)) {
+      throw ArgumentError(fmt::format("kernel '{}' has {} {}; the runtime supports at most {}",
+                                      sig->name, count, what, most));
+    }
+  };
+  limit(sig->params.size(), kMaxParams, "parameters");
+  limit(sig->symbols.size(), kMaxSymbols, "shape symbols");
+  limit(sig->generics.size(), kMaxGenerics, "generics");
   for (const SignatureParam& p : sig->params) {
     if (p.shape.size() > static_cast<size_t>(kMaxRank)) {
       throw ArgumentError(

@@ -59,7 +59,7 @@ Words cached_words(const ir::Kernel& k, const Specialization& spec, bool pack, i
   Words w;
   for (const ir::Node& n : k.nodes) {
     if (n.op != ir::Op::load || n.type.form != ir::Form::vector) continue;
-    bool fast = ((spec.aligned_mask & spec.contiguous_mask) >> n.index) & 1u;
+    bool fast = spec.fast(n.index);
     bool packed = pack && vec >= 2 && fast && dtype_size(n.type.dtype) == 2;
     double words = packed ? 0.5 : reg_words(n.type.dtype);
     (has_loop_axis(n.view) ? w.row : w.invariant) += words;
@@ -176,7 +176,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
       vec_access |= st.tensor == (int32_t)t && has_vector_axis(st.view);
     if (!vec_access) continue;
     min_size = std::min(min_size, dtype_size(k.tensors[t].dtype));
-    any_fast |= ((spec.aligned_mask & spec.contiguous_mask) >> t) & 1u;
+    any_fast |= spec.fast(static_cast<int32_t>(t));
   }
   s.vec = 1;
   if (any_fast) {
@@ -581,7 +581,7 @@ StagedLoad staged_load(const ir::Kernel& k, const Specialization& spec, const ir
   if (node.type.form == ir::Form::scalar) {
     return bytes == 4 || bytes == 8 ? StagedLoad::scalar : StagedLoad::none;
   }
-  bool fast = ((spec.aligned_mask & spec.contiguous_mask) >> node.index) & 1u;
+  bool fast = spec.fast(node.index);
   return node.type.form == ir::Form::vector && fast && bytes * static_cast<size_t>(vec) == 16
              ? StagedLoad::row
              : StagedLoad::none;

@@ -2,9 +2,19 @@
 
 #include <fmt/format.h>
 
+#include "dsl/sema.h"
 #include "kdsl/error.h"
 
 namespace kdsl {
+
+uint32_t tensor_bit(int32_t tensor) {
+  if (tensor < 0 || tensor >= 32) {
+    throw InternalError(fmt::format(
+        "tensor {} has no bit in a specialization's 32-bit masks (sema allows {} parameters)",
+        tensor, kMaxKernelParams));
+  }
+  return uint32_t{1} << tensor;
+}
 
 std::string Specialization::symbol(const std::string& kernel, uint32_t all_vector_tensors) const {
   std::string s = "kdsl_" + kernel;

@@ -10,6 +10,11 @@
 
 namespace kdsl {
 
+/// The bit of tensor `tensor` (an index into ir::Kernel::tensors) in the 32-bit masks below.
+/// Sema allows at most kMaxKernelParams (32) parameters, so every tensor has one; throws
+/// kdsl::InternalError for an index outside [0, 32).
+uint32_t tensor_bit(int32_t tensor);
+
 /// One specialization of a kernel. Launches with equal keys share one compiled binary.
 struct Specialization {
   std::vector<DType> binding;  // one dtype per generic, in declaration order
@@ -18,6 +23,11 @@ struct Specialization {
   uint32_t contiguous_mask = 0;  // bit t: tensor t's vector-axis stride is 1
 
   bool operator==(const Specialization&) const = default;
+  /// Whether tensor `tensor` allows 16-byte vector accesses (aligned and contiguous).
+  bool fast(int32_t tensor) const {
+    return (aligned_mask & contiguous_mask & tensor_bit(tensor)) != 0;
+  }
+  bool contiguous(int32_t tensor) const { return (contiguous_mask & tensor_bit(tensor)) != 0; }
   /// The kernel symbol: kdsl_<kernel>[_<dtype>...][_n<N>][_u<hex>] where the last part appears
   /// only when some tensor is not aligned or not contiguous, e.g. kdsl_rms_norm_bf16_n8192.
   std::string symbol(const std::string& kernel, uint32_t all_vector_tensors) const;

@@ -255,6 +255,32 @@ TEST_F(LaunchArgs, StridedVectorAxisIsNotContiguous) {
   EXPECT_EQ(bind(a).contiguous & bit(0), bit(0));
 }
 
+// Sema's limits (dsl/sema.h) are the runtime's: a kernel of 32 tensors loads and binds, the last
+// in bit 31 of the masks.
+TEST(RuntimeLimits, AKernelOfThirtyTwoTensorsLoadsAndBinds) {
+  std::string params;
+  for (int i = 0; i < kMaxKernelParams - 1; ++i) {
+    params += "x" + std::to_string(i) + ": Tensor[f32, (M, N)], ";
+  }
+  Module m = Module::from_source("@kernel\ndef k(" + params +
+                                     "*, y: Out[f32, (M, N)]):\n    for r in parallel(M):\n"
+                                     "        y[r, :] = x0[r, :] + x30[r, :]\n",
+                                 "many.kdsl");
+  Kernel kernel = m.kernel("k");
+  std::vector<Arg> args;
+  for (int i = 0; i < kMaxKernelParams; ++i) {
+    args.push_back(TensorRef::contiguous(address(i + 1), DType::f32, {4, 64}));
+  }
+  detail::BoundArgs b;
+  kernel.impl().bind(args, b);
+  EXPECT_EQ(b.contiguous, ~0u);
+  EXPECT_EQ(b.aligned, ~0u);
+  // An index past the masks' 32 bits is a kdsl bug, never a shift past the width.
+  EXPECT_EQ(tensor_bit(31), 0x80000000u);
+  EXPECT_THROW(tensor_bit(32), InternalError);
+  EXPECT_THROW(Specialization{}.fast(32), InternalError);
+}
+
 TEST_F(LaunchArgs, ErrorsAreArgumentErrorsThroughThePublicLaunch) {
   // Kernel::launch checks before it needs a driver, so this throws the same error without a GPU.
   std::vector<Arg> a = args();
