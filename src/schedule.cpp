@@ -521,12 +521,18 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
                                    : "online=1 does not apply: no sum of exp(x - c) after a "
                                      "reduction of x");
   }
-  if (hint.unroll && *hint.unroll > 0) {
+  // What the hint does: nothing where the rows are held in registers (each phase holds them, so
+  // none rolls); a full unroll where it is at least the thread's chunks, which differs from the
+  // default where that rolls (kRollFromChunks chunks and more).
+  if (hint.unroll && s.cache_rows) {
     s.reasons.push_back(
-        s.unroll == 0 ? fmt::format("unroll={} does not apply: a thread has {} chunk{} of a row",
-                                    *hint.unroll, s.chunks, s.chunks == 1 ? "" : "s")
-        : s.cache_rows
-            ? fmt::format("unroll={} does not apply: the rows are held in registers", s.unroll)
+        fmt::format("unroll={} does not apply: the rows are held in registers", *hint.unroll));
+  } else if (hint.unroll && *hint.unroll > 0) {
+    s.reasons.push_back(
+        s.unroll == 0
+            ? fmt::format("unroll={} is at least the thread's {} chunk{} of a row: the chunk loop "
+                          "is unrolled fully",
+                          *hint.unroll, s.chunks, s.chunks == 1 ? "" : "s")
             : fmt::format("streamed phases unrolled {} chunk{} at a time (the phases that hold "
                           "no registers across chunks)",
                           s.unroll, s.unroll == 1 ? "" : "s"));

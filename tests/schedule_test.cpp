@@ -688,17 +688,41 @@ TEST(RowSchedule, UnrollAppliesToStreamedPhasesOnly) {
                      "cache_rows=0,cache_invariant=0,group=128,unroll=1");
   EXPECT_EQ(lb.source.find("#pragma unroll 1\n"), lb.source.rfind("#pragma unroll 1\n"))
       << "one rolled phase (the reductions), not the column phase";
-  // Moot: register-resident rows, or no more chunks than U.
-  Chosen held = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, "unroll=1");
-  EXPECT_TRUE(held.s.cache_rows);
-  EXPECT_TRUE(has_reason(held.s, "unroll=1 does not apply: the rows are held in registers"))
-      << reasons(held.s);
-  EXPECT_EQ(held.source.find("#pragma unroll 1\n"), std::string::npos);
+  // Moot on register-resident rows, unroll=0 too (the default there).
+  const Chosen held_default = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, "");
+  for (const char* hint : {"unroll=1", "unroll=0"}) {
+    Chosen held = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, hint);
+    EXPECT_TRUE(held.s.cache_rows);
+    EXPECT_TRUE(
+        has_reason(held.s, std::string(hint) + " does not apply: the rows are held in registers"))
+        << reasons(held.s);
+    EXPECT_EQ(held.source.find("#pragma unroll 1\n"), std::string::npos);
+    EXPECT_EQ(without_comments(held.source), without_comments(held_default.source)) << hint;
+  }
+  // No more chunks than U: the loop is unrolled fully, as the default does at 1 chunk...
   Chosen few =
       choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, "cache_rows=0,group=1024,unroll=4");
   EXPECT_EQ(few.s.unroll, 0);
-  EXPECT_TRUE(has_reason(few.s, "unroll=4 does not apply: a thread has 1 chunk of a row"))
+  EXPECT_TRUE(has_reason(
+      few.s,
+      "unroll=4 is at least the thread's 1 chunk of a row: the chunk loop is unrolled fully"))
       << reasons(few.s);
+  // ... and unlike the default at 32 chunks a thread, which rolls it 8 at a time: the same code
+  // as unroll=0, and the explain says so.
+  Chosen all = choose("softmax.kdsl", "softmax", DType::f32, 131072, "unroll=64");
+  ASSERT_FALSE(all.s.cache_rows);
+  ASSERT_EQ(all.s.chunks, 32);
+  EXPECT_EQ(all.s.unroll, 0);
+  EXPECT_TRUE(has_reason(all.s,
+                         "unroll=64 is at least the thread's 32 chunks of a row: the "
+                         "chunk loop is unrolled fully"))
+      << reasons(all.s);
+  EXPECT_FALSE(has_reason(all.s, "does not apply")) << reasons(all.s);
+  EXPECT_EQ(
+      without_comments(all.source),
+      without_comments(choose("softmax.kdsl", "softmax", DType::f32, 131072, "unroll=0").source));
+  EXPECT_NE(without_comments(all.source),
+            without_comments(choose("softmax.kdsl", "softmax", DType::f32, 131072, "").source));
   EXPECT_THROW(ScheduleHint::parse("unroll=3"), ScheduleHintError);
   EXPECT_THROW(ScheduleHint::parse("unroll=128"), ScheduleHintError);
   EXPECT_EQ(ScheduleHint::parse("unroll=0").str(), "unroll=0");
