@@ -975,6 +975,47 @@ TEST(RowSchedule, TooManyElementsPerThreadSuggestsWhatExists) {
   EXPECT_TRUE(says(error(DType::bf16, 1 << 23, "group=1024"), "no group holds this row"));
 }
 
+// Column reductions: advice names only a group whose column accumulators in registers stay
+// within the 255 registers a thread has. Beyond the default cluster of 4 CTAs (N = 4194304) the
+// largest cluster would leave 512 elements a thread, each with its accumulators: no advice.
+TEST(RowSchedule, ColumnReductionAdviceKeepsTheAccumulatorsInAThreadsRegisters) {
+  auto error = [](const char* file, const char* kernel, DType t, int64_t n,
+                  const std::string& hint = "") -> std::string {
+    try {
+      choose(file, kernel, t, n, hint);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  for (DType t : {DType::f32, DType::bf16}) {
+    const std::string ln = error("layer_norm.kdsl", "layer_norm_bwd", t, 4194304);
+    EXPECT_NE(ln.find("no group holds this row: with group=8192,cluster=8 a thread would hold "
+                      "1024 column accumulators in registers, more than the 255 it has"),
+              std::string::npos)
+        << ln;
+    EXPECT_EQ(ln.find("try --schedule"), std::string::npos) << ln;
+    const std::string rn = error("rms_norm.kdsl", "rms_norm_bwd", t, 4194304);
+    EXPECT_NE(rn.find("a thread would hold 512 column accumulators"), std::string::npos) << rn;
+    // A user's group gets the same answer.
+    const std::string hinted = error("rms_norm.kdsl", "rms_norm_bwd", t, 4194304, "group=1024");
+    EXPECT_NE(hinted.find("(at most 512; no group holds this row: with group=8192,cluster=8"),
+              std::string::npos)
+        << hinted;
+  }
+  // With cluster=1 at N = 1048576 (f32: 1024 elements a thread on one CTA), 2048 and 4096
+  // threads would leave 512 and 256 accumulators a thread: the advice is 8192 (128).
+  const std::string one = error("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 1048576, "cluster=1");
+  EXPECT_NE(one.find("at most 512; try --schedule group=8192,cluster=8)"), std::string::npos)
+      << one;
+  EXPECT_EQ(error("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 1048576, "group=8192,cluster=8"),
+            "no error");
+  // Without column reductions the advice is unchanged: the smallest group that holds the row.
+  EXPECT_NE(error("softmax.kdsl", "softmax_bwd", DType::f32, 1048576, "cluster=1")
+                .find("try --schedule group=2048,cluster=2"),
+            std::string::npos);
+}
+
 TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   Chosen c = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768);
   GeneratedKernel gen = generate(c.k, c.spec, DeviceTarget{});
