@@ -144,7 +144,10 @@ std::string env(const char* name) {
 }
 
 fs::path default_cache_dir() {
-  if (std::string dir = env("KDSL_CACHE_DIR"); !dir.empty()) return fs::absolute(dir);
+  // A blank value is unset, as for the other variables (not a directory named by its blanks).
+  if (std::string dir = env("KDSL_CACHE_DIR"); !trim_blanks(dir).empty()) {
+    return fs::absolute(dir);
+  }
   if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty() && xdg.front() == '/') {
     return fs::path(xdg) / "kdsl";
   }

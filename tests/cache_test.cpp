@@ -113,8 +113,8 @@ TEST_F(CacheTest, ConfigFromEnvironment) {
   ScopedEnv cache("KDSL_CACHE", nullptr);
   ScopedEnv size("KDSL_CACHE_MAX_SIZE", nullptr);
   ScopedEnv fault("KDSL_CACHE_FAULT", nullptr);
-  {
-    ScopedEnv dir("KDSL_CACHE_DIR", nullptr);
+  for (const char* unset : {static_cast<const char*>(nullptr), "", "  ", " \t "}) {
+    ScopedEnv dir("KDSL_CACHE_DIR", unset);  // blanks are unset, not a directory named "  "
     ScopedEnv xdg("XDG_CACHE_HOME", "/xdg/cache");
     EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/xdg/cache/kdsl"));
     ScopedEnv no_xdg("XDG_CACHE_HOME", nullptr);
