@@ -11,6 +11,13 @@
 
 namespace kdsl {
 
+/// The most parameters (tensors and scalars), shape symbols and generics a kernel may have: the
+/// runtime binds a launch's arguments into fixed-size tables (src/runtime_impl.h) and keeps one
+/// bit per tensor in 32-bit masks. Sema reports a kernel beyond them at its name.
+inline constexpr int kMaxKernelParams = 32;
+inline constexpr int kMaxKernelSymbols = 16;
+inline constexpr int kMaxKernelGenerics = 8;
+
 /// A dtype generic of a kernel (`T: (f32, f16, bf16)`) and the dtypes it may take, in the order
 /// written.
 struct GenericInfo {

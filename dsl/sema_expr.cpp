@@ -68,6 +68,18 @@ Form join(Form a, Form b) {
   return a == Form::vector || b == Form::vector ? Form::vector : Form::scalar;
 }
 
+// Operand `i` of `at` (a binary operator or comparison, or a call such as min(a, b)), where a
+// message about it puts its caret; `at` itself when it has no such operand.
+const ast::Expr& operand(const ast::Expr& at, size_t i) {
+  using EK = ast::ExprKind;
+  const size_t at_arg = at.kind == EK::call ? i + 1 : i;
+  if ((at.kind == EK::binary || at.kind == EK::compare || at.kind == EK::call) &&
+      at_arg < at.args.size() && at.args[at_arg]) {
+    return *at.args[at_arg];
+  }
+  return at;
+}
+
 }  // namespace
 
 bool is_builtin(const std::string& name) {
@@ -171,24 +183,50 @@ std::string Lowerer::describe(const Value& v) const {
   }
 }
 
-std::string Lowerer::example_view(int32_t tensor) const {
+std::optional<std::string> Lowerer::example_view(int32_t tensor, size_t* unreachable) const {
   const ir::TensorParam& t = kernel_->tensors[tensor];
   std::string out = t.name + "[";
   std::vector<bool> used(kernel_->loop.size(), false);
+  bool slice = false;  // a view has at most one ':'
   for (size_t ax = 0; ax < t.shape.size(); ++ax) {
-    std::string idx = "?";
-    if (t.shape[ax].symbol >= 0 && t.shape[ax].symbol == kernel_->vector_symbol) idx = ":";
-    for (size_t l = 0; idx == "?" && l < kernel_->loop.size(); ++l) {
+    std::string idx;
+    if (!slice && t.shape[ax].symbol >= 0 && t.shape[ax].symbol == kernel_->vector_symbol) {
+      idx = ":";
+    }
+    for (size_t l = 0; idx.empty() && l < kernel_->loop.size(); ++l) {
       if (!used[l] && kernel_->loop[l].extent == t.shape[ax].symbol) {
         idx = kernel_->loop[l].name;
         used[l] = true;
       }
     }
-    if (idx == "?" && t.shape[ax].symbol < 0) idx = "0";
-    if (idx == "?" && kernel_->vector_symbol < 0 && out.find(':') == std::string::npos) idx = ":";
+    if (idx.empty() && t.shape[ax].symbol < 0) idx = "0";
+    if (idx.empty() && kernel_->vector_symbol < 0 && !slice) idx = ":";
+    if (idx.empty()) {
+      if (unreachable) *unreachable = ax;
+      return std::nullopt;
+    }
+    slice |= idx == ":";
     out += (ax ? ", " : "") + idx;
   }
   return out + "]";
+}
+
+std::string Lowerer::unreachable_axis(int32_t tensor, size_t axis, bool named) const {
+  const ir::TensorParam& t = kernel_->tensors[tensor];
+  std::string loops;
+  for (const ir::LoopVar& l : kernel_->loop) {
+    loops += fmt::format("{}{} over {}", loops.empty() ? "" : ", ", l.name,
+                         kernel_->symbols[l.extent].name);
+  }
+  return fmt::format(
+      "no index fits {} (size {}): ':' takes the vector axis{}, a loop variable an axis of its "
+      "extent ({}), an integer an axis of fixed size",
+      named ? fmt::format("axis {} of '{}'", axis, t.name) : fmt::format("its axis {}", axis),
+      kernel_->symbols[t.shape[axis].symbol].name,
+      kernel_->vector_symbol >= 0
+          ? fmt::format(" ({})", kernel_->symbols[kernel_->vector_symbol].name)
+          : std::string(),
+      loops);
 }
 
 std::vector<std::string> Lowerer::visible_names() const {
@@ -334,11 +372,24 @@ Value Lowerer::vector_of_tensor(int32_t tensor, const ast::Expr& at) {
     n.length = at.span();
     return Value::of(builder_->add(std::move(n)), {t.dtype, Form::vector});
   }
-  diags().error(at.loc,
-                fmt::format("'{}' is a tensor; index it (for example {}) to read a vector "
-                            "or an element",
-                            t.name, example_view(tensor)),
-                at.span());
+  size_t axis = 0;
+  if (auto view = example_view(tensor, &axis)) {
+    diags().error(at.loc,
+                  fmt::format("'{}' is a tensor; index it (for example {}) to read a vector "
+                              "or an element",
+                              t.name, *view),
+                  at.span());
+  } else {
+    auto& d = diags().error(
+        at.loc,
+        fmt::format("'{}' is a tensor, but {}", t.name, unreachable_axis(tensor, axis, false)),
+        at.span());
+    if (t.shape.size() == 1 && kernel_->vector_symbol >= 0) {
+      d.hint = fmt::format("to read '{}' as a vector along {}, give it the shape ({},)", t.name,
+                           kernel_->symbols[kernel_->vector_symbol].name,
+                           kernel_->symbols[kernel_->vector_symbol].name);
+    }
+  }
   return Value::error();
 }
 
@@ -530,8 +581,8 @@ Value Lowerer::select(const Value& c0, const Value& a0, const Value& b0, const a
 
 Value Lowerer::binary(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at,
                       const char* spelling) {
-  if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, at);
-  if (b.kind == Kind::tensor) b = vector_of_tensor(b.index, at);
+  if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, operand(at, 0));
+  if (b.kind == Kind::tensor) b = vector_of_tensor(b.index, operand(at, 1));
   if (a.is_error() || b.is_error()) return Value::error();
   std::string what = fmt::format("'{}'", spelling);
   if (!expect_node(a, at, what.c_str()) || !expect_node(b, at, what.c_str())) {
@@ -580,8 +631,8 @@ Value Lowerer::binary(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at,
 
 Value Lowerer::compare(ir::CompareFn fn, Value a, Value b, const ast::Expr& at,
                        const char* spelling) {
-  if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, at);
-  if (b.kind == Kind::tensor) b = vector_of_tensor(b.index, at);
+  if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, operand(at, 0));
+  if (b.kind == Kind::tensor) b = vector_of_tensor(b.index, operand(at, 1));
   if (a.is_error() || b.is_error()) return Value::error();
   std::string what = fmt::format("'{}'", spelling);
   if (!expect_node(a, at, what.c_str()) || !expect_node(b, at, what.c_str())) {

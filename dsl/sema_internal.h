@@ -231,8 +231,13 @@ class Lowerer {
   bool unify(Value& a, Value& b, const ast::Expr& at, const char* spelling);
   bool expect_node(const Value& v, const ast::Expr& at, const char* what);
   std::string describe(const Value& v) const;
-  /// How tensor `tensor` could be indexed here, for hints: `x[m, :]`, `rstd[m]`.
-  std::string example_view(int32_t tensor) const;
+  /// How tensor `tensor` could be indexed here, for hints: `x[m, :]`, `rstd[m]`; nullopt when
+  /// no index of this kernel fits one of its axes (a symbol that is neither the vector axis nor
+  /// a free loop variable's extent), that axis then in `*unreachable`.
+  std::optional<std::string> example_view(int32_t tensor, size_t* unreachable = nullptr) const;
+  /// "no index fits axis A of 'w' (size K): ..." (`named`; else "its axis A") with what each
+  /// index takes, for messages.
+  std::string unreachable_axis(int32_t tensor, size_t axis, bool named = true) const;
   const ast::Expr* keyword(const ast::Expr& call, const std::string& name) const;
 
   // Statements.

@@ -494,6 +494,27 @@ struct HeaderBuilder {
     return nullptr;
   }
 
+  // The runtime's fixed-size argument tables (kMaxKernelParams and the others, sema.h): each
+  // limit a kernel exceeds is an error at its name.
+  void check_limits() {
+    auto limit = [&](size_t count, int most, const char* what, const char* hint) {
+      if (count <= static_cast<size_t>(most)) return;
+      diags()
+          .error(fn.loc,
+                 fmt::format("kernel '{}' has {} {}; a kernel may have at most {}", fn.name, count,
+                             what, most),
+                 static_cast<uint32_t>(fn.name.size()))
+          .hint = hint;
+      ok = false;
+    };
+    limit(sig.params.size(), kMaxKernelParams, "parameters (tensors and scalars)",
+          "stack tensors of one shape along a new axis, or split the kernel");
+    limit(sig.symbols.size(), kMaxKernelSymbols, "shape symbols",
+          "axes of equal size can share a symbol");
+    limit(sig.generics.size(), kMaxKernelGenerics, "generics",
+          "tensors of one dtype can share a generic");
+  }
+
   void decorators() {
     bool marked = false;
     for (const auto& d : fn.decorators) {
@@ -525,6 +546,7 @@ std::optional<KernelSignature> build_signature(ModuleScope& scope, const ast::Fu
   for (const ast::Param& p : fn.params) h.param(p);
   if (fn.returns) h.error(*fn.returns, "kernels return results through Out[...] parameters");
   if (!h.ok) return std::nullopt;
+  h.check_limits();
   h.check_generics_inferable();
   h.loop();
   if (!h.ok) return std::nullopt;

@@ -634,7 +634,10 @@ Value Lowerer::call_helper(const ast::FunctionDef& fn, const ast::Expr& e,
                                           "take numbers and vectors",
                                           t.name),
                               where[i]->span());
-      d.hint = fmt::format("pass a view such as {}", example_view(v.index));
+      size_t axis = 0;
+      const auto view = example_view(v.index, &axis);
+      d.hint =
+          view ? fmt::format("pass a view such as {}", *view) : unreachable_axis(v.index, axis);
       return Value::error();
     }
     if (p.annotation) {

@@ -144,7 +144,10 @@ std::string env(const char* name) {
 }
 
 fs::path default_cache_dir() {
-  if (std::string dir = env("KDSL_CACHE_DIR"); !dir.empty()) return fs::absolute(dir);
+  // A blank value is unset, as for the other variables (not a directory named by its blanks).
+  if (std::string dir = env("KDSL_CACHE_DIR"); !trim_blanks(dir).empty()) {
+    return fs::absolute(dir);
+  }
   if (std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty() && xdg.front() == '/') {
     return fs::path(xdg) / "kdsl";
   }
@@ -355,7 +358,8 @@ void DiskCache::warn_io(const std::string& what) {
 }
 
 std::optional<CompiledEntry> DiskCache::lookup(const fs::path& path, const CacheKeyInputs& key,
-                                               const std::string& canonical, bool second_look) {
+                                               const std::string& canonical, bool second_look,
+                                               std::string* blocked) {
   ReadResult r = read_entry(path, config_.faults);
   std::string problem = r.problem;
   if (r.status == ReadResult::kOk && r.entry.key != canonical) {
@@ -378,12 +382,27 @@ std::optional<CompiledEntry> DiskCache::lookup(const fs::path& path, const Cache
     case ReadResult::kDamaged:
       break;
   }
-  if (second_look) {  // with the lock held (when locking works), so no writer races the removal
+  if (!second_look) return std::nullopt;
+  // With the lock held (when locking works), so no writer races the removal. A directory in the
+  // entry's place is not kdsl's: removed only when empty (rmdir), else left as it is, with what
+  // is in it, and the kernel is not stored (its file could not be renamed over a directory).
+  struct stat st {};
+  const bool dir = ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  const int err = (dir ? ::rmdir(path.c_str()) : ::unlink(path.c_str())) == 0 ? 0 : errno;
+  if (err == 0 || err == ENOENT) {
     log().warn("kdsl cache: removed the entry {} for kernel '{}' ({}): {}; compiling it again",
-               path.string(), key.kernel_symbol, key.arch, problem);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      warn_io(fmt::format("cannot remove {}: {}", path.string(), std::strerror(errno)));
-    }
+               path.string(), key.kernel_symbol, key.arch, dir ? "an empty directory" : problem);
+  } else if (dir && (err == ENOTEMPTY || err == EEXIST)) {
+    *blocked = fmt::format("{} is a directory that is not empty, in the place of the entry",
+                           path.string());
+    log().warn(
+        "kdsl cache: the entry {} for kernel '{}' ({}) is a directory that is not empty; it is "
+        "left in place, and the kernel is compiled without being stored (remove the directory to "
+        "cache it again)",
+        path.string(), key.kernel_symbol, key.arch);
+  } else {
+    warn_io(fmt::format("cannot remove the damaged entry {} for kernel '{}' ({}; {}): {}",
+                        path.string(), key.kernel_symbol, key.arch, problem, std::strerror(err)));
   }
   return std::nullopt;
 }
@@ -431,7 +450,8 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
     return result;
   }
   const fs::path path = entry_path(result.key_hex);
-  auto hit = lookup(path, key, canonical, /*second_look=*/false);
+  std::string blocked;  // why the entry's place cannot take the entry
+  auto hit = lookup(path, key, canonical, /*second_look=*/false, &blocked);
   std::optional<EntryLock> lock;
   if (!hit) {
     ::mkdir(path.parent_path().c_str(), 0700);  // failures show up as lock or write errors
@@ -439,7 +459,7 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
     lock = EntryLock::acquire(fs::path(path) += ".lock", config_.lock_timeout, config_.faults,
                               &lock_error);
     if (!lock) log().debug("kdsl cache: going on without the entry lock: {}", lock_error);
-    hit = lookup(path, key, canonical, /*second_look=*/true);
+    hit = lookup(path, key, canonical, /*second_look=*/true, &blocked);
   }
   if (hit) {
     ++hits_;
@@ -449,7 +469,7 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
     return result;
   }
   compile_now();  // on an exception, `lock` is released and nothing is stored
-  result.not_stored = store(path, canonical, meta, result.cubin);
+  result.not_stored = blocked.empty() ? store(path, canonical, meta, result.cubin) : blocked;
   const bool stored = result.not_stored.empty();
   lock.reset();
   if (stored && config_.max_bytes > 0) evict(path);

@@ -139,8 +139,12 @@ class DiskCache {
 
  private:
   bool usable();
+  /// The entry at `path` when it is valid for `key`. On the second look (`locked`), a damaged
+  /// entry is removed, or, where that cannot be done safely (a directory with files in it), left
+  /// in place with `*blocked` set to why the kernel cannot be stored there.
   std::optional<CompiledEntry> lookup(const std::filesystem::path& path, const CacheKeyInputs& key,
-                                      const std::string& canonical, bool locked);
+                                      const std::string& canonical, bool locked,
+                                      std::string* blocked);
   /// "" when stored, else what failed.
   std::string store(const std::filesystem::path& path, const std::string& canonical,
                     const std::string& meta, const std::string& cubin);

@@ -126,10 +126,8 @@ class RowEmitter {
     return s_.stream && loop_view(accesses_[access].view) ? "true" : "false";
   }
   std::string vstride(int access) const;
-  bool fast(int32_t tensor) const {
-    return ((spec_.aligned_mask & spec_.contiguous_mask) >> tensor) & 1u;
-  }
-  bool contiguous(int32_t tensor) const { return (spec_.contiguous_mask >> tensor) & 1u; }
+  bool fast(int32_t tensor) const { return spec_.fast(tensor); }
+  bool contiguous(int32_t tensor) const { return spec_.contiguous(tensor); }
   std::string in_range() const;
   /// Opens the unrolled loop over the thread's C chunks of a row, with the chunk's first column
   /// (`col`) and whether it lies in the row (`in_range`); the caller closes it.
@@ -1417,7 +1415,7 @@ GeneratedKernel RowEmitter::run() {
   analyze();
   uint32_t vector_tensors = 0;
   for (const Access& a : accesses_) {
-    if (vector_view(a.view)) vector_tensors |= 1u << a.tensor;
+    if (vector_view(a.view)) vector_tensors |= tensor_bit(a.tensor);
   }
   sym_ = spec_.symbol(k_.name, vector_tensors);
   plan_.symbol = sym_;
@@ -1452,7 +1450,8 @@ GeneratedKernel RowEmitter::run() {
   }
   plan_.reasons.push_back(cuda::math_note(k_));
   for (size_t t = 0; t < k_.tensors.size(); ++t) {
-    if (fast(static_cast<int32_t>(t)) && ((vector_tensors >> t) & 1u) && vec_ > 1) {
+    if (fast(static_cast<int32_t>(t)) && (vector_tensors & tensor_bit(static_cast<int32_t>(t))) &&
+        vec_ > 1) {
       plan_.aligned_tensors.push_back(static_cast<uint32_t>(t));
     }
   }

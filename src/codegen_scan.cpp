@@ -528,9 +528,9 @@ std::string Emitter::extent_product(const std::vector<int>& loops) const {
 
 GeneratedKernel Emitter::run() {
   uint32_t vector_tensors = 0;
-  for (const Access& a : p_.accesses) vector_tensors |= 1u << a.tensor;
+  for (const Access& a : p_.accesses) vector_tensors |= tensor_bit(a.tensor);
   for (const ir::Store& st : k_.stores) {
-    if (has_vector_axis(st.view)) vector_tensors |= 1u << st.tensor;
+    if (has_vector_axis(st.view)) vector_tensors |= tensor_bit(st.tensor);
   }
   // Only scan.rows with vector accesses depends on the alignment flags of the specialization.
   sym_ = spec_.symbol(k_.name, s_.columns || s_.vp == 1 ? 0u : vector_tensors);
@@ -545,7 +545,8 @@ GeneratedKernel Emitter::run() {
   plan_.max_ctas_per_sm = static_cast<uint32_t>(s_.ctas_per_sm);
   if (s_.vector_fast) {
     for (size_t t = 0; t < k_.tensors.size(); ++t) {
-      if ((vector_tensors >> t) & 1u) plan_.aligned_tensors.push_back(static_cast<uint32_t>(t));
+      if (vector_tensors & tensor_bit(static_cast<int32_t>(t)))
+        plan_.aligned_tensors.push_back(static_cast<uint32_t>(t));
     }
   }
   check_smem();

@@ -45,7 +45,7 @@ Problem make_problem(std::shared_ptr<const FrontEnd> fe, const ProblemSpec& ps) 
   p.schedule = ps.schedule;
   p.use_tuning_db = ps.use_tuning_db;
   if (sig.vector_symbol >= 0) p.spec.vector_extent = p.symbols[sig.vector_symbol];
-  p.spec.aligned_mask = p.spec.contiguous_mask = ~0u;
+  set_row_major_masks(p.spec, sig, p.symbols);  // the row-major tensors made below
   p.ir = lower_specialized(*p.fe, sig.name, p.spec);
   std::map<std::string, bool> used;
   for (size_t t = 0; t < p.ir.tensors.size(); ++t) {

@@ -77,7 +77,8 @@ class GpuRun {
   const detail::LoadedSpec& loaded() const { return *loaded_; }
   const std::vector<Arg>& args() const { return args_; }
   /// The specialization a launch with these arguments selects (their alignment and layout
-  /// bits), which keys the runtime's lookups; Problem::spec marks every tensor aligned.
+  /// bits), which keys the runtime's lookups; Problem::spec has the bits of these row-major
+  /// tensors too (set_row_major_masks), so the two agree.
   Specialization specialization() const {
     detail::BoundArgs b;
     kernel_.bind(args_, b);

@@ -190,14 +190,16 @@ size_t SpecKeyHash::operator()(const SpecKey& k) const {
 
 KernelImpl::KernelImpl(std::shared_ptr<const FrontEnd> fe, const KernelSignature* sig)
     : fe_(std::move(fe)), sig_(sig) {
-  if (sig->params.size() > static_cast<size_t>(kMaxParams) ||
-      sig->symbols.size() > static_cast<size_t>(kMaxSymbols) ||
-      sig->generics.size() > static_cast<size_t>(kMaxGenerics)) {
-    throw ArgumentError(
-        fmt::format("kernel '{}' has more than {} parameters, {} shape symbols or "
-                    "{} generics, which the runtime does not support",
-                    sig->name, kMaxParams, kMaxSymbols, kMaxGenerics));
-  }
+  // A backstop: sema reports a kernel beyond these limits (dsl/sema.h) at its name.
+  auto limit = [&](size_t count, int most, const char* what) {
+    if (count > static_cast<size_t>(most)) {
+      throw ArgumentError(fmt::format("kernel '{}' has {} {}; the runtime supports at most {}",
+                                      sig->name, count, what, most));
+    }
+  };
+  limit(sig->params.size(), kMaxParams, "parameters");
+  limit(sig->symbols.size(), kMaxSymbols, "shape symbols");
+  limit(sig->generics.size(), kMaxGenerics, "generics");
   for (const SignatureParam& p : sig->params) {
     if (p.shape.size() > static_cast<size_t>(kMaxRank)) {
       throw ArgumentError(
@@ -287,9 +289,6 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
       fail(i, fmt::format("expected {} {}, got {} {}", axes(p.shape.size()), declared_shape(sig, p),
                           axes(static_cast<size_t>(std::max(t.rank, 0))), shape_str(t)));
     }
-    uint64_t size = dtype_size(t.dtype);
-    bool aligned = reinterpret_cast<uintptr_t>(t.data) % 16 == 0;
-    bool contiguous = true;
     for (int32_t ax = 0; ax < t.rank; ++ax) {
       const ir::Extent& e = p.shape[ax];
       int64_t n = t.shape[ax];
@@ -308,11 +307,6 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
                             sig.symbols[e.symbol].name, b.symbols[e.symbol],
                             sig.params[from / kMaxRank].name, from % kMaxRank));
       }
-      if (e.symbol >= 0 && e.symbol == sig.vector_symbol) {
-        contiguous = contiguous && (t.strides[ax] == 1 || n == 1);
-      } else if (n > 1 && (static_cast<uint64_t>(t.strides[ax]) * size) % 16 != 0) {
-        aligned = false;
-      }
     }
     if (!span_bytes(t)) {
       fail(i, fmt::format("sizes {} and strides {} address more than 2^63 bytes", shape_str(t),
@@ -326,8 +320,11 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
                             *ax, t.shape[*ax], t.strides[*ax]));
       }
     }
-    if (aligned) b.aligned |= 1u << slot;
-    if (contiguous) b.contiguous |= 1u << slot;
+    const TensorLayoutBits bits =
+        tensor_layout_bits(p.shape, sig.vector_symbol, t.shape, t.strides, dtype_size(t.dtype),
+                           reinterpret_cast<uintptr_t>(t.data) % 16 == 0);
+    if (bits.aligned) b.aligned |= 1u << slot;
+    if (bits.contiguous) b.contiguous |= 1u << slot;
   }
   // Outputs must not overlap any other argument.
   for (size_t i = 0; i < args.size(); ++i) {

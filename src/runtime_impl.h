@@ -12,14 +12,16 @@
 #include <vector>
 
 #include "compiler.h"
+#include "dsl/sema.h"
 #include "kdsl/kdsl.h"
 #include "launch_plan.h"
 
 namespace kdsl::detail {
 
-inline constexpr int kMaxParams = 32;
-inline constexpr int kMaxSymbols = 16;
-inline constexpr int kMaxGenerics = 8;
+// The front end's limits (dsl/sema.h), which size the tables below.
+inline constexpr int kMaxParams = kMaxKernelParams;
+inline constexpr int kMaxSymbols = kMaxKernelSymbols;
+inline constexpr int kMaxGenerics = kMaxKernelGenerics;
 inline constexpr uint32_t kMaxParamBytes = 4096;  // the classic 4 KiB kernel-parameter limit
 inline constexpr size_t kMaxWorkspaces = 8;
 

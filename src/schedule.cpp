@@ -14,6 +14,8 @@ namespace {
 // Every thread holds its share of a row in an unrolled loop (code size grows with it), with
 // 32-bit column indices. The largest share tested is 256 elements (bf16 N = 262144).
 constexpr int64_t kMaxElementsPerThread = 512;
+// The registers a thread can have (sm_50 and newer).
+constexpr int64_t kMaxRegistersPerThread = 255;
 
 // Per IR node, the reductions on its longest path from the inputs, itself included: a row
 // reduction of values that need no reduction is at depth 1, softmax's sum (of exp(x - max)) at 2.
@@ -59,7 +61,7 @@ Words cached_words(const ir::Kernel& k, const Specialization& spec, bool pack, i
   Words w;
   for (const ir::Node& n : k.nodes) {
     if (n.op != ir::Op::load || n.type.form != ir::Form::vector) continue;
-    bool fast = ((spec.aligned_mask & spec.contiguous_mask) >> n.index) & 1u;
+    bool fast = spec.fast(n.index);
     bool packed = pack && vec >= 2 && fast && dtype_size(n.type.dtype) == 2;
     double words = packed ? 0.5 : reg_words(n.type.dtype);
     (has_loop_axis(n.view) ? w.row : w.invariant) += words;
@@ -70,6 +72,15 @@ Words cached_words(const ir::Kernel& k, const Specialization& spec, bool pack, i
     }
   }
   return w;
+}
+
+// The column accumulators a thread of schedule `s` of `k` holds in registers (none when they are
+// in shared memory).
+int64_t register_accumulators(const ir::Kernel& k, const Specialization& spec,
+                              const RowSchedule& s) {
+  if (!s.column_reduction || s.smem_columns) return 0;
+  return static_cast<int64_t>(int64_t{s.chunks} * s.vec *
+                              cached_words(k, spec, s.pack, s.vec).column);
 }
 
 }  // namespace
@@ -176,7 +187,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
       vec_access |= st.tensor == (int32_t)t && has_vector_axis(st.view);
     if (!vec_access) continue;
     min_size = std::min(min_size, dtype_size(k.tensors[t].dtype));
-    any_fast |= ((spec.aligned_mask & spec.contiguous_mask) >> t) & 1u;
+    any_fast |= spec.fast(static_cast<int32_t>(t));
   }
   s.vec = 1;
   if (any_fast) {
@@ -521,12 +532,18 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
                                    : "online=1 does not apply: no sum of exp(x - c) after a "
                                      "reduction of x");
   }
-  if (hint.unroll && *hint.unroll > 0) {
+  // What the hint does: nothing where the rows are held in registers (each phase holds them, so
+  // none rolls); a full unroll where it is at least the thread's chunks, which differs from the
+  // default where that rolls (kRollFromChunks chunks and more).
+  if (hint.unroll && s.cache_rows) {
     s.reasons.push_back(
-        s.unroll == 0 ? fmt::format("unroll={} does not apply: a thread has {} chunk{} of a row",
-                                    *hint.unroll, s.chunks, s.chunks == 1 ? "" : "s")
-        : s.cache_rows
-            ? fmt::format("unroll={} does not apply: the rows are held in registers", s.unroll)
+        fmt::format("unroll={} does not apply: the rows are held in registers", *hint.unroll));
+  } else if (hint.unroll && *hint.unroll > 0) {
+    s.reasons.push_back(
+        s.unroll == 0
+            ? fmt::format("unroll={} is at least the thread's {} chunk{} of a row: the chunk loop "
+                          "is unrolled fully",
+                          *hint.unroll, s.chunks, s.chunks == 1 ? "" : "s")
             : fmt::format("streamed phases unrolled {} chunk{} at a time (the phases that hold "
                           "no registers across chunks)",
                           s.unroll, s.unroll == 1 ? "" : "s"));
@@ -581,7 +598,7 @@ StagedLoad staged_load(const ir::Kernel& k, const Specialization& spec, const ir
   if (node.type.form == ir::Form::scalar) {
     return bytes == 4 || bytes == 8 ? StagedLoad::scalar : StagedLoad::none;
   }
-  bool fast = ((spec.aligned_mask & spec.contiguous_mask) >> node.index) & 1u;
+  bool fast = spec.fast(node.index);
   return node.type.form == ir::Form::vector && fast && bytes * static_cast<size_t>(vec) == 16
              ? StagedLoad::row
              : StagedLoad::none;
@@ -618,67 +635,94 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
         "{}: rows of N = {} elements are beyond the row schedule (N must be below 2^31)", k.name,
         n));
   }
-  if (int64_t{s.chunks} * s.vec > kMaxElementsPerThread && hint.group) {
-    // The largest group: 1024 threads per CTA, times 8 CTAs of a cluster where the target has
-    // clusters. Advice only where a larger group would hold the row.
-    const int64_t max_group = supports_clusters(target) ? 8 * 1024 : 1024;
-    const int64_t vectors = (n + s.vec - 1) / s.vec;
-    const bool fits = (vectors + max_group - 1) / max_group * s.vec <= kMaxElementsPerThread;
-    const char* advice = !fits || *hint.group >= max_group ? "no group holds this row"
-                         : *hint.group >= 1024             ? "give a larger group, with cluster"
-                                                           : "give a larger group";
+  if (int64_t{s.chunks} * s.vec <= kMaxElementsPerThread) return s;
+  // Beyond the row schedule. Advice only where a larger group holds the row: up to 1024 threads
+  // on one CTA, or a cluster of up to 8 CTAs of 1024 where the target has clusters; and, with
+  // column reductions, where a thread's column accumulators in registers stay within the 255
+  // registers it has (kMaxRegistersPerThread): beyond them they spill to local memory (for
+  // layer_norm_bwd at N = 4194304, 8 CTAs of 1024 would leave 1024 a thread).
+  const int64_t vectors = (n + s.vec - 1) / s.vec;
+  const int64_t max_group = supports_clusters(target) ? 8 * 1024 : 1024;
+  auto holds_elements = [&](int64_t g) {
+    return (vectors + g - 1) / g * s.vec <= kMaxElementsPerThread;
+  };
+  // The column accumulators a thread holds in registers with `g` threads per row (a cluster of
+  // g / 1024 CTAs beyond 1024), or -1 where no schedule has that group.
+  auto accumulators_at = [&](int64_t g) -> int64_t {
+    if (!s.column_reduction) return 0;
+    ScheduleHint h = hint;
+    h.group = static_cast<int>(g);
+    h.cluster = g > 1024 ? std::optional<int>(static_cast<int>(g / 1024)) : std::nullopt;
+    try {
+      return register_accumulators(k, spec, choose_row_schedule_unchecked(k, spec, target, h));
+    } catch (const ScheduleHintError&) {
+      return -1;
+    }
+  };
+  // The smallest group above `from` that holds the row (0: none), and else, where only the
+  // column accumulators keep a group from holding it, why.
+  auto larger_group = [&](int64_t from, std::string* why) -> int64_t {
+    for (int64_t g = 2 * from; g <= max_group; g *= 2) {
+      if (!holds_elements(g)) continue;
+      const int64_t held = accumulators_at(g);
+      if (held >= 0 && held <= kMaxRegistersPerThread) return g;
+      if (held > kMaxRegistersPerThread) {
+        *why = fmt::format(
+            "no group holds this row: with group={}{} a thread would hold {} column "
+            "accumulators in registers, more than the {} it has",
+            g, g > 1024 ? fmt::format(",cluster={}", g / 1024) : "", held, kMaxRegistersPerThread);
+      }
+    }
+    return 0;
+  };
+  if (hint.group) {
+    std::string advice = "no group holds this row";
+    if (const int64_t g = larger_group(*hint.group, &advice); g > 0) {
+      advice = g > 1024 ? "give a larger group, with cluster" : "give a larger group";
+    }
     throw ScheduleHintError(fmt::format(
         "schedule hint group={}: {} elements per thread at N = {}, beyond the row schedule (at "
         "most {}; {})",
         *hint.group, int64_t{s.chunks} * s.vec, n, kMaxElementsPerThread, advice));
   }
-  if (int64_t{s.chunks} * s.vec > kMaxElementsPerThread) {
-    // Advice where a larger group holds the row: up to 1024 threads on one CTA, or a cluster of
-    // up to 8 CTAs of 1024 where the target has clusters.
-    const int64_t vectors = (n + s.vec - 1) / s.vec;
-    const int64_t max_group = supports_clusters(target) ? 8 * 1024 : 1024;
-    std::string advice = "no group holds this row";
-    // Rows beyond one CTA of 1024 threads (more than 512 elements a thread: 16-bit N above
-    // 524288, or an odd N, element by element, above 524288) of kernels without column
-    // reductions go to the smallest cluster of CTAs of 1024 threads that holds them, streamed (a
-    // user's cluster= taken as given: its CTAs get 1024 threads). Not measured; kdsl tune times
-    // other clusters. Column reductions keep the error: their accumulators (C * VEC a thread)
-    // would spill.
-    auto widened = [&](int64_t g) {
-      ScheduleHint wide = hint;
-      wide.group = static_cast<int>(g);
-      wide.cluster = static_cast<int>(g / 1024);
-      RowSchedule c = choose_row_schedule_unchecked(k, spec, target, wide);
-      // The user's own hint is noted, not the widened one.
-      c.reasons.erase(
-          std::remove_if(c.reasons.begin(), c.reasons.end(),
-                         [](const std::string& r) { return r.rfind("schedule hint: ", 0) == 0; }),
-          c.reasons.end());
-      if (!hint.empty()) c.reasons.push_back("schedule hint: " + hint.str());
-      c.reasons.push_back(fmt::format(
-          "more than {} elements a thread on one CTA: a cluster of {} CTAs of 1024 threads per "
-          "row (not measured; kdsl tune times other clusters)",
-          kMaxElementsPerThread, g / 1024));
-      return c;
-    };
-    const bool widen = supports_clusters(target) && !s.column_reduction;
-    if (widen && hint.cluster && *hint.cluster > 1) {
-      const int64_t g = 1024 * int64_t{*hint.cluster};
-      if ((vectors + g - 1) / g * s.vec <= kMaxElementsPerThread) return widened(g);
-    }
-    for (int64_t g = 2 * int64_t{s.group}; g <= max_group; g *= 2) {
-      if ((vectors + g - 1) / g * s.vec > kMaxElementsPerThread) continue;
-      if (widen && !hint.cluster && g > 1024) return widened(g);
-      advice = g > 1024 ? fmt::format("try --schedule group={},cluster={}", g, g / 1024)
-                        : fmt::format("try --schedule group={}", g);
-      break;
-    }
-    throw ArgumentError(fmt::format(
-        "{}: rows of N = {} elements are beyond the row schedule ({} elements per thread, at "
-        "most {}; {})",
-        k.name, n, int64_t{s.chunks} * s.vec, kMaxElementsPerThread, advice));
+  std::string advice = "no group holds this row";
+  // Rows beyond one CTA of 1024 threads (more than 512 elements a thread: 16-bit N above
+  // 524288, or an odd N, element by element, above 524288) of kernels without column
+  // reductions go to the smallest cluster of CTAs of 1024 threads that holds them, streamed (a
+  // user's cluster= taken as given: its CTAs get 1024 threads). Not measured; kdsl tune times
+  // other clusters. Column reductions keep the error: their accumulators (C * VEC a thread)
+  // would spill.
+  auto widened = [&](int64_t g) {
+    ScheduleHint wide = hint;
+    wide.group = static_cast<int>(g);
+    wide.cluster = static_cast<int>(g / 1024);
+    RowSchedule c = choose_row_schedule_unchecked(k, spec, target, wide);
+    // The user's own hint is noted, not the widened one.
+    c.reasons.erase(
+        std::remove_if(c.reasons.begin(), c.reasons.end(),
+                       [](const std::string& r) { return r.rfind("schedule hint: ", 0) == 0; }),
+        c.reasons.end());
+    if (!hint.empty()) c.reasons.push_back("schedule hint: " + hint.str());
+    c.reasons.push_back(fmt::format(
+        "more than {} elements a thread on one CTA: a cluster of {} CTAs of 1024 threads per "
+        "row (not measured; kdsl tune times other clusters)",
+        kMaxElementsPerThread, g / 1024));
+    return c;
+  };
+  const bool widen = supports_clusters(target) && !s.column_reduction;
+  if (widen && hint.cluster && *hint.cluster > 1) {
+    const int64_t g = 1024 * int64_t{*hint.cluster};
+    if (holds_elements(g)) return widened(g);
   }
-  return s;
+  if (const int64_t g = larger_group(s.group, &advice); g > 0) {
+    if (widen && !hint.cluster && g > 1024) return widened(g);
+    advice = g > 1024 ? fmt::format("try --schedule group={},cluster={}", g, g / 1024)
+                      : fmt::format("try --schedule group={}", g);
+  }
+  throw ArgumentError(fmt::format(
+      "{}: rows of N = {} elements are beyond the row schedule ({} elements per thread, at "
+      "most {}; {})",
+      k.name, n, int64_t{s.chunks} * s.vec, kMaxElementsPerThread, advice));
 }
 
 namespace {

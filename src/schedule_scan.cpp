@@ -295,7 +295,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
       ref_tensor = tensor;
       ref = view;
     }
-    vector_tensors |= 1u << tensor;
+    vector_tensors |= tensor_bit(tensor);
     const DType dt = k.tensors[tensor].dtype;
     vmin = std::min(vmin, dtype_size(dt));
     vmax = std::max(vmax, dtype_size(dt));

@@ -113,8 +113,8 @@ TEST_F(CacheTest, ConfigFromEnvironment) {
   ScopedEnv cache("KDSL_CACHE", nullptr);
   ScopedEnv size("KDSL_CACHE_MAX_SIZE", nullptr);
   ScopedEnv fault("KDSL_CACHE_FAULT", nullptr);
-  {
-    ScopedEnv dir("KDSL_CACHE_DIR", nullptr);
+  for (const char* unset : {static_cast<const char*>(nullptr), "", "  ", " \t "}) {
+    ScopedEnv dir("KDSL_CACHE_DIR", unset);  // blanks are unset, not a directory named "  "
     ScopedEnv xdg("XDG_CACHE_HOME", "/xdg/cache");
     EXPECT_EQ(CacheConfig::from_env().dir, fs::path("/xdg/cache/kdsl"));
     ScopedEnv no_xdg("XDG_CACHE_HOME", nullptr);
@@ -418,6 +418,46 @@ TEST_F(DamagedEntryTest, FifoInPlaceOfTheEntry) {
         ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << p;
       },
       "not a regular file");
+}
+
+// An empty directory in the entry's place holds nothing of anyone's: removed, and the entry
+// rebuilt, with one warning that says what was removed.
+TEST_F(DamagedEntryTest, EmptyDirectoryInPlaceOfTheEntry) {
+  expect_rebuilt(
+      [](const fs::path& p) {
+        fs::remove(p);
+        fs::create_directory(p);
+      },
+      "): an empty directory; compiling it again");
+}
+
+// A directory with files in the entry's place is not kdsl's to delete: it is left as it is, the
+// kernel compiled and not stored, with one warning that says so (not "removed" and then "cannot
+// remove").
+TEST_F(DamagedEntryTest, DirectoryWithFilesInPlaceOfTheEntryIsLeftAlone) {
+  DiskCache cache(config());
+  FakeCompiler c{test_key()};
+  const fs::path path = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  fs::remove(path);
+  fs::create_directory(path);
+  write_file(path / "notes.txt", "someone's data");
+  for (int run = 1; run <= 2; ++run) {
+    const size_t before = warnings().size();
+    CompiledEntry e = cache.get_or_compile(c.key, "{}", c.fn());
+    EXPECT_FALSE(e.hit);
+    EXPECT_EQ(e.cubin, fake_cubin(c.key));
+    EXPECT_EQ(c.calls, 1 + run);
+    EXPECT_NE(e.not_stored.find("is a directory that is not empty"), std::string::npos)
+        << e.not_stored;
+    auto w = warnings();
+    ASSERT_EQ(w.size(), before + 1) << "expected exactly one warning";
+    EXPECT_NE(w.back().find(path.string() + " for kernel '" + c.key.kernel_symbol +
+                            "' (sm_90) is a directory that is not empty; it is left in place"),
+              std::string::npos)
+        << w.back();
+    EXPECT_EQ(w.back().find("removed"), std::string::npos) << w.back();
+    EXPECT_EQ(read_file(path / "notes.txt"), "someone's data");
+  }
 }
 
 TEST_F(DamagedEntryTest, GarbageFile) {

@@ -299,6 +299,37 @@ TEST_F(CliTest, EmitIrCudaExplainPtx) {
   EXPECT_EQ(count_lines(two.err), 1u) << two.err;
 }
 
+// The command line assumes row-major tensors, as kdsl run creates and a launch of fresh PyTorch
+// tensors passes: a vector axis that is not a tensor's last steps D elements, so emit shows (and
+// compile caches) the strided specialization a launch selects, not one with unit strides.
+TEST_F(CliTest, EmitOfAStridedVectorAxisUsesItsStride) {
+  const std::string mid = path("mid.kdsl"), last = path("last.kdsl");
+  write_file(mid,
+             "@kernel\ndef k(x: Tensor[f32, (B, L, D)], *, y: Out[f32, (B, L, D)]):\n"
+             "    for b, d in parallel(B, D):\n        y[b, :, d] = x[b, :, d] * 2.0\n");
+  write_file(last,
+             "@kernel\ndef k(x: Tensor[f32, (B, D, L)], *, y: Out[f32, (B, D, L)]):\n"
+             "    for b, d in parallel(B, D):\n        y[b, d, :] = x[b, d, :] * 2.0\n");
+  CliResult strided = kdsl({"emit", mid, "-k", "k", "--shape", "L=1024", "--arch", "sm_90"});
+  EXPECT_EQ(strided.code, 0) << show(strided);
+  // Neither tensor is contiguous along L (nor aligned: D's elements step 4 bytes).
+  EXPECT_NE(strided.out.find("__global__ void __launch_bounds__(256) kdsl_k_n1024_u00("),
+            std::string::npos)
+      << strided.out;
+  EXPECT_NE(strided.out.find("static_cast<long long>(col + v) * p.st0_1)"), std::string::npos)
+      << strided.out;
+  EXPECT_EQ(strided.out.find("kdsl_load<VEC"), std::string::npos) << strided.out;
+  // The same kernel along the last axis: unit strides, 16-byte loads.
+  CliResult unit = kdsl({"emit", last, "-k", "k", "--shape", "L=1024", "--arch", "sm_90"});
+  EXPECT_EQ(unit.code, 0) << show(unit);
+  EXPECT_NE(unit.out.find("kdsl_k_n1024("), std::string::npos) << unit.out;
+  EXPECT_NE(unit.out.find("kdsl_load<VEC, false>(t0 + o0 + col"), std::string::npos) << unit.out;
+  // D = 1 given: the axis after L has size 1, so L has unit stride.
+  CliResult one =
+      kdsl({"emit", mid, "-k", "k", "--shape", "L=1024,D=1", "--arch", "sm_90", "--explain"});
+  EXPECT_TRUE(one.out.starts_with("kdsl_k_n1024 for sm_90")) << show(one);
+}
+
 TEST_F(CliTest, EmitSassRunsTheToolkitDisassemblerOnTheCubin) {
   fs::create_directories(tmp() / "cuda" / "bin");
   std::string fake = (tmp() / "cuda" / "bin" / "cuobjdump").string();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "src/runtime_impl.h"
@@ -253,6 +254,76 @@ TEST_F(LaunchArgs, StridedVectorAxisIsNotContiguous) {
                         3.0, TensorRef::contiguous(address(4), DType::f16, {M, 1}),
                         s_,  TensorRef::contiguous(address(6), DType::f32, {1})};
   EXPECT_EQ(bind(a).contiguous & bit(0), bit(0));
+}
+
+// The masks the command line assumes (set_row_major_masks: row-major tensors at aligned
+// addresses, for kdsl emit, compile and run) are those a launch of such tensors binds: a vector
+// axis that is not a tensor's last is contiguous only where the axes after it have size 1, and
+// sizes not known count as more than 1.
+TEST(RowMajorMasks, AreThoseALaunchOfRowMajorTensorsBinds) {
+  Module m = Module::from_source(R"(
+@kernel
+def mid(x: Tensor[f16, (B, L, D)], w: Tensor[f16, (L,)], *, y: Out[f16, (B, L, D)],
+        s: Out[f32, (B, D)]):
+    for b, d in parallel(B, D):
+        y[b, :, d] = x[b, :, d] * w
+        s[b, d] = sum(f32(x[b, :, d]))
+)",
+                                 "mid.kdsl");
+  Kernel kernel = m.kernel("mid");
+  const detail::KernelImpl& k = kernel.impl();
+  const KernelSignature& sig = k.sig();
+  for (const auto& [B, L, D] : {std::tuple<int64_t, int64_t, int64_t>{3, 64, 5},
+                                {3, 64, 1},
+                                {2, 64, 8},
+                                {1, 1, 7},
+                                {4, 7, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "B, L, D = " << B << ", " << L << ", " << D);
+    std::vector<Arg> args = {TensorRef::contiguous(address(1), DType::f16, {B, L, D}),
+                             TensorRef::contiguous(address(2), DType::f16, {L}),
+                             TensorRef::contiguous(address(3), DType::f16, {B, L, D}),
+                             TensorRef::contiguous(address(4), DType::f32, {B, D})};
+    detail::BoundArgs b;
+    k.bind(args, b);
+    Specialization spec;
+    spec.vector_extent = L;
+    set_row_major_masks(spec, sig, {B, L, D});
+    EXPECT_EQ(spec.aligned_mask, b.aligned);
+    EXPECT_EQ(spec.contiguous_mask, b.contiguous);
+  }
+  // Sizes not known (B and D, as for kdsl emit --shape L=64): of the vector tensors only w, whose
+  // vector axis is its last, is contiguous; x and y step D elements along L.
+  Specialization spec;
+  spec.vector_extent = 64;
+  set_row_major_masks(spec, sig, {});
+  EXPECT_EQ(spec.contiguous_mask, 0b1010u);  // w, and s (no vector axis)
+  EXPECT_EQ(spec.aligned_mask, 0b0010u);     // D's elements (and s's) step 2 or 4 bytes
+}
+
+// Sema's limits (dsl/sema.h) are the runtime's: a kernel of 32 tensors loads and binds, the last
+// in bit 31 of the masks.
+TEST(RuntimeLimits, AKernelOfThirtyTwoTensorsLoadsAndBinds) {
+  std::string params;
+  for (int i = 0; i < kMaxKernelParams - 1; ++i) {
+    params += "x" + std::to_string(i) + ": Tensor[f32, (M, N)], ";
+  }
+  Module m = Module::from_source("@kernel\ndef k(" + params +
+                                     "*, y: Out[f32, (M, N)]):\n    for r in parallel(M):\n"
+                                     "        y[r, :] = x0[r, :] + x30[r, :]\n",
+                                 "many.kdsl");
+  Kernel kernel = m.kernel("k");
+  std::vector<Arg> args;
+  for (int i = 0; i < kMaxKernelParams; ++i) {
+    args.push_back(TensorRef::contiguous(address(i + 1), DType::f32, {4, 64}));
+  }
+  detail::BoundArgs b;
+  kernel.impl().bind(args, b);
+  EXPECT_EQ(b.contiguous, ~0u);
+  EXPECT_EQ(b.aligned, ~0u);
+  // An index past the masks' 32 bits is a kdsl bug, never a shift past the width.
+  EXPECT_EQ(tensor_bit(31), 0x80000000u);
+  EXPECT_THROW(tensor_bit(32), InternalError);
+  EXPECT_THROW(Specialization{}.fast(32), InternalError);
 }
 
 TEST_F(LaunchArgs, ErrorsAreArgumentErrorsThroughThePublicLaunch) {

@@ -688,17 +688,41 @@ TEST(RowSchedule, UnrollAppliesToStreamedPhasesOnly) {
                      "cache_rows=0,cache_invariant=0,group=128,unroll=1");
   EXPECT_EQ(lb.source.find("#pragma unroll 1\n"), lb.source.rfind("#pragma unroll 1\n"))
       << "one rolled phase (the reductions), not the column phase";
-  // Moot: register-resident rows, or no more chunks than U.
-  Chosen held = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, "unroll=1");
-  EXPECT_TRUE(held.s.cache_rows);
-  EXPECT_TRUE(has_reason(held.s, "unroll=1 does not apply: the rows are held in registers"))
-      << reasons(held.s);
-  EXPECT_EQ(held.source.find("#pragma unroll 1\n"), std::string::npos);
+  // Moot on register-resident rows, unroll=0 too (the default there).
+  const Chosen held_default = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, "");
+  for (const char* hint : {"unroll=1", "unroll=0"}) {
+    Chosen held = choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, hint);
+    EXPECT_TRUE(held.s.cache_rows);
+    EXPECT_TRUE(
+        has_reason(held.s, std::string(hint) + " does not apply: the rows are held in registers"))
+        << reasons(held.s);
+    EXPECT_EQ(held.source.find("#pragma unroll 1\n"), std::string::npos);
+    EXPECT_EQ(without_comments(held.source), without_comments(held_default.source)) << hint;
+  }
+  // No more chunks than U: the loop is unrolled fully, as the default does at 1 chunk...
   Chosen few =
       choose("softmax.kdsl", "softmax_bwd", DType::bf16, 8192, "cache_rows=0,group=1024,unroll=4");
   EXPECT_EQ(few.s.unroll, 0);
-  EXPECT_TRUE(has_reason(few.s, "unroll=4 does not apply: a thread has 1 chunk of a row"))
+  EXPECT_TRUE(has_reason(
+      few.s,
+      "unroll=4 is at least the thread's 1 chunk of a row: the chunk loop is unrolled fully"))
       << reasons(few.s);
+  // ... and unlike the default at 32 chunks a thread, which rolls it 8 at a time: the same code
+  // as unroll=0, and the explain says so.
+  Chosen all = choose("softmax.kdsl", "softmax", DType::f32, 131072, "unroll=64");
+  ASSERT_FALSE(all.s.cache_rows);
+  ASSERT_EQ(all.s.chunks, 32);
+  EXPECT_EQ(all.s.unroll, 0);
+  EXPECT_TRUE(has_reason(all.s,
+                         "unroll=64 is at least the thread's 32 chunks of a row: the "
+                         "chunk loop is unrolled fully"))
+      << reasons(all.s);
+  EXPECT_FALSE(has_reason(all.s, "does not apply")) << reasons(all.s);
+  EXPECT_EQ(
+      without_comments(all.source),
+      without_comments(choose("softmax.kdsl", "softmax", DType::f32, 131072, "unroll=0").source));
+  EXPECT_NE(without_comments(all.source),
+            without_comments(choose("softmax.kdsl", "softmax", DType::f32, 131072, "").source));
   EXPECT_THROW(ScheduleHint::parse("unroll=3"), ScheduleHintError);
   EXPECT_THROW(ScheduleHint::parse("unroll=128"), ScheduleHintError);
   EXPECT_EQ(ScheduleHint::parse("unroll=0").str(), "unroll=0");
@@ -949,6 +973,47 @@ TEST(RowSchedule, TooManyElementsPerThreadSuggestsWhatExists) {
   // A row that no group holds (1024 elements per thread at 8192 threads).
   EXPECT_TRUE(says(error(DType::bf16, 1 << 23, "group=8192,cluster=8"), "no group holds this row"));
   EXPECT_TRUE(says(error(DType::bf16, 1 << 23, "group=1024"), "no group holds this row"));
+}
+
+// Column reductions: advice names only a group whose column accumulators in registers stay
+// within the 255 registers a thread has. Beyond the default cluster of 4 CTAs (N = 4194304) the
+// largest cluster would leave 512 elements a thread, each with its accumulators: no advice.
+TEST(RowSchedule, ColumnReductionAdviceKeepsTheAccumulatorsInAThreadsRegisters) {
+  auto error = [](const char* file, const char* kernel, DType t, int64_t n,
+                  const std::string& hint = "") -> std::string {
+    try {
+      choose(file, kernel, t, n, hint);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  for (DType t : {DType::f32, DType::bf16}) {
+    const std::string ln = error("layer_norm.kdsl", "layer_norm_bwd", t, 4194304);
+    EXPECT_NE(ln.find("no group holds this row: with group=8192,cluster=8 a thread would hold "
+                      "1024 column accumulators in registers, more than the 255 it has"),
+              std::string::npos)
+        << ln;
+    EXPECT_EQ(ln.find("try --schedule"), std::string::npos) << ln;
+    const std::string rn = error("rms_norm.kdsl", "rms_norm_bwd", t, 4194304);
+    EXPECT_NE(rn.find("a thread would hold 512 column accumulators"), std::string::npos) << rn;
+    // A user's group gets the same answer.
+    const std::string hinted = error("rms_norm.kdsl", "rms_norm_bwd", t, 4194304, "group=1024");
+    EXPECT_NE(hinted.find("(at most 512; no group holds this row: with group=8192,cluster=8"),
+              std::string::npos)
+        << hinted;
+  }
+  // With cluster=1 at N = 1048576 (f32: 1024 elements a thread on one CTA), 2048 and 4096
+  // threads would leave 512 and 256 accumulators a thread: the advice is 8192 (128).
+  const std::string one = error("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 1048576, "cluster=1");
+  EXPECT_NE(one.find("at most 512; try --schedule group=8192,cluster=8)"), std::string::npos)
+      << one;
+  EXPECT_EQ(error("rms_norm.kdsl", "rms_norm_bwd", DType::f32, 1048576, "group=8192,cluster=8"),
+            "no error");
+  // Without column reductions the advice is unchanged: the smallest group that holds the row.
+  EXPECT_NE(error("softmax.kdsl", "softmax_bwd", DType::f32, 1048576, "cluster=1")
+                .find("try --schedule group=2048,cluster=2"),
+            std::string::npos);
 }
 
 TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {

@@ -613,6 +613,45 @@ TEST(SemaSpeed, ParseAndCheckAllOfStdlibUnder20ms) {
   RecordProperty("median_ms", std::to_string(ms[ms.size() / 2]));
   EXPECT_LT(ms[ms.size() / 2], 20.0) << "median of " << ms.size() << " runs";
 }
+// A kernel's header may reach the runtime's limits (kMaxKernelParams parameters, kMaxKernelSymbols
+// shape symbols, kMaxKernelGenerics generics) but not pass them: one more of each is an error at
+// the kernel's name, naming the limit and the count.
+TEST(SemaLimits, KernelsReachTheRuntimesLimitsButDoNotPassThem) {
+  // `params` tensors in all (the output last), the first `generics` inputs of single-dtype
+  // generics.
+  auto kernel = [](int params, int generics) {
+    std::string gens, args;
+    for (int g = 0; g < generics; ++g) gens += (g ? ", T" : "T") + std::to_string(g) + ": f32";
+    for (int i = 0; i + 1 < params; ++i) {
+      const std::string dtype = i < generics ? "T" + std::to_string(i) : "f32";
+      args += "x" + std::to_string(i) + ": Tensor[" + dtype + ", (M, N)], ";
+    }
+    return "@kernel\ndef k" + (gens.empty() ? "" : "[" + gens + "]") + "(" + args +
+           "*, y: Out[f32, (M, N)]):\n    for m in parallel(M):\n        y[m, :] = f32(x1[m, :])\n";
+  };
+  // `symbols` shape symbols: M and N, and the others as axes of inputs of up to 8 axes.
+  auto symbols_kernel = [](int symbols) {
+    std::string args;
+    int next = 2;
+    for (int t = 0; next < symbols; ++t) {
+      std::string axes = "M";
+      for (int a = 1; a < 8 && next < symbols; ++a) axes += ", S" + std::to_string(next++);
+      args += "x" + std::to_string(t) + ": Tensor[f32, (" + axes + ")], ";
+    }
+    return "@kernel\ndef k(" + args +
+           "w: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n    for m in parallel(M):\n"
+           "        y[m, :] = w[m, :]\n";
+  };
+  EXPECT_EQ(check(kernel(kMaxKernelParams, kMaxKernelGenerics)), Strings{});
+  EXPECT_EQ(check(symbols_kernel(kMaxKernelSymbols)), Strings{});
+  EXPECT_EQ(check(kernel(kMaxKernelParams + 1, 0)),
+            Strings{"2:5: kernel 'k' has 33 parameters (tensors and scalars); a kernel may have "
+                    "at most 32"});
+  EXPECT_EQ(check(symbols_kernel(kMaxKernelSymbols + 1)),
+            Strings{"2:5: kernel 'k' has 17 shape symbols; a kernel may have at most 16"});
+  EXPECT_EQ(check(kernel(kMaxKernelGenerics + 2, kMaxKernelGenerics + 1)),
+            Strings{"2:5: kernel 'k' has 9 generics; a kernel may have at most 8"});
+}
 
 // kdsl check used to take quadratic time: each kernel re-registered the whole module's names and
 // re-evaluated its constants, each diagnostic was compared with every one before it, and each

@@ -114,7 +114,7 @@ int compile(const CompileOptions& o) {
       Job j;
       j.req = &r;
       j.target = t;
-      j.symbol = r.spec.symbol(r.sig->name, ~0u);
+      j.symbol = r.spec.symbol(r.sig->name, vector_axis_tensors(*r.sig));
       jobs.push_back(std::move(j));
     }
   }

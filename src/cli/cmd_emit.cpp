@@ -80,8 +80,10 @@ Command register_emit(CLI::App& app) {
   sub->add_flag("--explain", o->explain,
                 "The chosen schedule and why (alone, or before --cuda, --ptx or --sass)");
   sub->footer(
-      "The tensors are taken to be 16-byte aligned and contiguous (what a fresh PyTorch tensor "
-      "is); without a GPU and --arch the target is sm_90. SASS needs cuobjdump or nvdisasm in "
+      "The tensors are taken to be row-major at 16-byte aligned addresses (what a fresh PyTorch "
+      "tensor is; a vector axis that is not a tensor's last is strided), sizes not given taken as "
+      "more than 1 and a multiple of 16 bytes; without a GPU and --arch the target is sm_90. SASS "
+      "needs cuobjdump or nvdisasm in "
       "$CUDA_HOME/bin, $CUDA_PATH/bin, PATH or /usr/local/cuda/bin.\n"
       "Examples:\n"
       "  kdsl emit stdlib/rms_norm.kdsl -k rms_norm --dtype bf16 --shape N=8192 --cuda\n"

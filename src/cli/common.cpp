@@ -438,6 +438,22 @@ DeviceTarget target_for(const std::string& arch, std::string* note) {
   return t;
 }
 
+namespace {
+
+// The layout masks of a launch with row-major tensors (what kdsl run creates, and a fresh PyTorch
+// tensor is), with the sizes in `shape` and the others taken as set_row_major_masks says.
+void set_masks(Specialization& spec, const KernelSignature& sig,
+               const std::map<std::string, int64_t>& shape) {
+  std::vector<int64_t> sizes;
+  for (const ir::Symbol& s : sig.symbols) {
+    auto it = shape.find(s.name);
+    sizes.push_back(it != shape.end() ? it->second : -1);
+  }
+  set_row_major_masks(spec, sig, sizes);
+}
+
+}  // namespace
+
 Specialization spec_from(const KernelSignature& sig, const KernelOptions& o, bool need_vector) {
   Specialization spec;
   spec.binding = single_binding(sig, o);
@@ -454,7 +470,7 @@ Specialization spec_from(const KernelSignature& sig, const KernelOptions& o, boo
                       sig.name, n, n));
     }
   }
-  spec.aligned_mask = spec.contiguous_mask = ~0u;
+  set_masks(spec, sig, shape);
   return spec;
 }
 
@@ -573,7 +589,7 @@ SpecList expand_specs(const SpecListOptions& o, bool all_symbols) {
         if (sig->vector_symbol >= 0) {
           r.spec.vector_extent = shape.at(sig->symbols[sig->vector_symbol].name);
         }
-        r.spec.aligned_mask = r.spec.contiguous_mask = ~0u;
+        set_masks(r.spec, *sig, shape);
         r.shape = std::move(shape);
         list.specs.push_back(std::move(r));
       }
