@@ -53,7 +53,7 @@ class RowEmitter {
     r_ = s.rows_per_cta;
     c_ = s.chunks;
     k_cl_ = s.cluster;
-    push_ = pushes_partials(k_cl_, s.column_reduction, f32_state_reductions(k));
+    push_ = pushes_partials(k_cl_, s.column_reduction, row_reductions(k));
     if (s.online) {
       for (const OnlineSum& o : online_sums(k)) online_[o.sum] = o;
     }
@@ -241,15 +241,15 @@ void RowEmitter::analyze() {
       phases_ = std::max(phases_, level_[st.value] + (vector_view(st.view) ? 1 : 0));
     }
   }
-  // The pushed partials with st.async: f32 states (4-byte st.async) of reductions, an mbarrier
-  // per buffer and per point of the row where reductions combine (phase p's reductions complete
-  // one phase of kdsl_full[p][buf] per row: softmax's max, then its sum). Clusters without column
-  // reductions push only such reductions (pushes_partials): with no cluster barrier per row,
-  // whose release waited for the previous row's stores, softmax backward bf16 4096 x 32768 took
-  // 200 us against 214, RMSNorm bf16 512 x 262144 201 against 227 (twenty-seventh session, AK4;
-  // reductions at one point). Reductions at two points (softmax) were pushed from the
-  // twenty-eighth session on, not yet timed (bench/experiments/s28.sh).
-  async_push_ = push_ && g_ > 32 && f32_state_reductions(k_);
+  // The pushed partials with st.async: the reductions' states a 4-byte word at a time, an
+  // mbarrier per buffer and per point of the row where reductions combine (phase p's reductions
+  // complete one phase of kdsl_full[p][buf] per row: softmax's max, then its sum). With no
+  // cluster barrier per row, whose release waited for the previous row's stores, softmax
+  // backward bf16 4096 x 32768 took 200 us against 214, RMSNorm bf16 512 x 262144 201 against
+  // 227 (twenty-seventh session, AK4; f32 states at one point); softmax's two points 257 against
+  // 280 us at bf16 512 x 262144 (twenty-ninth session, AL1). States of more than one word
+  // (LayerNorm's Welford state) were pushed from the thirtieth session on.
+  async_push_ = push_ && g_ > 32 && row_reductions(k_);
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];
     if (node.op == Op::reduce) {
@@ -747,15 +747,15 @@ void RowEmitter::emit_phase(int p) {
       // On a cluster each warp's first lane writes the warp's partial into the same slot of
       // every CTA of the cluster (distributed shared memory): once they are in, every CTA holds
       // all G / 32 partials of the row, with no barrier of its own and no remote load on the
-      // way. With reductions that each keep one f32 state (async_push_) the writes are
-      // st.async, each counting its 4 bytes on the receiving CTA's mbarrier for this point of the
-      // row and buffer, and each CTA waits for its own mbarrier's phase; otherwise plain remote
-      // stores and a cluster barrier, whose release makes each warp wait for its earlier global
-      // stores (the previous row's dx) first. Measured (twenty-second session, bf16 4096 x 32768,
-      // three rounds): LayerNorm backward 330 -> 285 us, RMSNorm backward 276 -> 234. Reuse of a
-      // buffer two rows later is safe without a barrier: a CTA pushes row r + 2 into buffer b only
-      // after its own mbarrier saw every warp's row r + 1 partials, and each warp pushes row r + 1
-      // only after it has read (and used) row r's from buffer b; the
+      // way. With row reductions (async_push_) the writes are st.async, a 4-byte word of the
+      // state at a time, each counting its 4 bytes on the receiving CTA's mbarrier for this point
+      // of the row and buffer, and each CTA waits for its own mbarrier's phase; otherwise plain
+      // remote stores and a cluster barrier, whose release makes each warp wait for its earlier
+      // global stores (the previous row's dx) first. Measured (twenty-second session, bf16 4096 x
+      // 32768, three rounds): LayerNorm backward 330 -> 285 us, RMSNorm backward 276 -> 234. Reuse
+      // of a buffer two rows later is safe without a barrier: a CTA pushes row r + 2 into buffer b
+      // only after its own mbarrier saw every warp's row r + 1 partials, and each warp pushes row r
+      // + 1 only after it has read (and used) row r's from buffer b; the
       // __syncwarp orders the other lanes' reads before lane 0's push in the memory model too
       // (their values reach lane 0 through shuffles, which do not order memory).
       if (async_push_) t_.line("__syncwarp();");
@@ -785,8 +785,15 @@ void RowEmitter::emit_phase(int p) {
       // The CTA receives every warp's partial of each of its R rows for each reduction: the
       // phase of this buffer's mbarrier completes when those bytes have arrived (and thread 0
       // has said how many: the count may go below zero before it does).
-      t_.line("if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[{}][buf], {}u);", p,
-              static_cast<int>(reductions.size()) * r_ * partials * 4);
+      std::string state_bytes;
+      for (ir::ValueId r : reductions) {
+        state_bytes +=
+            fmt::format("{}sizeof({})", state_bytes.empty() ? "" : " + ", spelling(r).state_type);
+      }
+      t_.line(
+          "if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[{}][buf], static_cast<unsigned>(({}) "
+          "* {}));",
+          p, state_bytes, r_ * partials);
       t_.line("kdsl_mbar_wait(&kdsl_full[{}][buf], kdsl_ph);", p);
     } else {
       t_.line("kdsl_cluster_sync();");
@@ -815,8 +822,8 @@ void RowEmitter::emit_phase(int p) {
     //   LayerNorm bf16 4096 x 32768 148 -> 139);
     // - in order: every thread adds the W partials in warp order (the default on a cluster
     //   without column reductions, where the butterfly was slower).
-    // Either way every lane ends with the same bits. On a cluster that does not push (LayerNorm
-    // and other reductions with other than one f32 state, without column reductions) each CTA's
+    // Either way every lane ends with the same bits. On a cluster that does not push (none with
+    // reductions since the thirtieth session; LayerNorm's Welford states were) each CTA's
     // total then goes to its shared memory and, after the cluster barrier, every thread combines
     // the K CTAs' totals (read through distributed shared memory) in rank order: a fixed order, so
     // the same bits on every run. (Pushed with plain remote stores and a cluster barrier, the
@@ -1191,6 +1198,19 @@ void RowEmitter::emit_cluster_helpers() {
   t_.line("  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));");
   t_.line(
       R"(  asm volatile("{{\n\t.reg .b32 ra, rb;\n\tmapa.shared::cluster.u32 ra, %0, %2;\n\tmapa.shared::cluster.u32 rb, %1, %2;\n\tst.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [ra], %3, [rb];\n\t}}" :: "r"(a), "r"(b), "r"(rank), "r"(__float_as_uint(v)) : "memory");)");
+  t_.line("}}");
+  // A state of several 4-byte words (a Welford state, an argmax's value and index), pushed a
+  // word at a time; each word counts its 4 bytes.
+  t_.line(
+      "template <class S> __device__ __forceinline__ void kdsl_push_async(S* slot, const S& v, "
+      "unsigned long long* bar, int rank) {{");
+  t_.line("  static_assert(sizeof(S) % 4 == 0, \"a pushed state is made of 4-byte words\");");
+  t_.line("  #pragma unroll");
+  t_.line("  for (int i = 0; i < static_cast<int>(sizeof(S) / 4); ++i) {{");
+  t_.line("    float w;");
+  t_.line("    memcpy(&w, reinterpret_cast<const char*>(&v) + 4 * i, 4);");
+  t_.line("    kdsl_push_async(reinterpret_cast<float*>(slot) + i, w, bar, rank);");
+  t_.line("  }}");
   t_.line("}}");
   t_.line(
       "__device__ __forceinline__ void kdsl_mbar_expect(unsigned long long* bar, unsigned bytes) "

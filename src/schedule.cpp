@@ -95,20 +95,9 @@ int compute_capability(const DeviceTarget& target) {
   return cc;
 }
 
-bool f32_state_reductions(const ir::Kernel& k) {
-  bool any = false;
-  for (const ir::Node& n : k.nodes) {
-    if (n.op != ir::Op::reduce) continue;
-    const auto kind = static_cast<ir::ReduceKind>(n.fn);
-    // f32, f16 and bf16 values reduce in an f32 accumulator (dsl/SPEC.md section 14).
-    const DType t = k.node(n.args[0]).type.dtype;
-    const bool f32_state = (kind == ir::ReduceKind::sum || kind == ir::ReduceKind::max ||
-                            kind == ir::ReduceKind::min) &&
-                           (t == DType::f32 || t == DType::f16 || t == DType::bf16);
-    if (!f32_state) return false;
-    any = true;
-  }
-  return any;
+bool row_reductions(const ir::Kernel& k) {
+  return std::any_of(k.nodes.begin(), k.nodes.end(),
+                     [](const ir::Node& n) { return n.op == ir::Op::reduce; });
 }
 
 std::vector<OnlineSum> online_sums(const ir::Kernel& k) {
@@ -517,7 +506,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // 373). With 16 chunks a thread, fully unrolled, it was slower for bf16 (2048 x 65536: 289
   // against 245; softmax f32 2048 x 65536: 613 against 654), so shorter rows are not online by
   // default. Not on
-  // clusters (their pushed partials keep one f32 state) nor, unless asked, on register-resident
+  // clusters (not written there) nor, unless asked, on register-resident
   // rows (no read to save; not measured).
   const bool has_online = !online_sums(k).empty();
   s.online = has_online && cluster == 1 &&
@@ -550,8 +539,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   }
   // The combine of a row reduction's warps' partials (more than 32 threads per row): a second
   // warp butterfly on one CTA per row group, in warp order on a cluster (each measured faster
-  // there, fourteenth session, bench/RESULTS.md). On a cluster that pushes partials (column
-  // reductions, or reductions that each keep one f32 state) neither: every warp writes its partial
+  // there, fourteenth session, bench/RESULTS.md). On a cluster that pushes partials (every
+  // cluster with row or column reductions) neither: every warp writes its partial
   // into every CTA of the cluster, combined by lanes and a butterfly once they are in
   // (nineteenth and twenty-seventh sessions, codegen_rows.cpp), so the hint does not apply there.
   // Also in warp order for f32 rows with one row reduction on 1024 threads whose last chunk is only
@@ -568,7 +557,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         "in warp order, not by a butterfly (measured)");
   }
   // (Noted on the re-chosen schedule too: a measured rule's re-choice keeps these reasons.)
-  const bool pushed = pushes_partials(cluster, column_reduction, f32_state_reductions(k));
+  const bool pushed = pushes_partials(cluster, column_reduction, row_reductions(k));
   if (hint.butterfly && (reductions == 0 || s.group <= 32 * cluster || pushed)) {
     s.reasons.push_back(fmt::format(
         "butterfly={:d} does not apply: {}", *hint.butterfly,
@@ -749,33 +738,45 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       open.cache_rows.reset();
       elements_beyond = !choose_rows(k, spec, target, open, cluster, nullptr).cache_rows;
     }
-    // Long 16-bit rows without column reductions, streamed on one CTA, that a cluster of 8 CTAs
-    // of 1024 threads holds in registers with 3 or 4 chunks per thread (bf16 N = 196608 to
-    // 262144): the row on that cluster, read once (twenty-seventh session, AK1, bf16 512 x
-    // 262144: softmax 252 us against 451 streamed, RMSNorm 226 against 394). Not with 1 or 2
-    // chunks per thread (softmax 2048 x 65536: 381 against 208, 1024 x 131072: 363 against
-    // 290; each row pays the cluster's reductions, about 3 us a row there). Only for kernels of
-    // one row input and at most one loop-invariant vector (softmax, RMSNorm): more spill at the
-    // 64 registers of 1024 threads (LayerNorm's two weight vectors: 24 bytes, 426 us against
-    // 345; softmax backward's two rows at N = 262144: 64 bytes, not timed), as do 8 chunks
-    // (softmax at N = 524288: 152 bytes). Hints the cluster can honour (cache_rows=1, prefetch,
-    // stage=0) keep it.
+    // Long rows without column reductions, streamed on one CTA, that a cluster of 8 CTAs of
+    // 1024 threads holds in registers: the row on that cluster, read once.
+    // - 16-bit rows with 3 or 4 chunks per thread (bf16 N = 196608 to 262144; twenty-seventh
+    //   session, AK1, bf16 512 x 262144: softmax 252 us against 451 streamed, RMSNorm 226
+    //   against 394). Not with 1 or 2 chunks per thread (softmax 2048 x 65536: 381 against
+    //   208, 1024 x 131072: 363 against 290; each row pays the cluster's reductions, about 3 us
+    //   a row there); 8 chunks spill (softmax at N = 524288: 152 bytes).
+    // - f32 rows with 4 to 8 chunks per thread (N = 131072 to 262144; thirtieth session, AM1 on
+    //   an H100, us, streamed against the cluster: softmax 512 x 262144 579 -> 388, 640 x 196608
+    //   548 -> 368, 1024 x 131072 589 -> 371, log_softmax the same, RMSNorm 597 -> 443, 534 ->
+    //   384, 571 -> 437; no spill at 52-64 registers). At 2 chunks equal (softmax f32 2048 x
+    //   65536, AK1: 470 against 476).
+    // Only for kernels of one row input and at most one loop-invariant vector (softmax,
+    // RMSNorm): LayerNorm (two weight vectors) was slower on the cluster at bf16 (24 bytes
+    // spilled, 426 us against 345) and at f32 without a spill (AM1: 718 against 579 at 512 x
+    // 262144, 818 against 582 at 1024 x 131072; not found why); softmax backward's two rows
+    // spill 64 bytes at bf16 N = 262144. Hints the cluster can honour (cache_rows=1, prefetch,
+    // stage=0, online=0) keep it; hints of streamed rows (unroll, online=1) keep the row
+    // streamed on one CTA.
     bool long_cluster = false;
     const Words held = cached_words(k, spec, false, s.vec);
-    if (clusters && !s.column_reduction && s.persistent && s.element_bytes == 2 &&
-        elements_beyond && hint.cache_rows.value_or(true) && hint.stage.value_or(0) < 2 &&
-        held.row <= 1 && held.invariant <= 1) {
+    if (clusters && !s.column_reduction && s.persistent &&
+        (s.element_bytes == 2 || s.element_bytes == 4) && elements_beyond &&
+        hint.cache_rows.value_or(true) && hint.stage.value_or(0) < 2 && !hint.unroll &&
+        !hint.online.value_or(false) && held.row <= 1 && held.invariant <= 1) {
       ScheduleHint eight = hint;
       eight.group = 8 * 1024;
       const RowSchedule on8 = choose_rows(k, spec, target, eight, 8, nullptr, /*internal=*/true);
-      long_cluster = on8.cache_rows && on8.chunks >= 3 && on8.chunks <= 4;
+      const int fewest = s.element_bytes == 2 ? 3 : 4;
+      const int most = s.element_bytes == 2 ? 4 : 8;
+      long_cluster = on8.cache_rows && on8.chunks >= fewest && on8.chunks <= most;
     }
     if (long_cluster) {
       cluster = 8;
       h.group = 8 * 1024;
-      why.push_back(
-          "a long 16-bit row: a cluster of 8 CTAs of 1024 threads holds it in registers (read "
-          "once; measured)");
+      why.push_back(fmt::format(
+          "a long {} row: a cluster of 8 CTAs of 1024 threads holds it in registers (read once; "
+          "measured)",
+          s.element_bytes == 2 ? "16-bit" : "f32"));
     } else if (clusters && s.column_reduction && (overflow || elements_beyond)) {
       // Column reductions whose row does not fit one CTA (N = 32768): the row's accumulators
       // beyond its shared memory (LayerNorm backward) or its elements beyond its registers

@@ -35,22 +35,21 @@
 //
 //   Clusters (rows.cluster, G > 1024 possible): a row's G threads span a thread-block cluster of
 //   K CTAs (sm_90). With column reductions (backward kernels) each warp writes its partial state
-//   into the same slot of every CTA of the cluster (distributed shared memory; f32 states with
-//   st.async, counted on an mbarrier of the receiving CTA, else plain stores and one cluster
-//   barrier per row), and once they are in every thread combines the row's G / 32 partials from
-//   its own shared memory, lanes in turn then a butterfly (a fixed order: the same bits in every
-//   CTA, on every run).
-//   Without them each CTA combines its warps' partial states (in warp order by default) and
-//   leaves its total in its shared memory; after a cluster barrier every thread combines the K
-//   totals, read through distributed shared memory, in rank order. Each CTA keeps the column
-//   accumulators of its own columns. Chosen (K = 4)
-//   where a 1024-thread row was measured slower: backward kernels whose row does not fit one CTA
-//   (column accumulators beyond its shared memory, or elements beyond its registers) and
-//   single-phase kernels on long rows (softmax backward at N = 32768); `cluster=K` forces it.
-//   Backward kernels with one chunk per thread at 1024 threads take 512 threads and prefetch the
-//   next row (on 16-bit rows RMSNorm-like ones keep 1024 threads and LayerNorm backward stages
-//   instead, below), and so do f32 backward kernels with several reductions at 3 chunks per
-//   thread (LayerNorm backward at N = 10240) where the rows stay in registers at 512 threads.
+//   into the same slot of every CTA of the cluster (distributed shared memory; with st.async, a
+//   4-byte word at a time, counted on an mbarrier of the receiving CTA), and so do row
+//   reductions without column reductions; once they are in every thread combines the row's G / 32
+//   partials from its own shared memory, lanes in turn then a butterfly (a fixed order: the same
+//   bits in every CTA, on every run). Without them each CTA combines its warps' partial states (in
+//   warp order by default) and leaves its total in its shared memory; after a cluster barrier every
+//   thread combines the K totals, read through distributed shared memory, in rank order. Each CTA
+//   keeps the column accumulators of its own columns. Chosen (K = 4) where a 1024-thread row was
+//   measured slower: backward kernels whose row does not fit one CTA (column accumulators beyond
+//   its shared memory, or elements beyond its registers) and single-phase kernels on long rows
+//   (softmax backward at N = 32768); `cluster=K` forces it. Backward kernels with one chunk per
+//   thread at 1024 threads take 512 threads and prefetch the next row (on 16-bit rows RMSNorm-like
+//   ones keep 1024 threads and LayerNorm backward stages instead, below), and so do f32 backward
+//   kernels with several reductions at 3 chunks per thread (LayerNorm backward at N = 10240) where
+//   the rows stay in registers at 512 threads.
 //
 //   Staged rows (rows.stage, `stage=D`): on a persistent grid, each thread copies its 16-byte
 //   chunks of the next D - 1 rows into shared memory with cp.async (sm_80), one commit group per
@@ -154,11 +153,10 @@ struct ScheduleHint {
   std::string str() const;
 };
 
-/// True when every row reduction of `k` keeps one f32 state: sum, max or min of f32, f16 or
-/// bf16 values, which accumulate in f32 (RMSNorm, softmax and its backward; not LayerNorm,
-/// whose variance keeps a Welford state, or argmax). Such partials are pushed with 4-byte
-/// st.async, one mbarrier per point of the row where reductions combine.
-bool f32_state_reductions(const ir::Kernel& k);
+/// True when `k` has row reductions. On a cluster their partials are pushed with st.async, a
+/// 4-byte word at a time (an f32 sum, a Welford state's three words, an argmax's value and
+/// index), one mbarrier per point of the row where reductions combine.
+bool row_reductions(const ir::Kernel& k);
 
 /// A row sum that can run online: sum(exp(u - c)) where u is a float vector (f32 or f64) of
 /// reduction depth d and the scalar c has depth d + 1 (it needs a reduction of u's phase, as the
@@ -174,11 +172,11 @@ struct OnlineSum {
 std::vector<OnlineSum> online_sums(const ir::Kernel& k);
 
 /// Whether a row reduction's warps push their partials into every CTA of the cluster
-/// (codegen_rows.cpp: with column reductions, or with `f32_states` reductions, which go by
-/// st.async with no cluster barrier per row) rather than each CTA's total being read back after
-/// a cluster barrier.
-inline bool pushes_partials(int cluster, bool column_reduction, bool f32_states) {
-  return cluster > 1 && (column_reduction || f32_states);
+/// (codegen_rows.cpp: with column reductions, or with row reductions, which go by st.async with
+/// no cluster barrier per row) rather than each CTA's total being read back after a cluster
+/// barrier.
+inline bool pushes_partials(int cluster, bool column_reduction, bool reductions) {
+  return cluster > 1 && (column_reduction || reductions);
 }
 
 /// Streamed rows of at least kRollFromChunks chunks a thread roll their chunk loop kRolledChunks
@@ -217,8 +215,8 @@ struct RowSchedule {
   // Default: kRolledChunks where the phase streams kRollFromChunks chunks or more (measured).
   int unroll = 0;
   // The online_sums of the kernel run in the pass of the reductions they depend on (a row
-  // streamed once fewer); only on one CTA per row (not on clusters, whose pushed partials keep
-  // one f32 state). Default: rows streamed (cache_rows false) in kRollFromChunks chunks or more.
+  // streamed once fewer); only on one CTA per row (not on clusters: not written there).
+  // Default: rows streamed (cache_rows false) in kRollFromChunks chunks or more.
   bool online = false;
   int staged_loads = 0;    // row loads staged per row (16-byte chunks of each thread)
   int staged_scalars = 0;  // per-row scalars loaded a row ahead (4 or 8 bytes, in registers)

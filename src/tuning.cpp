@@ -179,7 +179,7 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
   // session, bench/RESULTS.md).
   // (Not on a cluster whose pushed partials have no such choice.)
   if (d.reductions > 0 && d.group > 32 * d.cluster &&
-      !pushes_partials(d.cluster, d.column_reduction, f32_state_reductions(k))) {
+      !pushes_partials(d.cluster, d.column_reduction, row_reductions(k))) {
     ScheduleHint h;
     h.butterfly = !d.butterfly;
     add(h);

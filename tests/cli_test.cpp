@@ -1287,9 +1287,9 @@ TEST_F(CliTest, TuneWithoutGpuExitsFourAfterCheckingTheCommandLine) {
 // --list is a usage error (tune times on the GPU in use).
 TEST_F(CliTest, TuneListsItsCandidatesWithoutAGpu) {
   CliResult r = kdsl({"tune", src("stdlib/softmax.kdsl"), "-k", "softmax", "--dtype", "f32",
-                      "--shape", "M=512,N=262144", "--list", "--arch", "sm_90"});
+                      "--shape", "M=512,N=524288", "--list", "--arch", "sm_90"});
   ASSERT_EQ(r.code, 0) << show(r);
-  EXPECT_TRUE(r.out.starts_with("softmax at M=512,N=262144 for sm_90: ")) << r.out;
+  EXPECT_TRUE(r.out.starts_with("softmax at M=512,N=524288 for sm_90: ")) << r.out;
   EXPECT_NE(r.out.find("\n  default "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\n  unroll=16 "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("-> rows.cta (1024 threads per row"), std::string::npos) << r.out;

@@ -103,24 +103,23 @@ TEST_P(RowsEmu, ClusterSchedules) {
 
 // The two combines of a row reduction's warps' partials: in warp order without a cluster (8
 // warps per row), the butterfly on a cluster of 2 CTAs (2 warps per CTA, a tail). Each generated
-// kernel has the combine it was asked for; on the cluster, kernels with column reductions or
-// whose f32 reductions combine at one point of the row (RMSNorm, softmax backward) push every
-// warp's partial to every CTA instead (the hint does not apply).
+// kernel has the combine it was asked for; on the cluster, kernels with column or row reductions
+// push every warp's partial to every CTA instead (the hint does not apply).
 TEST_P(RowsEmu, CombinesOfTheWarps) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
   const Specialization spec{{DType::f32}, 1000, ~0u, ~0u};
-  const bool one_point = f32_state_reductions(
+  const bool reductions = row_reductions(
       lower_specialized(*testing::front_end(GetParam().file), GetParam().kernel, spec));
   expect_hinted_schedules(
       GetParam(), 151,
       {{DType::bf16, 4096, "butterfly=0,group=256"},
        {DType::f32, 1000, "butterfly=1,cluster=2,group=128"}},
-      /*cache_rows=*/false, [one_point](const GeneratedKernel& gen, const char* hint) {
+      /*cache_rows=*/false, [reductions](const GeneratedKernel& gen, const char* hint) {
         const bool loop = gen.source.find("for (int w = 1; w <") != std::string::npos;
         if (gen.source.find("[buf][group][") == std::string::npos) return;  // no row reduction
         EXPECT_EQ(loop, std::string(hint).starts_with("butterfly=0")) << hint;
         const bool pushed = gen.source.find("++q) kdsl_push_async(&red") != std::string::npos;
-        EXPECT_EQ(pushed, gen.plan.cluster > 1 && (!gen.plan.workspaces.empty() || one_point))
+        EXPECT_EQ(pushed, gen.plan.cluster > 1 && (!gen.plan.workspaces.empty() || reductions))
             << hint;
       });
 }

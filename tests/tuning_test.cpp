@@ -52,9 +52,9 @@ TEST(Tuning, CandidatesOfFloatRowsAndOfLongStreamedRowsAreDistinctKernels) {
   };
   DeviceTarget target;
   for (const Case& c : {Case{norm.get(), "rms_norm", DType::f32, 8192, false},
-                        Case{softmax.get(), "softmax", DType::f32, 262144, true},
+                        Case{softmax.get(), "softmax", DType::f32, 524288, true},
                         Case{softmax.get(), "softmax", DType::bf16, 32768, false},
-                        Case{norm.get(), "rms_norm", DType::f32, 262144, true},
+                        Case{norm.get(), "rms_norm", DType::f32, 524288, true},
                         Case{layer_norm.get(), "layer_norm", DType::bf16, 262144, true}}) {
     const std::string what = fmt::format("{} {} N={}", c.kernel, dtype_name(c.dtype), c.n);
     Specialization spec{{c.dtype}, c.n, ~0u, ~0u};
@@ -128,9 +128,8 @@ TEST(Tuning, LongRowsAlsoTryOneCtaAndClustersPerRow) {
 // The combine of a row reduction's warps' partials is a candidate the other way than the
 // default: in warp order where the default is the butterfly (one CTA per row), the butterfly
 // where it is warp order (f32 rows of 10240 by the measured rule; a cluster that reads the CTAs'
-// totals back, LayerNorm at N = 262144); kernels with a warp or less per row, and clusters that
-// push every warp's partial to every CTA (column reductions, or reductions that each keep one
-// f32 state), have none to vary.
+// totals back: none with reductions); kernels with a warp or less per row, and clusters, which
+// push every warp's partial to every CTA, have none to vary.
 TEST(Tuning, RowKernelsTryTheOtherCombineOfTheWarps) {
   auto fe = rms_norm_module();
   auto softmax_fe =
@@ -138,12 +137,10 @@ TEST(Tuning, RowKernelsTryTheOtherCombineOfTheWarps) {
   auto layer_norm_fe =
       run_front_end(SourceFile::read(std::string(KDSL_SOURCE_DIR) + "/stdlib/layer_norm.kdsl"));
   DeviceTarget target;
-  for (auto [t, n, fallback] :
-       {std::tuple{DType::f32, int64_t{8192}, false}, std::tuple{DType::f32, int64_t{10240}, true},
-        std::tuple{DType::bf16, int64_t{262144}, true}}) {
+  for (auto [t, n, fallback] : {std::tuple{DType::f32, int64_t{8192}, false},
+                                std::tuple{DType::f32, int64_t{10240}, true}}) {
     Specialization spec{{t}, n, ~0u, ~0u};
-    ir::Kernel k = n == 262144 ? lower_specialized(*layer_norm_fe, "layer_norm", spec)
-                               : lower_specialized(*fe, "rms_norm_bwd", spec);
+    ir::Kernel k = lower_specialized(*fe, "rms_norm_bwd", spec);
     const RowSchedule d = choose_row_schedule(k, spec, target);
     EXPECT_EQ(d.butterfly, !fallback) << n;
     bool other = false;
@@ -169,6 +166,13 @@ TEST(Tuning, RowKernelsTryTheOtherCombineOfTheWarps) {
   ir::Kernel pushed_f32 = lower_specialized(*softmax_fe, "softmax_bwd", longer);
   ASSERT_GT(choose_row_schedule(pushed_f32, longer, target).cluster, 1);
   for (const ScheduleHint& h : tuning_candidates(pushed_f32, longer, target)) {
+    EXPECT_FALSE(h.butterfly) << h.str();
+  }
+  // LayerNorm's Welford states are pushed as well (three words each).
+  Specialization ln_long{{DType::bf16}, 262144, ~0u, ~0u};
+  ir::Kernel pushed_welford = lower_specialized(*layer_norm_fe, "layer_norm", ln_long);
+  ASSERT_GT(choose_row_schedule(pushed_welford, ln_long, target).cluster, 1);
+  for (const ScheduleHint& h : tuning_candidates(pushed_welford, ln_long, target)) {
     EXPECT_FALSE(h.butterfly) << h.str();
   }
   // Softmax's two points of the row (the max, then the sum) are pushed too.

@@ -14,6 +14,21 @@
 #                      0.65-0.72 of copy, 10-20% faster than streamed. Two rounds, --verify on
 #                      the hinted runs of round 1; then PyTorch eager and torch.compile at the same
 #                      f32 shapes (long_rows_peers.py), same run.
+#   s30.sh push        (.device/bin/kdsl_old: 19ee900) every row reduction on a cluster pushes
+#                      its partials with st.async a 4-byte word at a time, LayerNorm's Welford
+#                      state too (before: each CTA's total read back after a cluster barrier per
+#                      row, which waits for the previous row's stores); and the f32 rule of
+#                      f32cluster. Old against new, two rounds, --verify on the new one in round
+#                      1. Prediction: LayerNorm f32 on a cluster of 8 (cluster=8,group=8192; 28
+#                      bytes spilled now, none before) 718 -> 450-520 us at 512 x 262144 (RMSNorm
+#                      there: 443), 818 -> 450-520 at 1024 x 131072; the LayerNorm defaults on
+#                      clusters of 4 x 256 (f32 512 x 262144, 4096 x 32768; bf16 512 x 262144,
+#                      2048 x 65536) 2-8% faster; bf16 2048 x 65536 on the cluster of 8 (6.7x its
+#                      default on the H200, AK1) within 1.5x of the default. The new f32 defaults
+#                      as the hints in f32cluster (softmax 512 x 262144 579 -> 388, RMSNorm 1024 x
+#                      131072 571 -> 437); RMSNorm bf16 512 x 262144 (same code) within 1%.
+#                      Then compute-sanitizer memcheck and racecheck on three pushed clusters and
+#                      stdlib_norm_gpu_test.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s18.sh lib
@@ -32,8 +47,39 @@ case "${1:-}" in
     timeout 200 python3 bench/experiments/long_rows_peers.py f32 512x262144 640x196608 1024x131072 2>&1 |
       grep '^{' | tee -a "$out/f32cluster.txt"
     ;;
+  push)
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=(
+      "layer_norm layer_norm f32 M=512,N=262144 default"
+      "layer_norm layer_norm f32 M=512,N=262144 cluster=8,group=8192"
+      "layer_norm layer_norm f32 M=1024,N=131072 cluster=8,group=8192"
+      "layer_norm layer_norm f32 M=640,N=196608 cluster=8,group=8192"
+      "layer_norm layer_norm f32 M=4096,N=32768 default"
+      "layer_norm layer_norm bf16 M=512,N=262144 default"
+      "layer_norm layer_norm bf16 M=2048,N=65536 default"
+      "layer_norm layer_norm bf16 M=2048,N=65536 cluster=8,group=8192"
+      "softmax softmax f32 M=512,N=262144 default"
+      "softmax softmax f32 M=1024,N=131072 default"
+      "rms_norm rms_norm f32 M=1024,N=131072 default"
+      "rms_norm rms_norm bf16 M=512,N=262144 default"
+    )
+    precompile
+    k=.device/bin/kdsl_old precompile
+    ab_rounds 2 2>&1 | tee "$out/push.txt"
+    for c in "layer_norm f32 M=3,N=262144 cluster=8,group=8192" "layer_norm bf16 M=5,N=65536 default" \
+             "softmax f32 M=3,N=262144 default" "layer_norm f32 M=7,N=32768 default"; do
+      set -- $c
+      h=(); [ "$4" != default ] && h=(--schedule "$4")
+      for tool in memcheck racecheck; do
+        printf '%s %s %s %s %s ' "$tool" "$@"
+        timeout 100 /usr/local/cuda/bin/compute-sanitizer --tool "$tool" ${k} run "stdlib/$1.kdsl" \
+          -k "$1" --dtype "$2" --shape "$3" "${h[@]}" 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY"
+      done
+    done 2>&1 | tee -a "$out/push.txt"
+    timeout 150 .device/bin/stdlib_norm_gpu_test --gtest_brief=1 2>&1 | tail -4 | tee -a "$out/push.txt"
+    ;;
   *)
-    echo "usage: s30.sh f32cluster" >&2
+    echo "usage: s30.sh f32cluster|push" >&2
     exit 2
     ;;
 esac
