@@ -741,8 +741,7 @@ void RowEmitter::emit_phase(int p) {
     auto sp = spelling(r);
     t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
     if (g_ > 32 && !push_) {
-      t_.line("if ((lane & 31) == 0) red{}[buf][group][{} >> 5] = acc{};", r,
-              k_cl_ > 1 ? "tl" : "lane", r);
+      t_.line("if ((lane & 31) == 0) red{}[buf][group][lane >> 5] = acc{};", r, r);
     } else if (g_ > 32) {
       // On a cluster each warp's first lane writes the warp's partial into the same slot of
       // every CTA of the cluster (distributed shared memory): once they are in, every CTA holds
@@ -820,18 +819,14 @@ void RowEmitter::emit_phase(int p) {
     //   and log2(W) shuffles per thread instead of W loads (these kernels are partly issue-bound;
     //   fourteenth session, bench/RESULTS.md: RMSNorm backward bf16 8192 x 8192 129 -> 117 us,
     //   LayerNorm bf16 4096 x 32768 148 -> 139);
-    // - in order: every thread adds the W partials in warp order (the default on a cluster
-    //   without column reductions, where the butterfly was slower).
-    // Either way every lane ends with the same bits. On a cluster that does not push (none with
-    // reductions since the thirtieth session; LayerNorm's Welford states were) each CTA's
-    // total then goes to its shared memory and, after the cluster barrier, every thread combines
-    // the K CTAs' totals (read through distributed shared memory) in rank order: a fixed order, so
-    // the same bits on every run. (Pushed with plain remote stores and a cluster barrier, the
-    // partials were slower for softmax backward: bf16 4096 x 32768 240 us against 215, 98
-    // registers against 80, nineteenth session; with st.async, above, faster.)
+    // - in order: every thread adds the W partials in warp order (f32 rows of one reduction on
+    //   1024 threads whose last chunk is partly filled, where the butterfly was slower).
+    // Either way every lane ends with the same bits. (Clusters push, above: until the thirtieth
+    // session LayerNorm's Welford states on a cluster went through each CTA's total and a
+    // cluster barrier per row, 25-48% slower than pushed; AM2, bench/RESULTS.md.)
+    if (k_cl_ > 1) throw InternalError("codegen: a cluster row's reductions are not pushed");
     t_.line("__syncthreads();");
-    const int warps = g_ / k_cl_ / 32;
-    const char* me = k_cl_ > 1 ? "tl" : "threadIdx.x";
+    const int warps = g_ / 32;
     for (ir::ValueId r : reductions) {
       auto sp = spelling(r);
       if (!s_.butterfly) {
@@ -839,22 +834,9 @@ void RowEmitter::emit_phase(int p) {
         t_.line("#pragma unroll");
         t_.line("for (int w = 1; w < {2}; ++w) acc{0} = {1}(acc{0}, red{0}[buf][group][w]);", r,
                 sp.op, warps);
-      } else {  // W >= 2: G > 32, and a cluster's CTAs have at least 64 threads of a row
-        t_.line("acc{0} = red{0}[buf][group][{1} & {2}u];", r, me, warps - 1);
+      } else {  // W >= 2: G > 32
+        t_.line("acc{0} = red{0}[buf][group][threadIdx.x & {1}u];", r, warps - 1);
         t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, warps, sp.op);
-      }
-      if (k_cl_ > 1) t_.line("if (tl == 0) redc{0}[buf][group] = acc{0};", r);
-    }
-    if (k_cl_ > 1) {
-      t_.line("kdsl_cluster_sync();");
-      for (ir::ValueId r : reductions) {
-        auto sp = spelling(r);
-        t_.line("acc{0} = *kdsl_cluster_map(&redc{0}[buf][group], 0);", r);
-        t_.line("#pragma unroll");
-        t_.line(
-            "for (int q = 1; q < K; ++q) acc{0} = {1}(acc{0}, "
-            "*kdsl_cluster_map(&redc{0}[buf][group], q));",
-            r, sp.op);
       }
     }
   }
@@ -985,9 +967,7 @@ void RowEmitter::emit_main() {
       if (n.op != Op::reduce) continue;
       auto sp = spelling(static_cast<ir::ValueId>(i));
       // Pushed to every CTA of a cluster: every warp's partial of the row (K x GC / 32).
-      t_.line("__shared__ {} red{}[2][R][{} / 32];", sp.state_type, i,
-              k_cl_ > 1 && !push_ ? "GC" : "G");
-      if (k_cl_ > 1 && !push_) t_.line("__shared__ {} redc{}[2][R];", sp.state_type, i);
+      t_.line("__shared__ {} red{}[2][R][G / 32];", sp.state_type, i);
     }
     if (async_push_) {
       // One mbarrier per point of the row where reductions combine (phase p) and buffer:

@@ -39,13 +39,13 @@
 //   4-byte word at a time, counted on an mbarrier of the receiving CTA), and so do row
 //   reductions without column reductions; once they are in every thread combines the row's G / 32
 //   partials from its own shared memory, lanes in turn then a butterfly (a fixed order: the same
-//   bits in every CTA, on every run). Without them each CTA combines its warps' partial states (in
-//   warp order by default) and leaves its total in its shared memory; after a cluster barrier every
-//   thread combines the K totals, read through distributed shared memory, in rank order. Each CTA
-//   keeps the column accumulators of its own columns. Chosen (K = 4) where a 1024-thread row was
-//   measured slower: backward kernels whose row does not fit one CTA (column accumulators beyond
-//   its shared memory, or elements beyond its registers) and single-phase kernels on long rows
-//   (softmax backward at N = 32768); `cluster=K` forces it. Backward kernels with one chunk per
+//   bits in every CTA, on every run). Each CTA keeps the column accumulators of its own columns.
+//   Chosen (K = 4) where a 1024-thread row was measured slower: backward kernels whose row does
+//   not fit one CTA (column accumulators beyond its shared memory, or elements beyond its
+//   registers) and single-phase kernels on long rows (softmax backward at N = 32768); K = 8 of
+//   1024 threads for long rows of one row input and at most one weight vector that it holds in
+//   registers (16-bit rows with 3 or 4 chunks per thread, f32 with 4 to 8: softmax and RMSNorm
+//   at N = 131072 to 262144); `cluster=K` forces it. Backward kernels with one chunk per
 //   thread at 1024 threads take 512 threads and prefetch the next row (on 16-bit rows RMSNorm-like
 //   ones keep 1024 threads and LayerNorm backward stages instead, below), and so do f32 backward
 //   kernels with several reductions at 3 chunks per thread (LayerNorm backward at N = 10240) where

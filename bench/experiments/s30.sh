@@ -78,8 +78,29 @@ case "${1:-}" in
     done 2>&1 | tee -a "$out/push.txt"
     timeout 150 .device/bin/stdlib_norm_gpu_test --gtest_brief=1 2>&1 | tail -4 | tee -a "$out/push.txt"
     ;;
+  h200)
+    # On the H200 of the push run: LayerNorm f32 on the cluster of 8 (pushed Welford states)
+    # against its default at N = 131072 and 196608 (no prediction: whether the long-row rule
+    # should take LayerNorm f32 as well); the new f32 defaults at the other shapes; then PyTorch
+    # eager and torch.compile at the same f32 shapes, same run.
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=(
+      "layer_norm layer_norm f32 M=1024,N=131072 default"
+      "layer_norm layer_norm f32 M=1024,N=131072 cluster=8,group=8192"
+      "layer_norm layer_norm f32 M=640,N=196608 default"
+      "layer_norm layer_norm f32 M=640,N=196608 cluster=8,group=8192"
+      "softmax softmax f32 M=640,N=196608 default"
+      "softmax log_softmax f32 M=512,N=262144 default"
+      "rms_norm rms_norm f32 M=512,N=262144 default"
+      "rms_norm rms_norm f32 M=640,N=196608 default"
+    )
+    precompile
+    rounds 2 first 2>&1 | tee "$out/h200.txt"
+    timeout 200 python3 bench/experiments/long_rows_peers.py f32 512x262144 640x196608 1024x131072 2>&1 |
+      grep '^{' | tee -a "$out/h200.txt"
+    ;;
   *)
-    echo "usage: s30.sh f32cluster|push" >&2
+    echo "usage: s30.sh f32cluster|push|h200" >&2
     exit 2
     ;;
 esac
