@@ -331,7 +331,8 @@ TEST(RowsEmuColumns, RowGroupsCombineTheirPartials) {
 // variance around it) pushes each point's partials with st.async on an mbarrier of its own
 // (kdsl_full[0] and kdsl_full[1]), with no cluster barrier per combine; with a column reduction,
 // on a cluster of 2 CTAs, against the interpreter. Without column reductions too (the same
-// kernel's row part, cs dropped), and LayerNorm's Welford states keep the barrier.
+// kernel's row part, cs dropped), and LayerNorm's Welford states (three words each, pushed a word
+// at a time).
 TEST(RowsEmuColumns, ClusterRowsWithTwoCombinesPushOnAnMbarrierEach) {
   if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
   static constexpr const char* kSource = R"(
@@ -376,8 +377,10 @@ def centred[T: (f32, bf16)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):
   ps.inputs.clear();
   Problem p = make_problem(ln, ps);
   const GeneratedKernel gen = generate(p.ir, p.spec, DeviceTarget{}, h);
-  EXPECT_NE(gen.source.find("*kdsl_cluster_map(&redc"), std::string::npos);
-  EXPECT_EQ(gen.source.find("kdsl_full"), std::string::npos);
+  EXPECT_EQ(gen.source.find("*kdsl_cluster_map(&redc"), std::string::npos);
+  EXPECT_NE(gen.source.find("kdsl_mbar_wait(&kdsl_full[0][buf], kdsl_ph);"), std::string::npos);
+  EXPECT_NE(gen.source.find("sizeof(kdsl_welford<float>)"), std::string::npos);
+  emu::expect_emulated_matches_reference(p, "layer_norm f32 M=37 N=1000 cluster=2", 8, 4, h);
 }
 
 // bool tensors along the row are read and written in accesses of VEC bytes (kdsl_load /

@@ -67,6 +67,31 @@ TEST_P(StdlibNormGpu, MatchesReferenceOnRowsOf32KElements) {
   }
 }
 
+// Long rows: softmax, log_softmax and RMSNorm on a cluster of 8 CTAs of 1024 threads that holds
+// the row in registers (f32 N = 131072 to 262144, bf16 N = 262144; N = 131076 leaves the last
+// chunk of the row partly filled), the other kernels streamed or on clusters of 4; 19 rows, so
+// some clusters of the persistent grid take two rows and others one.
+TEST_P(StdlibNormGpu, MatchesReferenceOnLongRows) {
+  KDSL_REQUIRE_GPU();
+  const KernelCase& kc = GetParam();
+  auto fe = testing::front_end(kc.file);
+  uint64_t seed = 201;
+  for (auto [t, n] :
+       {std::pair{DType::f32, int64_t{262144}}, std::pair{DType::f32, int64_t{131076}},
+        std::pair{DType::bf16, int64_t{262144}}}) {
+    ProblemSpec ps;
+    ps.kernel = kc.kernel;
+    ps.binding = {t};
+    ps.shapes = {{"M", 19}, {"N", n}};
+    ps.seed = seed++;
+    ps.inputs = forward_tensors(fe, ps, kc.forward);
+    Problem p = make_problem(fe, ps);
+    testing::expect_gpu_matches_reference(
+        p, fmt::format("{} {} M=19 N={}", kc.kernel, dtype_name(t), n));
+    if (HasFailure()) return;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Stdlib, StdlibNormGpu, ::testing::ValuesIn(kKernels),
                          [](const auto& info) { return std::string(info.param.kernel); });
 
