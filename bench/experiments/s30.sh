@@ -99,8 +99,26 @@ case "${1:-}" in
     timeout 200 python3 bench/experiments/long_rows_peers.py f32 512x262144 640x196608 1024x131072 2>&1 |
       grep '^{' | tee -a "$out/h200.txt"
     ;;
+  prefetch)
+    # Exploratory (no rule predicted): on the cluster of 8, rows of 4 chunks a thread prefetch
+    # the next row (f32 N = 131072, bf16 262144); RMSNorm f32 reached less of the copy
+    # bandwidth there than at 6 chunks without prefetch (H200, AM4: 0.663 at 1024 x 131072,
+    # 0.79 at 640 x 196608). The default against prefetch=0, two rounds, --verify on the hints.
+    # Expected: within 5% either way.
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    cases=()
+    for spec in "rms_norm rms_norm f32 M=1024,N=131072" "softmax softmax f32 M=1024,N=131072" \
+                "rms_norm rms_norm bf16 M=512,N=262144" "softmax softmax bf16 M=512,N=262144"; do
+      for h in default prefetch=0; do cases+=("$spec $h"); done
+    done
+    for h in cluster=8,group=8192 cluster=8,group=8192,prefetch=0; do
+      cases+=("layer_norm layer_norm f32 M=1024,N=131072 $h")
+    done
+    precompile
+    rounds 2 first 2>&1 | tee "$out/prefetch.txt"
+    ;;
   *)
-    echo "usage: s30.sh f32cluster|push|h200" >&2
+    echo "usage: s30.sh f32cluster|push|h200|prefetch" >&2
     exit 2
     ;;
 esac
