@@ -17,6 +17,21 @@ constexpr DType kDtypes[] = {DType::f32, DType::f16, DType::bf16};
 
 class StdlibNormGpu : public ::testing::TestWithParam<KernelCase> {};
 
+// The kernel of `kc` (a backward kernel with its forward's outputs as inputs) at M x N in dtype
+// `t`, from fresh random inputs drawn with `seed`, on the GPU against the CPU reference.
+void expect_matches_reference(const KernelCase& kc, const std::shared_ptr<const FrontEnd>& fe,
+                              DType t, int64_t m, int64_t n, uint64_t seed) {
+  ProblemSpec ps;
+  ps.kernel = kc.kernel;
+  ps.binding = {t};
+  ps.shapes = {{"M", m}, {"N", n}};
+  ps.seed = seed;
+  ps.inputs = forward_tensors(fe, ps, kc.forward);
+  Problem p = make_problem(fe, ps);
+  testing::expect_gpu_matches_reference(
+      p, fmt::format("{} {} M={} N={}", kc.kernel, dtype_name(t), m, n));
+}
+
 TEST_P(StdlibNormGpu, MatchesReferenceAtEveryLengthAndDtype) {
   KDSL_REQUIRE_GPU();
   const KernelCase& kc = GetParam();
@@ -26,15 +41,7 @@ TEST_P(StdlibNormGpu, MatchesReferenceAtEveryLengthAndDtype) {
     for (int64_t n : kRowLengths) {
       // A row count that leaves a partial last wave of the persistent grid, and a single row.
       for (int64_t m : {int64_t{1}, n <= 1024 ? int64_t{3001} : int64_t{301}}) {
-        ProblemSpec ps;
-        ps.kernel = kc.kernel;
-        ps.binding = {t};
-        ps.shapes = {{"M", m}, {"N", n}};
-        ps.seed = seed++;
-        ps.inputs = forward_tensors(fe, ps, kc.forward);
-        Problem p = make_problem(fe, ps);
-        testing::expect_gpu_matches_reference(
-            p, fmt::format("{} {} M={} N={}", kc.kernel, dtype_name(t), m, n));
+        expect_matches_reference(kc, fe, t, m, n, seed++);
         if (HasFailure()) return;
       }
     }
@@ -53,15 +60,7 @@ TEST_P(StdlibNormGpu, MatchesReferenceOnRowsOf32KElements) {
   uint64_t seed = 101;
   for (DType t : {DType::bf16, DType::f32}) {
     for (int64_t n : {int64_t{32768}, int64_t{32776}}) {
-      ProblemSpec ps;
-      ps.kernel = kc.kernel;
-      ps.binding = {t};
-      ps.shapes = {{"M", 37}, {"N", n}};
-      ps.seed = seed++;
-      ps.inputs = forward_tensors(fe, ps, kc.forward);
-      Problem p = make_problem(fe, ps);
-      testing::expect_gpu_matches_reference(
-          p, fmt::format("{} {} M=37 N={}", kc.kernel, dtype_name(t), n));
+      expect_matches_reference(kc, fe, t, 37, n, seed++);
       if (HasFailure()) return;
     }
   }
@@ -79,15 +78,7 @@ TEST_P(StdlibNormGpu, MatchesReferenceOnLongRows) {
   for (auto [t, n] :
        {std::pair{DType::f32, int64_t{262144}}, std::pair{DType::f32, int64_t{131076}},
         std::pair{DType::bf16, int64_t{262144}}}) {
-    ProblemSpec ps;
-    ps.kernel = kc.kernel;
-    ps.binding = {t};
-    ps.shapes = {{"M", 19}, {"N", n}};
-    ps.seed = seed++;
-    ps.inputs = forward_tensors(fe, ps, kc.forward);
-    Problem p = make_problem(fe, ps);
-    testing::expect_gpu_matches_reference(
-        p, fmt::format("{} {} M=19 N={}", kc.kernel, dtype_name(t), n));
+    expect_matches_reference(kc, fe, t, 19, n, seed++);
     if (HasFailure()) return;
   }
 }
