@@ -421,9 +421,12 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   }
   if (stage < asked) {
     s.reasons.push_back(fmt::format(
-        "stage={} does not fit: {:.0f} KiB per staged row, {:.0f} KiB of column accumulators, "
-        "{} KiB of shared memory per CTA; {}",
-        asked, stage_bytes / 1024, s.smem_columns ? smem_bytes / 1024 : 0.0,
+        "stage={} does not fit: {} buffers of {:.0f} KiB (a row each), {:.0f} KiB of column "
+        "accumulators and {:.0f} KiB of partials need {:.0f} KiB, beyond the {} KiB of shared "
+        "memory per CTA; {}",
+        asked, asked, stage_bytes / 1024, s.smem_columns ? smem_bytes / 1024 : 0.0,
+        partial_bytes / 1024,
+        (asked * stage_bytes + partial_bytes + (s.smem_columns ? smem_bytes : 0.0)) / 1024,
         target.max_smem_per_cta / 1024,
         stage >= 2 ? fmt::format("staging {} rows", stage) : std::string("no staging")));
   }
@@ -726,7 +729,8 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   ScheduleHint h = hint;
   int cluster = hint.cluster.value_or(1);
   std::vector<std::string> why;
-  std::string four_ctas;  // the cluster-of-four reason the register-accumulator rule replaced
+  std::string persistent_note;  // why a user's persistent=0 keeps a long row streamed
+  std::string four_ctas;        // the cluster-of-four reason the register-accumulator rule replaced
   bool f32_prefetch_rule = false;
   if (!hint.cluster && !hint.group && s.group == 1024) {
     // Whether the row's elements are beyond one CTA's registers: streamed rows, with a user's
@@ -754,21 +758,34 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     // RMSNorm): LayerNorm (two weight vectors) was slower on the cluster at bf16 (24 bytes
     // spilled, 426 us against 345) and at f32 without a spill (AM1: 718 against 579 at 512 x
     // 262144, 818 against 582 at 1024 x 131072; not found why); softmax backward's two rows
-    // spill 64 bytes at bf16 N = 262144. Hints the cluster can honour (cache_rows=1, prefetch,
-    // stage=0, online=0) keep it; hints of streamed rows (unroll, online=1) keep the row
-    // streamed on one CTA.
+    // spill 64 bytes at bf16 N = 262144. The row fills at least the fewest chunks (a tail of a
+    // few vectors in one more chunk is not the measured row). Hints the cluster can honour
+    // (cache_rows=1, prefetch, stage=0, online=0) keep it; hints of streamed rows (unroll, and
+    // online=1 where the kernel has such a sum) keep the row streamed on one CTA, and so does
+    // persistent=0 (the cluster runs on a persistent grid), with a reason.
     bool long_cluster = false;
     const Words held = cached_words(k, spec, false, s.vec);
-    if (clusters && !s.column_reduction && s.persistent &&
-        (s.element_bytes == 2 || s.element_bytes == 4) && elements_beyond &&
-        hint.cache_rows.value_or(true) && hint.stage.value_or(0) < 2 && !hint.unroll &&
-        !hint.online.value_or(false) && held.row <= 1 && held.invariant <= 1) {
+    const bool online_asked = hint.online.value_or(false) && !online_sums(k).empty();
+    if (clusters && !s.column_reduction && (s.element_bytes == 2 || s.element_bytes == 4) &&
+        elements_beyond && hint.cache_rows.value_or(true) && hint.stage.value_or(0) < 2 &&
+        !hint.unroll && !online_asked && held.row <= 1 && held.invariant <= 1) {
       ScheduleHint eight = hint;
       eight.group = 8 * 1024;
+      eight.persistent = true;
       const RowSchedule on8 = choose_rows(k, spec, target, eight, 8, nullptr, /*internal=*/true);
       const int fewest = s.element_bytes == 2 ? 3 : 4;
       const int most = s.element_bytes == 2 ? 4 : 8;
-      long_cluster = on8.cache_rows && on8.chunks >= fewest && on8.chunks <= most;
+      const int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
+      long_cluster =
+          on8.cache_rows && n >= int64_t{fewest} * 8 * 1024 * s.vec && on8.chunks <= most;
+      if (long_cluster && !s.persistent) {
+        long_cluster = false;
+        if (hint.persistent == false) {
+          persistent_note =
+              "persistent=0: the row is streamed (the cluster of 8 CTAs of 1024 threads that "
+              "would hold it in registers runs on a persistent grid)";
+        }
+      }
     }
     if (long_cluster) {
       cluster = 8;
@@ -924,6 +941,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     long_dependent_rule = true;
     why.push_back("a long row with dependent reductions: 1024 threads per row");
   }
+  if (!persistent_note.empty()) s.reasons.push_back(persistent_note);
   if (why.empty()) return s;
   RowSchedule first = s;
   s = choose_rows(k, spec, target, h, cluster, nullptr, /*internal=*/true);
@@ -978,6 +996,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
                                     "room)";
   }
   if (!hint.empty()) s.reasons.push_back("schedule hint: " + hint.str());
+  if (!persistent_note.empty()) s.reasons.push_back(persistent_note);
   s.reasons.insert(s.reasons.begin() + 1, why.begin(), why.end());
   return s;
 }

@@ -360,8 +360,21 @@ TEST(RowSchedule, LongForwardRowsHeldOnAClusterOfEight) {
       EXPECT_NE(c.s.cluster, 8) << hint;
     }
   }
-  // Hints the cluster honours keep it.
+  // A row that needs one more chunk only for a tail of vectors is not the measured row.
+  EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::f32, 98308).s.cluster, 1);
+  EXPECT_NE(choose("softmax.kdsl", "softmax", DType::bf16, 131080).s.cluster, 8);
+  // persistent=0 says why the row is streamed.
+  Chosen np = choose("softmax.kdsl", "softmax", DType::f32, 262144, "persistent=0");
+  EXPECT_EQ(np.s.cluster, 1);
+  EXPECT_TRUE(has_reason(np.s, "persistent=0: the row is streamed")) << reasons(np.s);
+  // Hints the cluster honours keep it, and online=1 where there is no sum of exp to take online
+  // (it does not apply, and changes nothing).
   EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::f32, 262144, "online=0").s.cluster, 8);
+  Chosen ro = choose("rms_norm.kdsl", "rms_norm", DType::f32, 262144, "online=1");
+  EXPECT_EQ(ro.s.cluster, 8);
+  EXPECT_TRUE(has_reason(ro.s, "online=1 does not apply")) << reasons(ro.s);
+  EXPECT_EQ(without_comments(ro.source),
+            without_comments(choose("rms_norm.kdsl", "rms_norm", DType::f32, 262144).source));
   for (const char* hint : {"cache_rows=1", "prefetch=0", "prefetch=1", "stage=0", "pack=1"}) {
     Chosen c = choose("softmax.kdsl", "softmax", DType::bf16, 262144, hint);
     EXPECT_EQ(c.s.cluster, 8) << hint;
@@ -1081,6 +1094,16 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   Chosen big = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 65536,
                       "cluster=8,group=8192,smem_columns=0,stage=8,cache_rows=1");
   EXPECT_EQ(big.s.stage, 6) << reasons(big.s);
+  EXPECT_TRUE(has_reason(big.s, "stage=8 does not fit: 8 buffers of 32 KiB (a row each)"))
+      << reasons(big.s);
+  // One row of 128 KiB fits, two buffers of it do not: the message says what the stages need.
+  Chosen two = choose("softmax.kdsl", "softmax", DType::f32, 32768, "stage=2");
+  EXPECT_LT(two.s.stage, 2);
+  EXPECT_TRUE(has_reason(two.s,
+                         "stage=2 does not fit: 2 buffers of 128 KiB (a row each), 0 KiB "
+                         "of column accumulators and 2 KiB of partials need 258 KiB, "
+                         "beyond the 227 KiB"))
+      << reasons(two.s);
   // Rows without 16-byte row loads on the cluster rule: not staged, and the explain says so.
   Chosen v4 = choose("rms_norm.kdsl", "add_rms_norm_bwd", DType::bf16, 16380);
   ASSERT_EQ(v4.s.cluster, 8) << reasons(v4.s);
