@@ -746,32 +746,26 @@ void RowEmitter::emit_phase(int p) {
       // On a cluster each warp's first lane writes the warp's partial into the same slot of
       // every CTA of the cluster (distributed shared memory): once they are in, every CTA holds
       // all G / 32 partials of the row, with no barrier of its own and no remote load on the
-      // way. With row reductions (async_push_) the writes are st.async, a 4-byte word of the
-      // state at a time, each counting its 4 bytes on the receiving CTA's mbarrier for this point
-      // of the row and buffer, and each CTA waits for its own mbarrier's phase; otherwise plain
-      // remote stores and a cluster barrier, whose release makes each warp wait for its earlier
-      // global stores (the previous row's dx) first. Measured (twenty-second session, bf16 4096 x
-      // 32768, three rounds): LayerNorm backward 330 -> 285 us, RMSNorm backward 276 -> 234. Reuse
+      // way. The writes are st.async (async_push_: here every row reduction), a 4-byte word of
+      // the state at a time, each counting its 4 bytes on the receiving CTA's mbarrier for this
+      // point of the row and buffer, and each CTA waits for its own mbarrier's phase. (Before,
+      // plain remote stores and a cluster barrier, whose release makes each warp wait for its
+      // earlier global stores, the previous row's dx, first; measured, twenty-second session,
+      // bf16 4096 x 32768, three rounds: LayerNorm backward 330 -> 285 us, RMSNorm backward 276
+      // -> 234 with st.async.) Reuse
       // of a buffer two rows later is safe without a barrier: a CTA pushes row r + 2 into buffer b
       // only after its own mbarrier saw every warp's row r + 1 partials, and each warp pushes row r
       // + 1 only after it has read (and used) row r's from buffer b; the
       // __syncwarp orders the other lanes' reads before lane 0's push in the memory model too
       // (their values reach lane 0 through shuffles, which do not order memory).
-      if (async_push_) t_.line("__syncwarp();");
+      t_.line("__syncwarp();");
       t_.line("if ((tl & 31) == 0) {{");
       t_.in();
       t_.line("#pragma unroll");
-      if (async_push_) {
-        t_.line(
-            "for (int q = 0; q < K; ++q) kdsl_push_async(&red{0}[buf][group][lane >> 5], acc{0}, "
-            "&kdsl_full[{1}][buf], q);",
-            r, p);
-      } else {
-        t_.line(
-            "for (int q = 0; q < K; ++q) *kdsl_cluster_map(&red{0}[buf][group][lane >> 5], q) = "
-            "acc{0};",
-            r);
-      }
+      t_.line(
+          "for (int q = 0; q < K; ++q) kdsl_push_async(&red{0}[buf][group][lane >> 5], acc{0}, "
+          "&kdsl_full[{1}][buf], q);",
+          r, p);
       t_.close();
     }
   }
@@ -780,23 +774,19 @@ void RowEmitter::emit_phase(int p) {
     // lane l combines partials l, l + 32, ... in turn, then a butterfly over the lanes, lower
     // lanes first.
     const int partials = g_ / 32;  // a power of two, at least 2 x K
-    if (async_push_) {
-      // The CTA receives every warp's partial of each of its R rows for each reduction: the
-      // phase of this buffer's mbarrier completes when those bytes have arrived (and thread 0
-      // has said how many: the count may go below zero before it does).
-      std::string state_bytes;
-      for (ir::ValueId r : reductions) {
-        state_bytes +=
-            fmt::format("{}sizeof({})", state_bytes.empty() ? "" : " + ", spelling(r).state_type);
-      }
-      t_.line(
-          "if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[{}][buf], static_cast<unsigned>(({}) "
-          "* {}));",
-          p, state_bytes, r_ * partials);
-      t_.line("kdsl_mbar_wait(&kdsl_full[{}][buf], kdsl_ph);", p);
-    } else {
-      t_.line("kdsl_cluster_sync();");
+    // The CTA receives every warp's partial of each of its R rows for each reduction: the phase
+    // of this buffer's mbarrier completes when those bytes have arrived (and thread 0 has said
+    // how many: the count may go below zero before it does).
+    std::string state_bytes;
+    for (ir::ValueId r : reductions) {
+      state_bytes +=
+          fmt::format("{}sizeof({})", state_bytes.empty() ? "" : " + ", spelling(r).state_type);
     }
+    t_.line(
+        "if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[{}][buf], static_cast<unsigned>(({}) "
+        "* {}));",
+        p, state_bytes, r_ * partials);
+    t_.line("kdsl_mbar_wait(&kdsl_full[{}][buf], kdsl_ph);", p);
     for (ir::ValueId r : reductions) {
       auto sp = spelling(r);
       if (partials <= 32) {
@@ -1147,17 +1137,10 @@ void RowEmitter::emit_main() {
 
 void RowEmitter::emit_cluster_helpers() {
   // Thread-block clusters (sm_90): the barrier across the cluster's CTAs (release/acquire, so
-  // shared-memory writes before it are seen by the other CTAs after it) and the address of a
-  // shared variable in CTA `rank` of the cluster (PTX mapa on a generic address).
+  // shared-memory writes before it are seen by the other CTAs after it).
   t_.line("__device__ __forceinline__ void kdsl_cluster_sync() {{");
   t_.line(
       R"(  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");)");
-  t_.line("}}");
-  t_.line("template <class T>");
-  t_.line("__device__ __forceinline__ T* kdsl_cluster_map(T* p, int rank) {{");
-  t_.line("  unsigned long long r;");
-  t_.line(R"(  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));)");
-  t_.line("  return reinterpret_cast<T*>(r);");
   t_.line("}}");
   if (!async_push_) return;
   // mbarriers (sm_90): initialized for one arrival (thread 0's, with the expected bytes) and made

@@ -547,8 +547,6 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               R"(asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.)"
               R"(acquire.aligned;" ::: "memory");)",
               "kdsl_emu_cluster_sync();");
-  replace_all(src, R"(asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"(p), "r"(rank));)",
-              "r = kdsl_emu_mapa(p, rank);");
   // mbarriers and st.async (the pushed partials of a cluster row).
   replace_all(src, "const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(slot));", "");
   replace_all(src, "const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));", "");
