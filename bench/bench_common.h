@@ -104,7 +104,8 @@ class Session {
   const Options& options() const { return opt_; }
   double copy_gbps() const { return copy_gbps_; }
 
-  /// Times `gpu`'s launch (5 warm-up launches, then options().reps, L2 flushed before each).
+  /// Times `gpu`'s launch (at least 5 warm-up launches and kMinWarmupMs of them, then
+  /// options().reps, L2 flushed before each).
   Measured time(const Problem& p, GpuRun& gpu) const {
     Measured m;
     m.t = time_cuda(
@@ -119,6 +120,7 @@ class Session {
   void add(nlohmann::json rec, const Measured& m, const LaunchPlan& plan) {
     rec["us"] = m.t.median_us;
     rec["min_us"] = m.t.min_us;
+    rec["warmup"] = m.t.warmup;
     rec["bytes"] = m.bytes;
     rec["GBps"] = m.gbps;
     rec["ratio_to_copy"] = m.gbps / copy_gbps_;

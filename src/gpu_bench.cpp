@@ -1,6 +1,7 @@
 #include "gpu_bench.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace kdsl {
@@ -32,7 +33,7 @@ void DeviceTensor::poison(uint8_t byte) {
 }
 
 Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, int reps,
-                 bool flush_l2) {
+                 bool flush_l2, double min_warmup_ms) {
   const Driver& d = driver();
   CUcontext ctx = nullptr;
   check(d.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
@@ -43,7 +44,27 @@ Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, i
   CUevent start, stop;
   check(d.cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
   check(d.cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-  for (int i = 0; i < warmup; ++i) fn();
+  // Warm-up: `warmup` runs, then batches sized from the mean time so far until the runs have
+  // taken min_warmup_ms (as triton.testing.do_bench sizes its warm-up from an estimate; a slow
+  // first run only makes the next batch too small, and the loop goes on). At most 100000 runs
+  // beyond `warmup`: a launch with nothing to do (M = 0) adds no GPU time.
+  constexpr int kMaxExtraWarmup = 100000;
+  int warm = 0;
+  double warm_ms = 0;
+  for (int batch = std::max(warmup, min_warmup_ms > 0 ? 1 : 0); batch > 0;) {
+    check(d.cuEventRecord(start, stream), "cuEventRecord");
+    for (int i = 0; i < batch; ++i) fn();
+    check(d.cuEventRecord(stop, stream), "cuEventRecord");
+    check(d.cuEventSynchronize(stop), "cuEventSynchronize");
+    float ms = 0;
+    check(d.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+    warm += batch;
+    warm_ms += ms;
+    if (!(min_warmup_ms > warm_ms) || warm >= warmup + kMaxExtraWarmup) break;
+    const double per_run = std::max(static_cast<double>(ms) / batch, 1e-4);
+    batch = static_cast<int>(std::clamp(std::ceil((min_warmup_ms - warm_ms) / per_run), 1.0,
+                                        static_cast<double>(warmup + kMaxExtraWarmup - warm)));
+  }
   std::vector<double> us;
   for (int i = 0; i < reps; ++i) {
     if (flush_l2)
@@ -61,6 +82,7 @@ Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, i
   d.cuEventDestroy(stop);
   Timing t;
   t.reps = reps;
+  t.warmup = warm;
   if (us.empty()) return t;
   std::sort(us.begin(), us.end());
   t.median_us =

@@ -26,17 +26,27 @@ struct DeviceTensor {
   void poison(uint8_t byte = 0xff);
 };
 
-/// One timed measurement: median, minimum and maximum over `reps` runs, microseconds.
+/// One timed measurement: median, minimum and maximum over `reps` runs, microseconds, and the
+/// untimed warm-up runs before them.
 struct Timing {
   double median_us = 0, min_us = 0, max_us = 0;
   int reps = 0;
+  int warmup = 0;
 };
 
-/// Times `fn` (which enqueues work on `stream`) with CUDA events: `warmup` untimed runs, then
-/// `reps` timed runs, each preceded (when `flush_l2`) by writing a buffer of twice the L2 size so
-/// every run starts with a cold L2. Synchronizes the stream.
+/// The least warm-up, in milliseconds of back-to-back runs, before any run is timed: the
+/// default of triton.testing.do_bench (warmup=25), which times the peers. Measured on an H100
+/// (bench/RESULTS.md, thirty-first session): a row kernel of 2^27 bytes a tensor took 107-108 us
+/// after 10 warm-up runs in a new process and 93.2 us after 180 or more (about 17 ms).
+inline constexpr double kMinWarmupMs = 25.0;
+
+/// Times `fn` (which enqueues work on `stream`) with CUDA events: at least `warmup` untimed runs,
+/// and more until they have taken `min_warmup_ms` milliseconds of GPU time (estimated from the
+/// first ones; 0: `warmup` runs only), then `reps` timed runs, each preceded (when `flush_l2`) by
+/// writing a buffer of twice the L2 size so every run starts with a cold L2. Synchronizes the
+/// stream.
 Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, int reps,
-                 bool flush_l2);
+                 bool flush_l2, double min_warmup_ms = kMinWarmupMs);
 
 /// The bandwidth of a device-to-device copy of `bytes` bytes (counting read + write), GB/s
 /// (1e9 bytes), timed as time_cuda does: the ceiling kernels are compared against.

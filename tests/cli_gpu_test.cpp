@@ -65,6 +65,18 @@ TEST_F(CliTest, RunVerifyBenchJson) {
   EXPECT_GT(j["bench"]["median_us"].get<double>(), 0);
   EXPECT_GT(j["bench"]["copy_GBps"].get<double>(), 100);
   EXPECT_EQ(j["bench"]["bytes"], 2 * 512 * 1024 * 2 + 1024 * 2 + 512 * 4);
+  // At least --warmup runs, and more to fill --warmup-ms (25 ms of a kernel of a few us).
+  EXPECT_GT(j["bench"]["warmup"].get<int>(), 2);
+  EXPECT_EQ(j["bench"]["warmup_ms"].get<double>(), 25.0);
+}
+
+TEST_F(CliTest, RunBenchWarmupByCountOnly) {
+  REQUIRE_GPU();
+  CliResult r = kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f16", "--shape", "M=512,N=1024",
+                      "--bench", "--reps", "5", "--warmup", "3", "--warmup-ms", "0", "--json"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["bench"]["warmup"].get<int>(), 3);
 }
 
 TEST_F(CliTest, BenchPrintsATableAndJson) {

@@ -1618,6 +1618,14 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
        "kdsl run: usage error: --reps requires --bench (see kdsl run --help)"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--no-flush", "--verify"}), 2,
        "kdsl run: usage error: --no-flush requires --bench (see kdsl run --help)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--warmup-ms", "5"}), 2,
+       "kdsl run: usage error: --warmup-ms requires --bench (see kdsl run --help)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--bench", "--warmup-ms", "-1"}), 2,
+       "kdsl run: usage error: --warmup-ms: '-1' is not a number from 0 to 10000 (see kdsl run "
+       "--help)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--bench", "--warmup-ms", "nan"}), 2,
+       "kdsl run: usage error: --warmup-ms: 'nan' is not a number from 0 to 10000 (see kdsl run "
+       "--help)"},
       {cmd({"--dtype", "bf16", "--shape", "M=4,N=8", "--schedule", "group=64,group=64"}), 2,
        "kdsl run: usage error: --schedule: schedule hint 'group=64,group=64': group is given "
        "twice"},

@@ -50,8 +50,76 @@ case "${1:-}" in
     precompile
     rounds 2 first 2>&1 | tee "$out/lead.txt"
     ;;
+  alias)
+    # (after calib) AN1's bimodal 2^27-byte rows: PyTorch's copy and multiply with the output at
+    # chosen distances from the input (alias_probe.py), then kdsl copy_rows and rms_norm bf16
+    # 8192 x 8192 in eight fresh processes each. Prediction: if the relative placement decides,
+    # some distances give the slow mode (about 108 us on the H100) for PyTorch's kernels too, and
+    # the eight processes split between the two modes.
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem --format=csv,noheader
+    timeout 200 python3 bench/experiments/alias_probe.py 2>&1 | tee "$out/alias.txt"
+    cases=("../bench/experiments/calibrate copy_rows bf16 M=8192,N=8192 default"
+           "rms_norm rms_norm bf16 M=8192,N=8192 default")
+    precompile
+    rounds 8 none 2>&1 | tee -a "$out/alias.txt"
+    ;;
+  clock)
+    # (after alias: PyTorch's copy never slow, kdsl's copy_rows mostly slow) whether the slow mode
+    # is the GPU's clock ramp in a short process: copy_rows bf16 8192 x 8192 with the default 10
+    # warm-up runs and 40 timed ones, with 3000 warm-up runs, with 2000 timed ones, and without
+    # the L2 flush, three processes each, the SM clock sampled every 20 ms meanwhile.
+    # Prediction: the long warm-up gives about 94 us in every process if the clock is the cause.
+    nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem,clocks.max.sm,power.limit --format=csv,noheader
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,clocks_event_reasons.active \
+      --format=csv,noheader -lms 20 > /tmp/clocks.csv 2>&1 &
+    smi=$!
+    f=bench/experiments/calibrate.kdsl
+    ${k} -q compile $f -k copy_rows --dtype bf16 --shape M=8192,N=8192
+    for opts in "--reps 40" "--warmup 3000 --reps 40" "--reps 2000" "--reps 40 --no-flush"; do
+      for i in 1 2 3; do
+        printf '%s %s: ' "$opts" "$i"; date +%T.%N | cut -c1-12
+        ${k} run $f -k copy_rows --dtype bf16 --shape M=8192,N=8192 --bench $opts 2>&1 | grep -oE "bench: [0-9.]+ us"
+      done
+    done 2>&1 | tee "$out/clock.txt"
+    kill $smi
+    cp /tmp/clocks.csv "$out/"
+    ;;
+  ramp)
+    # (after clock: 3000 warm-up launches or 2000 timed ones give 93.2 us in every process, 10
+    # and 40 give 107-108) how long the ramp lasts after an idle gap (ramp_probe.py), and kdsl's
+    # copy_rows with warm-up launches worth about 25, 100 and 300 ms. Prediction: a ramp of
+    # 50-300 ms, every idle gap of 0.2 s or more giving it again.
+    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
+    timeout 120 python3 bench/experiments/ramp_probe.py 2>&1 | tee "$out/ramp.txt"
+    f=bench/experiments/calibrate.kdsl
+    for w in 180 720 2200; do
+      printf 'warmup %s: ' "$w"
+      ${k} run $f -k copy_rows --dtype bf16 --shape M=8192,N=8192 --bench --warmup $w --reps 40 2>&1 | grep -oE "bench: [0-9.]+ us"
+      sleep 1
+    done 2>&1 | tee -a "$out/ramp.txt"
+    ;;
+  warm)
+    # time_cuda now warms up for at least 25 ms (triton.testing.do_bench's warm-up, which the
+    # peers get) besides its warm-up runs. Old binary (.device/bin/kdsl_old: 9574c73, 10 warm-up
+    # runs) against new (default --warmup-ms 25), three processes each, alternating; then the full
+    # benchmark. Prediction: the new binary at about 93-94 us (H100) or its H200 equivalent in
+    # every process for copy_rows and rms_norm bf16 8192 x 8192, the old one mostly 14% slower;
+    # in the full benchmark the 2^27-byte bf16 rows (8192 x 8192, 65536 x 1024) rise from
+    # 0.87-0.90 to 0.93-0.95 of copy, the larger rows within 1%.
+    nvidia-smi --query-gpu=name,uuid --format=csv,noheader
+    for i in 1 2 3; do
+      for b in kdsl_old kdsl; do
+        for c in "../bench/experiments/calibrate copy_rows bf16 M=8192,N=8192" \
+                 "rms_norm rms_norm bf16 M=8192,N=8192" "layer_norm layer_norm bf16 M=65536,N=1024"; do
+          printf '%s %-8s ' "$i" "$b"
+          k=".device/bin/$b" bench $c default
+        done
+      done
+    done 2>&1 | tee "$out/warm.txt"
+    final_run
+    ;;
   *)
-    echo "usage: s31.sh calib|lead" >&2
+    echo "usage: s31.sh calib|lead|alias|clock|ramp|warm" >&2
     exit 2
     ;;
 esac

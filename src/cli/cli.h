@@ -45,6 +45,11 @@ CLI::Validator not_blank(const std::string& message);
 /// larger one is a usage error, not wrapped).
 CLI::Option* add_seed_option(CLI::App& app, uint64_t& into);
 
+/// Adds --warmup-ms, the least warm-up in milliseconds of GPU time before timing (time_cuda's
+/// min_warmup_ms): a number from 0 to 10000 (NaN, infinities and text are usage errors);
+/// `help_suffix` ends the help text, e.g. " (--bench)".
+CLI::Option* add_warmup_ms_option(CLI::App& app, double& into, const std::string& help_suffix);
+
 // ---------------------------------------------------------------------------------------------
 // Dtypes and shapes on the command line
 

@@ -20,6 +20,7 @@ namespace {
 struct BenchOptions {
   SpecListOptions specs;
   int warmup = 10, reps = 50;
+  double warmup_ms = kMinWarmupMs;
   bool no_flush = false, json = false;
   uint64_t seed = 0;
 };
@@ -49,7 +50,7 @@ Row bench_one(const SpecList& list, const SpecRequest& r, const BenchOptions& o,
   row.symbol = gpu.loaded().plan.symbol;
   row.schedule = gpu.loaded().plan.schedule;
   row.t = time_cuda(
-      nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, !o.no_flush);
+      nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, !o.no_flush, o.warmup_ms);
   row.bytes = minimal_bytes(p);
   row.gbps = row.t.median_us > 0 ? static_cast<double>(row.bytes) / (row.t.median_us * 1e3) : 0;
   return row;
@@ -94,8 +95,8 @@ int bench(const BenchOptions& o) {
   if (!o.json) {
     std::cout << fmt::format(
                      "{}: copy bandwidth {:.0f} GB/s (1 GiB device-to-device); median of "
-                     "{} after {} warm-up, L2 {}\n",
-                     dev.name, copy_gbps, counted(o.reps, "run", "runs"), o.warmup,
+                     "{} after at least {} warm-up and {} ms, L2 {}\n",
+                     dev.name, copy_gbps, counted(o.reps, "run", "runs"), o.warmup, o.warmup_ms,
                      o.no_flush ? "not flushed" : "flushed before each run")
               << header << "\n"
               << std::flush;
@@ -131,6 +132,7 @@ int bench(const BenchOptions& o) {
                 {"median_us", row.t.median_us},
                 {"min_us", row.t.min_us},
                 {"max_us", row.t.max_us},
+                {"warmup", row.t.warmup},
                 {"bytes", row.bytes},
                 {"GBps", row.gbps},
                 {"ratio_to_copy", ratio}});
@@ -145,9 +147,10 @@ int bench(const BenchOptions& o) {
     results.push_back(std::move(j));
   }
   if (o.json) {
-    nlohmann::json report = {
-        {"device", dev.name}, {"copy_GBps", copy_gbps},    {"reps", o.reps},
-        {"warmup", o.warmup}, {"l2_flushed", !o.no_flush}, {"results", results}};
+    nlohmann::json report = {{"device", dev.name},       {"copy_GBps", copy_gbps},
+                             {"reps", o.reps},           {"warmup", o.warmup},
+                             {"warmup_ms", o.warmup_ms}, {"l2_flushed", !o.no_flush},
+                             {"results", results}};
     std::cout << json_text(report) << "\n";
   }
   // A hint that cannot apply to a specialization is the command line's fault: exit code 2.
@@ -161,8 +164,9 @@ Command register_bench(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "bench", "Time kernels on the GPU against the copy bandwidth (several dtypes and shapes)");
   add_spec_list_options(*sub, o->specs);
-  sub->add_option("--warmup", o->warmup, "Untimed runs before timing (default 10)")
+  sub->add_option("--warmup", o->warmup, "Untimed runs before timing, at least (default 10)")
       ->check(CLI::Range(0, 100000));
+  add_warmup_ms_option(*sub, o->warmup_ms, "");
   sub->add_option("--reps", o->reps, "Timed runs; the median is reported (default 50)")
       ->check(CLI::Range(1, 100000));
   sub->add_flag("--no-flush", o->no_flush, "Do not flush L2 between timed runs");

@@ -19,6 +19,7 @@ namespace {
 struct TuneOptions {
   KernelOptions k;
   int warmup = 5, reps = 30;
+  double warmup_ms = kMinWarmupMs;
   bool json = false, dry_run = false, list = false;
 };
 
@@ -154,7 +155,7 @@ int tune(const TuneOptions& o) {
       continue;
     }
     Timing t = time_cuda(
-        nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, true);
+        nullptr, [&] { gpu.launch(); }, o.warmup, o.reps, true, o.warmup_ms);
     say(fmt::format("  {:<44} {:9.2f} us  ({})\n", label, t.median_us, gpu.loaded().plan.schedule));
     rows.push_back(
         {{"hint", candidates[i].str()}, {"us", t.median_us}, {"symbol", gpu.loaded().plan.symbol}});
@@ -201,8 +202,9 @@ Command register_tune(CLI::App& app) {
       "tune",
       "Time the candidate schedules of a specialization on this GPU and record the fastest");
   add_kernel_options(*sub, o->k, /*with_arch=*/false, /*with_schedule=*/false);
-  sub->add_option("--warmup", o->warmup, "Untimed runs per candidate")
+  sub->add_option("--warmup", o->warmup, "Untimed runs per candidate, at least")
       ->check(CLI::Range(0, 100000));
+  add_warmup_ms_option(*sub, o->warmup_ms, ", per candidate");
   sub->add_option("--reps", o->reps, "Timed runs per candidate (median)")
       ->check(CLI::Range(1, 100000));
   sub->add_flag("--json", o->json, "Print a JSON report");

@@ -17,6 +17,7 @@
 
 #include "cli.h"
 #include "src/driver.h"
+#include "src/gpu_bench.h"
 #include "src/log.h"
 #include "src/nvrtc.h"
 #include "src/text_util.h"
@@ -88,6 +89,26 @@ CLI::Option* add_seed_option(CLI::App& app, uint64_t& into) {
       },
       fmt::format("UINT in [0 - {}]", UINT64_MAX));
   return app.add_option("--seed", into, "Seed of the random inputs (default 0)")->check(range);
+}
+
+CLI::Option* add_warmup_ms_option(CLI::App& app, double& into, const std::string& help_suffix) {
+  CLI::Validator range(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !(v >= 0 && v <= 10000)) {
+          return fmt::format("Value {} not in range 0.0 to 10000.0", text);  // also NaN
+        }
+        return "";
+      },
+      "FLOAT in [0 - 10000]");
+  return app
+      .add_option("--warmup-ms", into,
+                  fmt::format("Warm up for at least this many milliseconds of GPU time, as "
+                              "triton.testing.do_bench does{} (default {:g}; 0: the --warmup runs "
+                              "only)",
+                              help_suffix, kMinWarmupMs))
+      ->check(range);
 }
 
 namespace {

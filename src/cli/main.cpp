@@ -68,8 +68,12 @@ std::string plain_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   static const std::regex one_of(R"(^Requires at most 1 options be given from \[(.*)\]$)");
   std::smatch m;
   if (std::regex_match(what, m, range)) {
-    return fmt::format("{}: '{}' is not a whole number from {} to {}", m[1].str(), m[2].str(),
-                       m[3].str(), m[4].str());
+    // A real-valued range (--warmup-ms) comes as 0.000000 to 10000.000000: printed as 0 to 10000.
+    static const std::regex zeros(R"(\.?0+$)");
+    const bool real = m[3].str().find('.') != std::string::npos;
+    auto bound = [&](const std::string& b) { return real ? std::regex_replace(b, zeros, "") : b; };
+    return fmt::format("{}: '{}' is not a {} from {} to {}", m[1].str(), m[2].str(),
+                       real ? "number" : "whole number", bound(m[3].str()), bound(m[4].str()));
   }
   if (std::regex_match(what, m, repeated)) {
     return fmt::format("{} is given {} times; it takes one value", m[1].str(), m[2].str());
