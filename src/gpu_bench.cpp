@@ -32,6 +32,16 @@ void DeviceTensor::poison(uint8_t byte) {
   check(driver().cuMemsetD8(buffer.ptr(), byte, buffer.size()), "cuMemsetD8");
 }
 
+int next_warmup_batch(int warmup, double min_warmup_ms, int done, double done_ms, int last,
+                      double last_ms) {
+  const bool timed = min_warmup_ms > 0;  // false for NaN
+  if (done == 0) return std::max(warmup, timed ? 1 : 0);
+  if (!timed || !(min_warmup_ms > done_ms) || done >= warmup + kMaxExtraWarmup) return 0;
+  const double per_run = std::max(last_ms / std::max(last, 1), 1e-4);
+  return static_cast<int>(std::clamp(std::ceil((min_warmup_ms - done_ms) / per_run), 1.0,
+                                     static_cast<double>(warmup + kMaxExtraWarmup - done)));
+}
+
 Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, int reps,
                  bool flush_l2, double min_warmup_ms) {
   const Driver& d = driver();
@@ -44,26 +54,21 @@ Timing time_cuda(CUstream stream, const std::function<void()>& fn, int warmup, i
   CUevent start, stop;
   check(d.cuEventCreate(&start, CU_EVENT_DEFAULT), "cuEventCreate");
   check(d.cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
-  // Warm-up: `warmup` runs, then batches sized from the mean time so far until the runs have
-  // taken min_warmup_ms (as triton.testing.do_bench sizes its warm-up from an estimate; a slow
-  // first run only makes the next batch too small, and the loop goes on). At most 100000 runs
-  // beyond `warmup`: a launch with nothing to do (M = 0) adds no GPU time.
-  constexpr int kMaxExtraWarmup = 100000;
+  // Warm-up: `warmup` runs, then batches sized from their mean time until they have taken
+  // min_warmup_ms (as triton.testing.do_bench sizes its warm-up from an estimate; a slow first
+  // run only makes the next batch too small, and the loop goes on).
   int warm = 0;
   double warm_ms = 0;
-  for (int batch = std::max(warmup, min_warmup_ms > 0 ? 1 : 0); batch > 0;) {
+  float batch_ms = 0;
+  for (int batch = next_warmup_batch(warmup, min_warmup_ms, 0, 0, 0, 0); batch > 0;
+       batch = next_warmup_batch(warmup, min_warmup_ms, warm, warm_ms, batch, batch_ms)) {
     check(d.cuEventRecord(start, stream), "cuEventRecord");
     for (int i = 0; i < batch; ++i) fn();
     check(d.cuEventRecord(stop, stream), "cuEventRecord");
     check(d.cuEventSynchronize(stop), "cuEventSynchronize");
-    float ms = 0;
-    check(d.cuEventElapsedTime(&ms, start, stop), "cuEventElapsedTime");
+    check(d.cuEventElapsedTime(&batch_ms, start, stop), "cuEventElapsedTime");
     warm += batch;
-    warm_ms += ms;
-    if (!(min_warmup_ms > warm_ms) || warm >= warmup + kMaxExtraWarmup) break;
-    const double per_run = std::max(static_cast<double>(ms) / batch, 1e-4);
-    batch = static_cast<int>(std::clamp(std::ceil((min_warmup_ms - warm_ms) / per_run), 1.0,
-                                        static_cast<double>(warmup + kMaxExtraWarmup - warm)));
+    warm_ms += batch_ms;
   }
   std::vector<double> us;
   for (int i = 0; i < reps; ++i) {

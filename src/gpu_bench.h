@@ -40,6 +40,16 @@ struct Timing {
 /// after 10 warm-up runs in a new process and 93.2 us after 180 or more (about 17 ms).
 inline constexpr double kMinWarmupMs = 25.0;
 
+/// time_cuda's warm-up in batches: how many runs the next batch takes, given `done` runs so far
+/// that took `done_ms` milliseconds of GPU time, the last batch `last` of them in `last_ms`; 0:
+/// warm enough. The first batch is `warmup` runs (at least one when `min_warmup_ms` > 0); later
+/// ones are sized from the last batch's mean time to fill the rest of `min_warmup_ms`, at least 1
+/// run, and stop after kMaxExtraWarmup runs beyond `warmup` (a launch that does nothing, M = 0,
+/// adds no GPU time). A NaN `min_warmup_ms` counts as 0.
+inline constexpr int kMaxExtraWarmup = 100000;
+int next_warmup_batch(int warmup, double min_warmup_ms, int done, double done_ms, int last,
+                      double last_ms);
+
 /// Times `fn` (which enqueues work on `stream`) with CUDA events: at least `warmup` untimed runs,
 /// and more until they have taken `min_warmup_ms` milliseconds of GPU time (estimated from the
 /// first ones; 0: `warmup` runs only), then `reps` timed runs, each preceded (when `flush_l2`) by

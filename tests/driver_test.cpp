@@ -1,8 +1,10 @@
 // The driver loader without a GPU: a missing libcuda.so.1 is a clear error, never a crash.
 #include "src/driver.h"
+#include "src/gpu_bench.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -93,3 +95,37 @@ TEST(Driver, EmptyDeviceBufferNeedsNoDriver) {
 
 }  // namespace
 }  // namespace kdsl
+
+// time_cuda's warm-up batches (src/gpu_bench.cpp), which need no GPU to check.
+TEST(Timing, WarmupFillsTheMinimumTimeFromTheMeanRun) {
+  using kdsl::next_warmup_batch;
+  EXPECT_EQ(next_warmup_batch(10, 25.0, 0, 0, 0, 0), 10);      // the warm-up runs first
+  EXPECT_EQ(next_warmup_batch(0, 25.0, 0, 0, 0, 0), 1);        // at least one to size the rest
+  EXPECT_EQ(next_warmup_batch(0, 0.0, 0, 0, 0, 0), 0);         // --warmup 0 --warmup-ms 0: none
+  EXPECT_EQ(next_warmup_batch(10, 0.0, 10, 1.0, 10, 1.0), 0);  // count only: done after them
+  // 10 runs of 0.125 ms: 23.75 ms left at 0.125 ms a run.
+  EXPECT_EQ(next_warmup_batch(10, 25.0, 10, 1.25, 10, 1.25), 190);
+  // A slow first run (a cold instruction cache) sizes the next batch short; the loop goes on
+  // with the next batch's mean.
+  EXPECT_EQ(next_warmup_batch(1, 25.0, 1, 5.0, 1, 5.0), 4);
+  EXPECT_EQ(next_warmup_batch(1, 25.0, 5, 5.5, 4, 0.5), 156);
+  EXPECT_EQ(next_warmup_batch(1, 25.0, 161, 25.0, 156, 19.5), 0);  // 25 ms reached
+  // A NaN time counts as none.
+  EXPECT_EQ(next_warmup_batch(3, std::nan(""), 0, 0, 0, 0), 3);
+  EXPECT_EQ(next_warmup_batch(3, std::nan(""), 3, 0.3, 3, 0.3), 0);
+}
+
+TEST(Timing, WarmupEndsWhenRunsTakeNoTime) {
+  // A launch with nothing to do (M = 0) adds no GPU time: the batches are capped, and the
+  // warm-up stops kMaxExtraWarmup runs beyond --warmup.
+  using kdsl::kMaxExtraWarmup;
+  using kdsl::next_warmup_batch;
+  int done = 5, batch = next_warmup_batch(5, 25.0, 0, 0, 0, 0), rounds = 0;
+  EXPECT_EQ(batch, 5);
+  while ((batch = next_warmup_batch(5, 25.0, done, 0.0, batch, 0.0)) > 0) {
+    EXPECT_LE(done + batch, 5 + kMaxExtraWarmup);
+    done += batch;
+    ASSERT_LT(++rounds, 10);
+  }
+  EXPECT_EQ(done, 5 + kMaxExtraWarmup);
+}
