@@ -13,6 +13,7 @@
 #include "cache.h"
 #include "codegen_expr.h"
 #include "compiler.h"
+#include "gpu_bench.h"
 #include "kdsl/error.h"
 #include "log.h"
 #include "schedule_scan.h"
@@ -236,6 +237,7 @@ std::optional<TunedSchedule> TuningDb::lookup(const std::string& gpu,
     t.us = r.at("us").get<double>();
     t.default_us = r.at("default_us").get<double>();
     t.shape = r.value("shape", "");
+    t.warmup_ms = r.value("warmup_ms", 0.0);
     ScheduleHint::parse(t.hint);  // reject records this version cannot use
     return t;
   } catch (const std::exception& e) {
@@ -255,7 +257,11 @@ void TuningDb::record(const std::string& gpu, const std::string& key,
     throw Error(fmt::format("cannot lock {}: {}", lock_path, std::strerror(errno)));
   }
   nlohmann::json db = read_db(path());
-  db[gpu][key] = {{"hint", t.hint}, {"us", t.us}, {"default_us", t.default_us}, {"shape", t.shape}};
+  db[gpu][key] = {{"hint", t.hint},
+                  {"us", t.us},
+                  {"default_us", t.default_us},
+                  {"shape", t.shape},
+                  {"warmup_ms", t.warmup_ms}};
   std::string tmp = path().string() + fmt::format(".tmp{}", ::getpid());
   {
     std::ofstream out(tmp);
@@ -279,6 +285,13 @@ CompiledKernel compile_with_tuning(const FrontEnd& fe, const std::string& name,
   std::optional<TunedSchedule> record = db->lookup(target.name, tuning_key(name, spec));
   if (!record || record->hint.empty()) return compile_kernel(fe, name, spec, target, cache);
   ScheduleHint recorded = ScheduleHint::parse(record->hint);  // lookup checked the text
+  if (!(record->warmup_ms >= kMinWarmupMs)) {
+    log().warn(
+        "the tuned schedule '{}' for {} on {} was timed after a short warm-up ({} ms; kdsl tune "
+        "now warms each candidate up for {:g} ms): the default, timed first, may have looked "
+        "slower than it is; run kdsl tune again to re-measure",
+        record->hint, name, target.name, record->warmup_ms, kMinWarmupMs);
+  }
   try {
     CompiledKernel ck = compile_kernel(fe, name, spec, target, cache, recorded);
     if (tuned) *tuned = record->hint;

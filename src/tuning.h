@@ -37,6 +37,10 @@ struct TunedSchedule {
   double us = 0;
   double default_us = 0;
   std::string shape;  // the shape it was measured at, e.g. "M=8192,N=8192"
+  /// The least warm-up of each candidate's timing, ms (`kdsl tune --warmup-ms`); 0 in records
+  /// made before it was recorded, when 5 warm-up runs were all: the default, timed first, could
+  /// then look up to 14% slower than it is (bench/RESULTS.md, thirty-first session).
+  double warmup_ms = 0;
 };
 
 /// `tuning.json` in a cache directory: {GPU name: {key: record}}. Reads tolerate a missing or

@@ -3,14 +3,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "kdsl/error.h"
 #include "scoped_env.h"
 #include "src/compiler.h"
+#include "src/log.h"
 #include "src/runtime_impl.h"
 #include "src/schedule_scan.h"
 
@@ -370,6 +373,25 @@ TEST_F(TuningDbTest, LaunchesFollowTheRecordUnderTheirOwnKey) {
   EXPECT_EQ(compiled("", &db, &tuned), source_of(""));
   EXPECT_EQ(tuned, "");
   EXPECT_THROW(compiled("group=2048", &db, &tuned), ScheduleHintError);
+
+  // A record timed after a short warm-up (made before records had warmup_ms, or with
+  // --warmup-ms below 25) is still followed, with a warning to tune again; one timed after the
+  // full warm-up, silently.
+  std::ostringstream logged;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(logged);
+  log().sinks().push_back(sink);
+  db.record(target.name, key, {recorded, 50, 60, "M=4,N=8192"});
+  EXPECT_DOUBLE_EQ(db.lookup(target.name, key)->warmup_ms, 0);
+  EXPECT_EQ(compiled("", &db, &tuned), source_of(recorded));
+  EXPECT_NE(logged.str().find("was timed after a short warm-up (0 ms"), std::string::npos)
+      << logged.str();
+  logged.str("");
+  db.record(target.name, key, {recorded, 50, 60, "M=4,N=8192", 25});
+  EXPECT_DOUBLE_EQ(db.lookup(target.name, key)->warmup_ms, 25);
+  EXPECT_EQ(compiled("", &db, &tuned), source_of(recorded));
+  EXPECT_EQ(tuned, recorded);
+  EXPECT_EQ(logged.str(), "");
+  log().sinks().pop_back();
 }
 
 // A scan kernel follows its record the same way; a record whose layout cannot apply (a tile with

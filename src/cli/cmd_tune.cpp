@@ -174,7 +174,7 @@ int tune(const TuneOptions& o) {
     if (!db) {
       std::cerr << "kdsl: the disk cache is off (KDSL_CACHE=off): nothing recorded\n";
     } else {
-      db->record(target.name, key, {best_hint, best_us, default_us, shape_text});
+      db->record(target.name, key, {best_hint, best_us, default_us, shape_text, o.warmup_ms});
       recorded = db->path().string();
       say(fmt::format("recorded in {}; launches of this specialization on {} use it\n",
                       db->path().string(), target.name));
