@@ -118,8 +118,27 @@ case "${1:-}" in
     done 2>&1 | tee "$out/warm.txt"
     final_run
     ;;
+  h200norm)
+    # (only where the machine is an H200; the device budget left no room for the whole
+    # benchmark) the normalization half of the benchmark with the 25 ms warm-up and the peers
+    # timed in the same run. Prediction: the 2^27-byte bf16 rows (8192 x 8192, 65536 x 1024) of
+    # the forward kernels from 0.867-0.899 (AM3) to 0.92-0.95 of copy; rows of 2^28 bytes and
+    # more within 1.5% of AM3.
+    nvidia-smi -L | grep -q H200 || { nvidia-smi -L; echo "not an H200: nothing run"; exit 0; }
+    export PYTHONUNBUFFERED=1
+    bash scripts/device/precompile_tests.sh "$KDSL_CACHE_DIR" "$k" 2>&1 | tail -1
+    timeout 150 .device/bin/kdsl_bench_norm "$out/kdsl_norm.json" --reps 30 > "$out/bench_norm.txt" 2>&1
+    mkdir -p /tmp/pr
+    start=$(date +%s)
+    timeout 130 python3 .device/peers.py /tmp/pr > /tmp/pr/log.txt 2>&1
+    echo "peers.py: exit $?, $(( $(date +%s) - start )) s"
+    cp /tmp/pr/peers.json "$out/peers_run.json"
+    timeout 60 python3 bench/peers_compare.py --peers /tmp/pr/peers.json --same-run "$out" \
+      "$out/kdsl_norm.json" > "$out/peers_norm.txt" 2>&1
+    tail -42 "$out/peers_norm.txt"
+    ;;
   *)
-    echo "usage: s31.sh calib|lead|alias|clock|ramp|warm" >&2
+    echo "usage: s31.sh calib|lead|alias|clock|ramp|warm|h200norm" >&2
     exit 2
     ;;
 esac
