@@ -1417,7 +1417,11 @@ GeneratedKernel RowEmitter::run() {
                     "at launch), each looping over rows",
                     s_.ctas_per_sm, s_.ctas_per_sm == 1 ? "" : "s"));
   } else {
-    plan_.reasons.push_back("grid: one CTA per row group, as many CTAs as row groups");
+    plan_.reasons.push_back(
+        k_cl_ > 1 ? fmt::format("grid: one cluster of {} CTAs per row group, as many clusters as "
+                                "row groups",
+                                k_cl_)
+                  : "grid: one CTA per row group, as many CTAs as row groups");
   }
   if (async_push_) {
     plan_.reasons.push_back(

@@ -332,7 +332,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
       n, s.vec, accesses > 1 ? fmt::format("{} x ", accesses) : "", access,
       accesses > 1 ? " per vector" : "", vectors, vectors == 1 ? "" : "s", s.name, rows_text,
       s.chunks, s.chunks == 1 ? "" : "s",
-      !s.persistent      ? "one CTA per row group (no state across rows)"
+      !s.persistent      ? (cluster > 1 ? "one cluster per row group (no state across rows)"
+                                        : "one CTA per row group (no state across rows)")
       : column_reduction ? "persistent grid (column reductions accumulate across a CTA's rows)"
                          : "persistent grid (CTAs loop over rows)"));
   if (hint.persistent && !*hint.persistent && column_reduction) {
@@ -530,6 +531,12 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   if (hint.unroll && s.cache_rows) {
     s.reasons.push_back(
         fmt::format("unroll={} does not apply: the rows are held in registers", *hint.unroll));
+  } else if (hint.unroll && *hint.unroll == 0) {
+    s.reasons.push_back(fmt::format(
+        "unroll=0: the chunk loop of the streamed phases is unrolled fully ({} chunk{} a thread{})",
+        s.chunks, s.chunks == 1 ? "" : "s",
+        s.chunks >= kRollFromChunks ? "; the default rolls it, since fully unrolled it spills"
+                                    : ""));
   } else if (hint.unroll && *hint.unroll > 0) {
     s.reasons.push_back(
         s.unroll == 0

@@ -779,6 +779,10 @@ TEST(RowSchedule, LongStreamedRowsRollTheirChunkLoopByDefault) {
   Chosen full = choose("softmax.kdsl", "softmax", DType::f32, 524288, "unroll=0");
   EXPECT_EQ(full.s.unroll, 0);
   EXPECT_FALSE(has_reason(full.s, "the chunk loop rolled")) << reasons(full.s);
+  EXPECT_TRUE(has_reason(full.s,
+                         "unroll=0: the chunk loop of the streamed phases is unrolled "
+                         "fully (128 chunks a thread; the default rolls it"))
+      << reasons(full.s);
   EXPECT_EQ(full.source.find("#pragma unroll 8\n"), std::string::npos);
   // A user's unroll stands.
   EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::f32, 524288, "unroll=16").s.unroll, 16);
@@ -1052,6 +1056,21 @@ TEST(RowSchedule, ColumnReductionAdviceKeepsTheAccumulatorsInAThreadsRegisters) 
   EXPECT_NE(error("softmax.kdsl", "softmax_bwd", DType::f32, 1048576, "cluster=1")
                 .find("try --schedule group=2048,cluster=2"),
             std::string::npos);
+}
+
+// The explain text of a cluster that is not persistent names clusters, not CTAs, per row group.
+TEST(RowSchedule, ExplainSaysOneClusterPerRowGroup) {
+  Chosen c = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 32768, "cluster=2");
+  ASSERT_EQ(c.s.name, "rows.cluster");
+  ASSERT_FALSE(c.s.persistent);
+  EXPECT_TRUE(has_reason(c.s, "8 chunks per thread), one cluster per row group (no state"))
+      << reasons(c.s);
+  const auto& r = c.plan.reasons;
+  EXPECT_NE(std::find(r.begin(), r.end(),
+                      "grid: one cluster of 2 CTAs per row group, as many clusters as row groups"),
+            r.end());
+  Chosen one = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192);
+  EXPECT_TRUE(has_reason(one.s, "one CTA per row group (no state across rows)")) << reasons(one.s);
 }
 
 TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
