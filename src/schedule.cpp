@@ -533,10 +533,14 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         fmt::format("unroll={} does not apply: the rows are held in registers", *hint.unroll));
   } else if (hint.unroll && *hint.unroll == 0) {
     s.reasons.push_back(fmt::format(
-        "unroll=0: the chunk loop of the streamed phases is unrolled fully ({} chunk{} a thread{})",
+        "unroll=0: the chunk loop of the streamed phases is unrolled fully ({} chunk{} a "
+        "thread{})",
         s.chunks, s.chunks == 1 ? "" : "s",
-        s.chunks >= kRollFromChunks ? "; the default rolls it, since fully unrolled it spills"
-                                    : ""));
+        s.chunks >= kRollFromChunks
+            ? fmt::format("; without the hint a streamed row of {} chunks or more rolls it {} at "
+                          "a time: fully unrolled it spills",
+                          kRollFromChunks, kRolledChunks)
+            : ""));
   } else if (hint.unroll && *hint.unroll > 0) {
     s.reasons.push_back(
         s.unroll == 0
@@ -736,7 +740,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
   ScheduleHint h = hint;
   int cluster = hint.cluster.value_or(1);
   std::vector<std::string> why;
-  std::string persistent_note;  // why a user's persistent=0 keeps a long row streamed
+  std::string persistent_note;  // why a user's persistent=0 (unroll, online=1) keeps a row streamed
   std::string four_ctas;        // the cluster-of-four reason the register-accumulator rule replaced
   bool f32_prefetch_rule = false;
   if (!hint.cluster && !hint.group && s.group == 1024) {
@@ -775,7 +779,7 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
     const bool online_asked = hint.online.value_or(false) && !online_sums(k).empty();
     if (clusters && !s.column_reduction && (s.element_bytes == 2 || s.element_bytes == 4) &&
         elements_beyond && hint.cache_rows.value_or(true) && hint.stage.value_or(0) < 2 &&
-        !hint.unroll && !online_asked && held.row <= 1 && held.invariant <= 1) {
+        held.row <= 1 && held.invariant <= 1) {
       ScheduleHint eight = hint;
       eight.group = 8 * 1024;
       eight.persistent = true;
@@ -792,6 +796,13 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
               "persistent=0: the row is streamed (the cluster of 8 CTAs of 1024 threads that "
               "would hold it in registers runs on a persistent grid)";
         }
+      }
+      if (long_cluster && (hint.unroll || online_asked)) {
+        long_cluster = false;
+        persistent_note = fmt::format(
+            "{}: the row is streamed on one CTA (a hint of streamed rows; without it a cluster of "
+            "8 CTAs of 1024 threads holds the row in registers)",
+            hint.unroll ? fmt::format("unroll={}", *hint.unroll) : std::string("online=1"));
       }
     }
     if (long_cluster) {

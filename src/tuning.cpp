@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -190,7 +192,10 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
 
 std::string tuning_key(const std::string& kernel, const Specialization& spec) {
   std::string dtypes;
-  for (DType t : spec.binding) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(t));
+  for (DType t : spec.binding) {
+    if (!dtypes.empty()) dtypes += ',';
+    dtypes += dtype_name(t);
+  }
   // KDSL_MATH changes the generated code, so a schedule measured under it is kept apart; unset
   // (or auto) the key has no suffix, as records made before the suffix existed.
   const std::string math = cuda::math_override();
@@ -209,7 +214,9 @@ TuningDb* TuningDb::default_db() {
 
 namespace {
 
-nlohmann::json read_db(const std::filesystem::path& path) {
+// The database, or an empty one when the file is missing or damaged (not JSON, a number beyond a
+// double, not an object: `damaged` is then set).
+nlohmann::json read_db(const std::filesystem::path& path, bool* damaged = nullptr) {
   std::ifstream in(path);
   if (!in) return nlohmann::json::object();
   std::stringstream ss;
@@ -221,8 +228,25 @@ nlohmann::json read_db(const std::filesystem::path& path) {
   }
   log().warn("ignoring the damaged tuning database {} (run kdsl tune again to rebuild it)",
              path.string());
+  if (damaged) *damaged = true;
   return nlohmann::json::object();
 }
+
+// An flock'ed lock file, released (closed) however the scope ends.
+struct FileLock {
+  int fd = -1;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  explicit FileLock(const std::string& path) {
+    fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) {
+      const int err = errno;
+      if (fd >= 0) ::close(fd);
+      throw Error(fmt::format("cannot lock {}: {}", path, std::strerror(err)));
+    }
+  }
+  ~FileLock() { ::close(fd); }
+};
 
 }  // namespace
 
@@ -250,13 +274,21 @@ void TuningDb::record(const std::string& gpu, const std::string& key,
                       const TunedSchedule& t) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  std::string lock_path = (dir_ / "tuning.json.lock").string();
-  int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
-    if (lock >= 0) ::close(lock);
-    throw Error(fmt::format("cannot lock {}: {}", lock_path, std::strerror(errno)));
+  FileLock lock((dir_ / "tuning.json.lock").string());
+  bool damaged = false;
+  nlohmann::json db = read_db(path(), &damaged);
+  if (db.contains(gpu) && !db[gpu].is_object()) {  // not a set of records: replaced
+    log().warn("replacing the entry of {} in the tuning database {}: not an object of records", gpu,
+               path().string());
+    damaged = true;
   }
-  nlohmann::json db = read_db(path());
+  if (damaged) {  // what this write replaces is kept beside it, never lost
+    const std::filesystem::path kept = path().string() + ".damaged";
+    std::filesystem::copy_file(path(), kept, std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec) throw Error(fmt::format("cannot keep a copy of {}: {}", path().string(), ec.message()));
+    log().warn("kept the tuning database as it was in {}", kept.string());
+  }
+  if (!db.contains(gpu) || !db[gpu].is_object()) db[gpu] = nlohmann::json::object();
   db[gpu][key] = {{"hint", t.hint},
                   {"us", t.us},
                   {"default_us", t.default_us},
@@ -267,13 +299,16 @@ void TuningDb::record(const std::string& gpu, const std::string& key,
     std::ofstream out(tmp);
     out << db.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     if (!out) {
-      ::close(lock);
+      std::filesystem::remove(tmp, ec);
       throw Error(fmt::format("cannot write {}", tmp));
     }
   }
   std::filesystem::rename(tmp, path(), ec);
-  ::close(lock);
-  if (ec) throw Error(fmt::format("cannot replace {}: {}", path().string(), ec.message()));
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw Error(fmt::format("cannot replace {}: {}", path().string(), why));
+  }
 }
 
 CompiledKernel compile_with_tuning(const FrontEnd& fe, const std::string& name,

@@ -1311,6 +1311,13 @@ TEST_F(CliTest, TuneListsItsCandidatesWithoutAGpu) {
   EXPECT_EQ(arch.err,
             "kdsl tune: usage error: --arch sm_90: only with --list (kdsl tune times the "
             "candidates on this GPU, for its architecture)\n");
+  // The timing options do nothing with --list: usage errors, not ignored.
+  for (const char* opt : {"--warmup-ms=5", "--warmup=3", "--reps=3", "--dry-run"}) {
+    CliResult timed = kdsl({"tune", kRms, "-k", "rms_norm", "--dtype", "bf16", "--shape",
+                            "M=8,N=1024", "--list", opt});
+    EXPECT_EQ(timed.code, 2) << opt << show(timed);
+    EXPECT_NE(timed.err.find("usage error: --list excludes"), std::string::npos) << timed.err;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -367,6 +367,13 @@ TEST(RowSchedule, LongForwardRowsHeldOnAClusterOfEight) {
   Chosen np = choose("softmax.kdsl", "softmax", DType::f32, 262144, "persistent=0");
   EXPECT_EQ(np.s.cluster, 1);
   EXPECT_TRUE(has_reason(np.s, "persistent=0: the row is streamed")) << reasons(np.s);
+  // So do the hints of streamed rows.
+  for (const char* hint : {"unroll=16", "unroll=0", "online=1"}) {
+    Chosen st = choose("softmax.kdsl", "softmax", DType::f32, 262144, hint);
+    EXPECT_EQ(st.s.cluster, 1) << hint;
+    EXPECT_TRUE(has_reason(st.s, std::string(hint) + ": the row is streamed on one CTA"))
+        << reasons(st.s);
+  }
   // Hints the cluster honours keep it, and online=1 where there is no sum of exp to take online
   // (it does not apply, and changes nothing).
   EXPECT_EQ(choose("softmax.kdsl", "softmax", DType::f32, 262144, "online=0").s.cluster, 8);
@@ -781,7 +788,8 @@ TEST(RowSchedule, LongStreamedRowsRollTheirChunkLoopByDefault) {
   EXPECT_FALSE(has_reason(full.s, "the chunk loop rolled")) << reasons(full.s);
   EXPECT_TRUE(has_reason(full.s,
                          "unroll=0: the chunk loop of the streamed phases is unrolled "
-                         "fully (128 chunks a thread; the default rolls it"))
+                         "fully (128 chunks a thread; without the hint a streamed row of 32 "
+                         "chunks or more rolls it 8 at a time"))
       << reasons(full.s);
   EXPECT_EQ(full.source.find("#pragma unroll 8\n"), std::string::npos);
   // A user's unroll stands.

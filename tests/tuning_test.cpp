@@ -316,6 +316,34 @@ TEST_F(TuningDbTest, DamagedFileOrUnusableRecordIsIgnored) {
   EXPECT_FALSE(db.lookup("G", "k"));
 }
 
+// A write over a damaged file or a GPU entry that is not a set of records neither throws anything
+// but kdsl::Error nor loses the old file (kept as tuning.json.damaged), and releases its lock (a
+// second write in the same process used to wait on it forever).
+TEST_F(TuningDbTest, WritesOverDamageKeepTheOldFile) {
+  TuningDb db(dir_);
+  const std::filesystem::path kept = dir_ / "tuning.json.damaged";
+  auto text = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string not_records = R"({"G": "not records", "H": {"k": {"hint": "group=64", )"
+                                  R"("us": 1, "default_us": 2}}})";
+  { std::ofstream(dir_ / "tuning.json") << not_records; }
+  db.record("G", "k", {"group=128", 1, 2, "M=1,N=8"});
+  db.record("G", "k2", {"group=256", 1, 2, "M=1,N=8"});  // the lock was released
+  EXPECT_EQ(db.lookup("G", "k")->hint, "group=128");
+  EXPECT_EQ(db.lookup("G", "k2")->hint, "group=256");
+  EXPECT_EQ(db.lookup("H", "k")->hint, "group=64");  // the other GPU's records stay
+  EXPECT_EQ(text(kept), not_records);
+  // A number beyond a double makes the file unreadable as JSON: the next write keeps it aside.
+  const std::string overflow = R"({"G": {"k": {"hint": "", "us": 1e400, "default_us": 2}}})";
+  { std::ofstream(dir_ / "tuning.json") << overflow; }
+  EXPECT_FALSE(db.lookup("G", "k"));
+  db.record("G", "k", {"group=512", 1, 2, "M=1,N=8"});
+  EXPECT_EQ(db.lookup("G", "k")->hint, "group=512");
+  EXPECT_EQ(text(kept), overflow);
+}
+
 // A launch looks up the record `kdsl tune` wrote: both key it by the specialization the launch's
 // own arguments bind (KernelImpl::specialization; `kdsl tune` through GpuRun::specialization),
 // whose alignment bits are those of the real tensors, not all ones. Then compile_with_tuning

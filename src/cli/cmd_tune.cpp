@@ -202,16 +202,19 @@ Command register_tune(CLI::App& app) {
       "tune",
       "Time the candidate schedules of a specialization on this GPU and record the fastest");
   add_kernel_options(*sub, o->k, /*with_arch=*/false, /*with_schedule=*/false);
-  sub->add_option("--warmup", o->warmup, "Untimed runs per candidate, at least")
-      ->check(CLI::Range(0, 100000));
-  add_warmup_ms_option(*sub, o->warmup_ms, ", per candidate");
-  sub->add_option("--reps", o->reps, "Timed runs per candidate (median)")
-      ->check(CLI::Range(1, 100000));
+  CLI::Option* list = sub->add_flag(
+      "--list", o->list,
+      "Print the candidate schedules and exit: nothing is compiled or timed, no GPU needed");
+  // The timing options do nothing with --list: given with it, they are usage errors.
+  sub->add_option("--warmup", o->warmup, "Untimed runs per candidate, at least (default 5)")
+      ->check(CLI::Range(0, 100000))
+      ->excludes(list);
+  add_warmup_ms_option(*sub, o->warmup_ms, ", per candidate")->excludes(list);
+  sub->add_option("--reps", o->reps, "Timed runs per candidate; the median is kept (default 30)")
+      ->check(CLI::Range(1, 100000))
+      ->excludes(list);
   sub->add_flag("--json", o->json, "Print a JSON report");
-  sub->add_flag("--dry-run", o->dry_run, "Do not record the winner");
-  sub->add_flag("--list", o->list,
-                "Print the candidate schedules and exit: nothing is compiled or timed, no GPU "
-                "needed");
+  sub->add_flag("--dry-run", o->dry_run, "Do not record the winner")->excludes(list);
   sub->add_option("--arch", o->k.arch,
                   "With --list: the GPU architecture to list for, e.g. sm_90 (default: this "
                   "GPU's, else sm_90)")
