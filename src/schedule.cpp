@@ -722,6 +722,12 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
     advice = g > 1024 ? fmt::format("try --schedule group={},cluster={}", g, g / 1024)
                       : fmt::format("try --schedule group={}", g);
   }
+  if (hint.cluster) {  // the user's cluster leaves too many elements a thread: a hint error
+    throw ScheduleHintError(fmt::format(
+        "schedule hint cluster={}: {} elements per thread at N = {} ({} threads per row), beyond "
+        "the row schedule (at most {}; {})",
+        *hint.cluster, int64_t{s.chunks} * s.vec, n, s.group, kMaxElementsPerThread, advice));
+  }
   throw ArgumentError(fmt::format(
       "{}: rows of N = {} elements are beyond the row schedule ({} elements per thread, at "
       "most {}; {})",

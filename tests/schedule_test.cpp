@@ -1023,6 +1023,14 @@ TEST(RowSchedule, TooManyElementsPerThreadSuggestsWhatExists) {
   // A row that no group holds (1024 elements per thread at 8192 threads).
   EXPECT_TRUE(says(error(DType::bf16, 1 << 23, "group=8192,cluster=8"), "no group holds this row"));
   EXPECT_TRUE(says(error(DType::bf16, 1 << 23, "group=1024"), "no group holds this row"));
+  // A cluster hint alone that leaves too many elements a thread is a hint error that names it,
+  // with the group and cluster that hold the row.
+  const std::string c2 = error(DType::f32, 1 << 21, "cluster=2");
+  EXPECT_NE(c2.find("schedule hint cluster=2: 2048 elements per thread at N = 2097152 (1024 "
+                    "threads per row)"),
+            std::string::npos)
+      << c2;
+  EXPECT_TRUE(says(c2, "try --schedule group=4096,cluster=4")) << c2;
 }
 
 // Column reductions: advice names only a group whose column accumulators in registers stay
