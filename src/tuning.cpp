@@ -1,18 +1,16 @@
 #include "tuning.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
+#include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "cache.h"
+#include "cache_file.h"
 #include "codegen_expr.h"
 #include "compiler.h"
 #include "gpu_bench.h"
@@ -232,22 +230,6 @@ nlohmann::json read_db(const std::filesystem::path& path, bool* damaged = nullpt
   return nlohmann::json::object();
 }
 
-// An flock'ed lock file, released (closed) however the scope ends.
-struct FileLock {
-  int fd = -1;
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-  explicit FileLock(const std::string& path) {
-    fd = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) {
-      const int err = errno;
-      if (fd >= 0) ::close(fd);
-      throw Error(fmt::format("cannot lock {}: {}", path, std::strerror(err)));
-    }
-  }
-  ~FileLock() { ::close(fd); }
-};
-
 }  // namespace
 
 std::optional<TunedSchedule> TuningDb::lookup(const std::string& gpu,
@@ -274,7 +256,13 @@ void TuningDb::record(const std::string& gpu, const std::string& key,
                       const TunedSchedule& t) const {
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
-  FileLock lock((dir_ / "tuning.json.lock").string());
+  // The cache's entry lock (released however this returns) and atomic write (a temporary file,
+  // fsync'ed, renamed into place; removed on failure).
+  const CacheFaults no_faults;
+  std::string error;
+  std::optional<EntryLock> lock =
+      EntryLock::acquire(dir_ / "tuning.json.lock", std::chrono::seconds(30), no_faults, &error);
+  if (!lock) throw Error(error);
   bool damaged = false;
   nlohmann::json db = read_db(path(), &damaged);
   if (db.contains(gpu) && !db[gpu].is_object()) {  // not a set of records: replaced
@@ -294,21 +282,9 @@ void TuningDb::record(const std::string& gpu, const std::string& key,
                   {"default_us", t.default_us},
                   {"shape", t.shape},
                   {"warmup_ms", t.warmup_ms}};
-  std::string tmp = path().string() + fmt::format(".tmp{}", ::getpid());
-  {
-    std::ofstream out(tmp);
-    out << db.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      throw Error(fmt::format("cannot write {}", tmp));
-    }
-  }
-  std::filesystem::rename(tmp, path(), ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    throw Error(fmt::format("cannot replace {}: {}", path().string(), why));
-  }
+  error = write_file_atomic(
+      path(), db.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", no_faults);
+  if (!error.empty()) throw Error(error);
 }
 
 CompiledKernel compile_with_tuning(const FrontEnd& fe, const std::string& name,
