@@ -105,15 +105,16 @@ std::string Emitter::q0_step() const {
 }
 
 // scan.columns: `ptr`, a pointer to the element at step 0 (offset `offset` plus the physical
-// position read at shift `delta` times the stride `vs`), and `ptr`_s, its step per j, so that each
-// access of the unrolled steps costs one 64-bit add instead of a 64-bit multiply. The pointer is
-// only dereferenced where `ok` holds.
+// position read at shift `delta` times the stride `vs`), and `ptr`_s, its step per j in bytes
+// (kdsl_sc_bytes, kdsl_sc_step), so that each access of the unrolled steps costs one 64-bit add
+// instead of a 64-bit multiply. The pointer is only dereferenced where `ok` holds.
 void Emitter::emit_column_pointer(const std::string& ptr, const std::string& type,
                                   const std::string& base, const std::string& offset, int delta,
                                   const std::string& sfx, const std::string& vs) {
   t_.line("{} {} = {} + {} + ((REV ? L - 1 - ({}) : {}) - ({})) * {};", type, ptr, base, offset,
           q0_expr(sfx, "0"), q0_expr(sfx, "0"), delta, vs);
-  t_.line("const long long {0}_s = (REV ? -({1}) : ({1})) * {2};", ptr, q0_step(), vs);
+  t_.line("const long long {0}_s = kdsl_sc_bytes((REV ? -({1}) : ({1})) * {2} * {3});", ptr,
+          q0_step(), vs, "static_cast<long long>(sizeof(*" + ptr + "))");
 }
 
 void Emitter::emit_constants() {
@@ -375,7 +376,7 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
         t_.out();
         t_.line("}}");
       }
-      t_.line("{0} += {0}_s;", ptr);
+      t_.line("kdsl_sc_step({0}, {0}_s);", ptr);
       t_.out();
       t_.line("}}");
     };
@@ -473,7 +474,7 @@ void Emitter::emit_staged_load(int a, const std::string& sfx) {
   if (s_.columns) {
     emit_position("q0", x.delta, sfx, false);
     copy("0", ptr);
-    t_.line("{0} += {0}_s;", ptr);
+    t_.line("kdsl_sc_step({0}, {0}_s);", ptr);
   } else if (s_.vector_fast && x.delta % s_.vp == 0) {
     emit_vector_position(x.delta, sfx);
     copy("0", at("pl"));

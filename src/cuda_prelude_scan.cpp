@@ -87,6 +87,20 @@ template <class S, int N> __device__ __forceinline__ void kdsl_sc_opaque(S (&a)[
     }
   }
 }
+// A column pointer's step in bytes (a multiple of the element size), hidden from NVVM (an empty
+// asm that may change it), so that each step of the unrolled accesses stays one 64-bit add of the
+// pointer (2 SASS instructions). A step NVVM can see through is folded back into an element index
+// that is scaled into an address per access (a subtract, shift and add: 4 instructions).
+__device__ __forceinline__ long long kdsl_sc_bytes(long long bytes) {
+  asm("" : "+l"(bytes));
+  return bytes;
+}
+template <class S> __device__ __forceinline__ void kdsl_sc_step(const S*& p, long long bytes) {
+  p = reinterpret_cast<const S*>(reinterpret_cast<const char*>(p) + bytes);
+}
+template <class S> __device__ __forceinline__ void kdsl_sc_step(S*& p, long long bytes) {
+  p = reinterpret_cast<S*>(reinterpret_cast<char*>(p) + bytes);
+}
 // N consecutive elements in one access of N * sizeof(S) bytes (16, 8 or 4; else element by
 // element). The pointer must be aligned to the access size.
 template <int N, class S> __device__ __forceinline__ void kdsl_sc_vld(const S* p, S* o) {

@@ -585,6 +585,7 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
   // The rescanning scan tile's barrier to common-subexpression elimination: no effect on values.
   replace_all(src, R"(asm volatile("" : "+r"(w[i]));)", "");
   replace_all(src, R"(asm volatile("" : "+h"(h));)", "");
+  replace_all(src, R"(asm("" : "+l"(bytes));)", "");
   if (src.find("asm(") != std::string::npos || src.find("asm volatile(") != std::string::npos) {
     throw std::runtime_error("cuda_emu: unhandled inline assembly in the generated source");
   }
