@@ -42,7 +42,8 @@ case "${1:-}" in
     source bench/experiments/s18.sh lib
     out="${OUT:-/tmp}"
     nvidia-smi -L
-    if nvidia-smi -L | grep -q H200; then final_run; fi
+    n=3
+    if nvidia-smi -L | grep -q H200; then final_run; n=2; fi
     cases=(
       "rg_lru rg_lru_bwd bf16 B=1,L=32768,D=2048 default"
       "rg_lru rg_lru_bwd f32 B=1,L=32768,D=2048 default"
@@ -54,7 +55,7 @@ case "${1:-}" in
     )
     k=.device/bin/kdsl precompile
     k=.device/bin/kdsl_old precompile
-    ab_rounds 3 2>&1 | tee "$out/scan.txt"
+    ab_rounds $n 2>&1 | tee "$out/scan.txt"
     ;;
   *)
     echo "usage: s32.sh first|ncu|scan" >&2
