@@ -1633,6 +1633,13 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--bench", "--warmup-ms", "nan"}), 2,
        "kdsl run: usage error: --warmup-ms: 'nan' is not a number from 0 to 10000 (see kdsl run "
        "--help)"},
+      // Read as --seed is: no leading spaces, no hexadecimal (strtod took both).
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--bench", "--warmup-ms", " 5"}), 2,
+       "kdsl run: usage error: --warmup-ms: ' 5' is not a number from 0 to 10000 (see kdsl run "
+       "--help)"},
+      {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--bench", "--warmup-ms", "0x10"}), 2,
+       "kdsl run: usage error: --warmup-ms: '0x10' is not a number from 0 to 10000 (see kdsl "
+       "run --help)"},
       {cmd({"--dtype", "bf16", "--shape", "M=4,N=8", "--schedule", "group=64,group=64"}), 2,
        "kdsl run: usage error: --schedule: schedule hint 'group=64,group=64': group is given "
        "twice"},

@@ -94,9 +94,11 @@ CLI::Option* add_seed_option(CLI::App& app, uint64_t& into) {
 CLI::Option* add_warmup_ms_option(CLI::App& app, double& into, const std::string& help_suffix) {
   CLI::Validator range(
       [](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || end != text.c_str() + text.size() || !(v >= 0 && v <= 10000)) {
+        // from_chars, as --seed: no leading spaces, no hexadecimal (strtod took " 5" and 0x10).
+        double v = 0;
+        const char* end = text.data() + text.size();
+        const auto [at, ec] = std::from_chars(text.data(), end, v, std::chars_format::general);
+        if (text.empty() || ec != std::errc() || at != end || !(v >= 0 && v <= 10000)) {
           return fmt::format("Value {} not in range 0.0 to 10000.0", text);  // also NaN
         }
         return "";
