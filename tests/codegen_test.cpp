@@ -88,9 +88,9 @@ TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
   testing::ScopedEnv math("KDSL_MATH", nullptr);
   auto fe = load("stdlib/rg_lru.kdsl");
   auto body = [&](DType t) { return kernel_body(gen(*fe, "rg_lru_bwd", t, 4096).source); };
-  const char* approx[] = {"kdsl_sigmoid_approx(", "kdsl_sqrt_approx(", "kdsl_div_approx(",
-                          "= kdsl_exp_approx(", "kdsl_expm1_approx("};
-  const char* full[] = {"(1.f / (1.f + expf(", "sqrtf(", "= expf(", "expm1f("};
+  const char* approx[] = {"kdsl_sigmoid_approx(", "kdsl_sqrt_approx(", "= kdsl_exp_approx(",
+                          "kdsl_expm1_approx("};
+  const char* full[] = {"(1.f / (1.f + expf(", " sqrtf(", "= expf(", "expm1f("};  // not rsqrtf
   for (DType t : {DType::bf16, DType::f16}) {
     const std::string b = body(t);
     for (const char* s : approx) EXPECT_NE(b.find(s), std::string::npos) << dtype_name(t) << s;
@@ -108,6 +108,17 @@ TEST(Codegen, ApproximateMathOnlyForSixteenBitData) {
     testing::ScopedEnv env("KDSL_MATH", "accurate");
     EXPECT_EQ(body(DType::bf16).find("_approx("), std::string::npos);
   }
+  // Division (RG-LRU backward no longer divides): div.full for 16-bit data, / for f32.
+  auto div = run_front_end(std::make_shared<const SourceFile>("div.kdsl", R"(
+@kernel
+def ratio[T: (f32, bf16)](x: Tensor[T, (M, N)], z: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):
+    for m in parallel(M):
+        y[m, :] = T(f32(x[m, :]) / f32(z[m, :]))
+)"));
+  EXPECT_NE(kernel_body(gen(*div, "ratio", DType::bf16, 1024).source).find("kdsl_div_approx("),
+            std::string::npos);
+  EXPECT_EQ(kernel_body(gen(*div, "ratio", DType::f32, 1024).source).find("kdsl_div_approx("),
+            std::string::npos);
   {
     testing::ScopedEnv env("KDSL_MATH", "approx");
     EXPECT_NE(body(DType::f32).find("= kdsl_exp_approx("), std::string::npos);
