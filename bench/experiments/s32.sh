@@ -33,19 +33,24 @@ case "${1:-}" in
   scan)
     # (after ncu: rg_lru_bwd bf16 executes 133 thread instructions per element on the H100, 4 of
     # every 8 accesses' address instructions an element-index subtract, shift and add that NVVM
-    # rebuilt from the pointer steps) column pointers stepped by a byte count NVVM cannot see
-    # through: one 64-bit add per access. .device/bin/kdsl_old is 1dd33a4. On an H200 the full
-    # benchmark first (final_run, this code). Then old against new, three rounds, --verify on the
-    # new binary. Prediction: rg_lru_bwd bf16 4-6% faster (about 8 of 133 instructions per
-    # element, bound by instructions), f32 2-4%; linear_recurrence(_bwd) and cumsum_mid (bound
-    # by memory and the tile phases) within 2%; the last-axis cumsum (scan.rows) unchanged.
+    # rebuilt from the pointer steps) 1. column pointers stepped by a byte count NVVM cannot see
+    # through (b98e3a5): one 64-bit add per access; 2. RG-LRU backward's math without the division
+    # and with shared products (ad582d3; the old source is bench/experiments/rg_lru_1dd33a4.kdsl).
+    # .device/bin/kdsl_old is 1dd33a4. On an H200 the full benchmark first (final_run, this code).
+    # Then old against new binary on old and new sources, --verify on the new binary.
+    # Prediction: rg_lru_bwd bf16 4-6% faster from 1 (about 8 of 133 instructions per element,
+    # bound by instructions) and 4-6% more from 2; f32 2-4% from 1; linear_recurrence(_bwd) and
+    # cumsum_mid (bound by memory and the tile phases) within 2%; the last-axis cumsum (scan.rows)
+    # unchanged. Then stdlib_scan_gpu_test's Small and IssueShapes cases (rg_lru_bwd's new math).
     source bench/experiments/s18.sh lib
     out="${OUT:-/tmp}"
     nvidia-smi -L
     n=3
     if nvidia-smi -L | grep -q H200; then final_run; n=2; fi
     cases=(
+      "../bench/experiments/rg_lru_1dd33a4 rg_lru_bwd bf16 B=1,L=32768,D=2048 default"
       "rg_lru rg_lru_bwd bf16 B=1,L=32768,D=2048 default"
+      "../bench/experiments/rg_lru_1dd33a4 rg_lru_bwd f32 B=1,L=32768,D=2048 default"
       "rg_lru rg_lru_bwd f32 B=1,L=32768,D=2048 default"
       "rg_lru rg_lru bf16 B=1,L=32768,D=2048 default"
       "linear_recurrence linear_recurrence bf16 B=1,L=32768,D=2048 default"
@@ -56,6 +61,9 @@ case "${1:-}" in
     k=.device/bin/kdsl precompile
     k=.device/bin/kdsl_old precompile
     ab_rounds $n 2>&1 | tee "$out/scan.txt"
+    s=$(date +%s)
+    timeout 150 .device/bin/stdlib_scan_gpu_test --gtest_brief=1 --gtest_filter='*Small*:*IssueShapes*' 2>&1 | tail -4
+    echo "stdlib_scan_gpu_test in $(( $(date +%s) - s )) s"
     ;;
   *)
     echo "usage: s32.sh first|ncu|scan" >&2
