@@ -66,8 +66,26 @@ case "${1:-}" in
     timeout $(( 580 - SECONDS )) .device/bin/stdlib_scan_gpu_test --gtest_brief=1 --gtest_filter='*Small*:*IssueShapes*' 2>&1 | tail -4
     echo "stdlib_scan_gpu_test in $(( $(date +%s) - s )) s"
     ;;
+  h200kdsl)
+    # (only on an H200; too little device time was left for the peers) kdsl's half of the
+    # benchmark with the 25 ms warm-up: bench/kdsl_bench_norm and kdsl_bench_scan, same-run copy.
+    # Prediction (thirty-first session): the 2^27-byte bf16 forward rows (8192 x 8192,
+    # 65536 x 1024) from 0.867-0.899 (AM3) to 0.92-0.95 of copy; the 2^27-byte scans
+    # (linear_recurrence, cumsum_mid, last-axis cumsum bf16) 3-10% higher than AM3; rows of 2^28
+    # bytes and more within 1.5% of AM3.
+    nvidia-smi -L | grep -q H200 || { nvidia-smi -L; echo "not an H200: nothing run"; exit 0; }
+    export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+    export KDSL_CACHE_DIR="$PWD/.device/cache" KDSL_SOURCE_DIR="$PWD"
+    out="${OUT:-/tmp}"
+    cat .device/COMMIT
+    timeout 170 .device/bin/kdsl_bench_norm "$out/kdsl_norm.json" --reps 30 > "$out/bench_norm.txt" 2>&1
+    echo "norm: exit $? at ${SECONDS} s"
+    timeout $(( 290 - SECONDS )) .device/bin/kdsl_bench_scan "$out/kdsl_scan.json" > "$out/bench_scan.txt" 2>&1
+    echo "scan: exit $? at ${SECONDS} s"
+    tail -5 "$out/bench_norm.txt" "$out/bench_scan.txt"
+    ;;
   *)
-    echo "usage: s32.sh first|ncu|scan" >&2
+    echo "usage: s32.sh first|ncu|scan|h200kdsl" >&2
     exit 2
     ;;
 esac
