@@ -65,6 +65,7 @@ class Emitter {
   void emit_column_pointer(const std::string& ptr, const std::string& type, const std::string& base,
                            const std::string& offset, int delta, const std::string& sfx,
                            const std::string& vs);
+  std::string column_step(const std::string& ptr) const;
   void emit_lane_scan(size_t i, const std::string& x);
   std::string element_state(size_t i, std::map<At, std::string>& memo);
   void emit_prefix_steps(size_t i);

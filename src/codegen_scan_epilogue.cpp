@@ -189,7 +189,7 @@ void Emitter::emit_step_stores() {
       t_.line("if (ok && rv[0]) *sp{} = O{}[j][0];  // VR = 1", j, j);
       t_.out();
       t_.line("}}");
-      t_.line("kdsl_sc_step(sp{0}, sp{0}_s);", j);
+      t_.line("{}", column_step(fmt::format("sp{}", j)));
     } else if (s_.vector_fast) {
       t_.line("const kdsl_pos pl = REV ? L - q0 - VP : q0;");
       t_.line("if ((ALL_VALID || q0 < L) && rv[0]) {{");

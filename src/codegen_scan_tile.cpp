@@ -105,16 +105,27 @@ std::string Emitter::q0_step() const {
 }
 
 // scan.columns: `ptr`, a pointer to the element at step 0 (offset `offset` plus the physical
-// position read at shift `delta` times the stride `vs`), and `ptr`_s, its step per j in bytes
-// (kdsl_sc_bytes, kdsl_sc_step), so that each access of the unrolled steps costs one 64-bit add
-// instead of a 64-bit multiply. The pointer is only dereferenced where `ok` holds.
+// position read at shift `delta` times the stride `vs`), and `ptr`_s, its step per j (in bytes
+// where ScanSchedule::byte_steps holds, else in elements), so that each access of the unrolled
+// steps costs one 64-bit add instead of a 64-bit multiply. The pointer is only dereferenced where
+// `ok` holds.
 void Emitter::emit_column_pointer(const std::string& ptr, const std::string& type,
                                   const std::string& base, const std::string& offset, int delta,
                                   const std::string& sfx, const std::string& vs) {
   t_.line("{} {} = {} + {} + ((REV ? L - 1 - ({}) : {}) - ({})) * {};", type, ptr, base, offset,
           q0_expr(sfx, "0"), q0_expr(sfx, "0"), delta, vs);
-  t_.line("const long long {0}_s = kdsl_sc_bytes((REV ? -({1}) : ({1})) * {2} * {3});", ptr,
-          q0_step(), vs, "static_cast<long long>(sizeof(*" + ptr + "))");
+  if (s_.byte_steps) {
+    t_.line("const long long {0}_s = kdsl_sc_bytes((REV ? -({1}) : ({1})) * {2} * {3});", ptr,
+            q0_step(), vs, "static_cast<long long>(sizeof(*" + ptr + "))");
+  } else {
+    t_.line("const long long {0}_s = (REV ? -({1}) : ({1})) * {2};", ptr, q0_step(), vs);
+  }
+}
+
+// Moves column pointer `ptr` to the next step (emit_column_pointer).
+std::string Emitter::column_step(const std::string& ptr) const {
+  return s_.byte_steps ? fmt::format("kdsl_sc_step({0}, {0}_s);", ptr)
+                       : fmt::format("{0} += {0}_s;", ptr);
 }
 
 void Emitter::emit_constants() {
@@ -376,7 +387,7 @@ void Emitter::emit_load(int a, const std::string& sfx, const std::string& array,
         t_.out();
         t_.line("}}");
       }
-      t_.line("kdsl_sc_step({0}, {0}_s);", ptr);
+      t_.line("{}", column_step(ptr));
       t_.out();
       t_.line("}}");
     };
@@ -474,7 +485,7 @@ void Emitter::emit_staged_load(int a, const std::string& sfx) {
   if (s_.columns) {
     emit_position("q0", x.delta, sfx, false);
     copy("0", ptr);
-    t_.line("kdsl_sc_step({0}, {0}_s);", ptr);
+    t_.line("{}", column_step(ptr));
   } else if (s_.vector_fast && x.delta % s_.vp == 0) {
     emit_vector_position(x.delta, sfx);
     copy("0", at("pl"));

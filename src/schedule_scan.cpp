@@ -471,6 +471,13 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         s.t, s.t * s.vr * words));
   }
   s.rescan = rescan16;
+  // Column pointers stepped in bytes (ScanSchedule::byte_steps) in kernels with much math per
+  // element (bound by instructions). Measured on an H100 at (1, 32768, 2048), three rounds
+  // (thirty-second session, bench/results/scan_ab_h100_2026-12-06_s32.txt), us: rg_lru_bwd bf16
+  // 505 -> 495, f32 1050 -> 1043; rg_lru bf16 257.3 -> 258.1 (within the rounds' spread). On every
+  // middle-axis scan, cumsum_mid bf16 was 0.6% slower (105.9 -> 106.7) and linear_recurrence and
+  // its backward within 0.3%: not there.
+  s.byte_steps = s.columns && element_math(k) >= 2 && !logaddexp_combine(k);
   // Positions along the scan axis in 32-bit arithmetic (Emitter::emit_constants) where every
   // vector tensor is f16 or bf16. Measured on the H200 at (1, 32768, 2048): bf16 rg_lru_bwd 1.8%
   // and linear_recurrence_bwd 2.3% faster (twenty-third session, AG3); f32 linear_recurrence_bwd

@@ -107,6 +107,10 @@ struct ScanSchedule {
   // in registers (K<i>[T][VR], Emitter::kept_) instead of being computed again, except at the
   // steps the thread's phase A did not cover. KDSL_SCAN_SCHEDULE keep=0 turns it off.
   bool keep_math = true;
+  // scan.columns: column pointers stepped by a byte count hidden from NVVM (kdsl_sc_bytes), one
+  // 64-bit add per access, where NVVM otherwise rebuilds an element index and scales it per
+  // access (4 SASS instructions, not 2). Set where the kernel has much math per element.
+  bool byte_steps = false;
   // Who set the tile's layout keys (t, lp, wp, vr): "" the scheduler, else "KDSL_SCAN_SCHEDULE"
   // or "schedule hint ..." (layout_hint: the caller's hint), for errors the layout causes later
   // (codegen: a tile whose shared memory exceeds the static limit).
