@@ -1215,6 +1215,13 @@ TEST_F(CliTest, RunWithoutGpuCompilesAndExitsFour) {
                         "sm_90 (NVRTC); --device cpu runs the CPU reference. Reason: "))
       << r.err;
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  // With --json an error prints no JSON (docs/cli.md): stdout stays empty, the message and the
+  // exit status are the same.
+  CliResult j = kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=4,N=64",
+                      "--bench", "--json"});
+  EXPECT_EQ(j.code, 4) << show(j);
+  EXPECT_EQ(j.out, "");
+  EXPECT_TRUE(j.err.starts_with("kdsl: no GPU, so nothing ran: ")) << j.err;
   // --out is checked first: an output named twice, or a directory for a file.
   const std::vector<std::string> run = {"run",     kRms,  "-k",      "rms_norm",
                                         "--dtype", "f32", "--shape", "M=4,N=64"};
