@@ -620,6 +620,11 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         fmt::format("{}-row accesses when every tensor's rows are contiguous and "
                     "aligned to the access (checked at launch), else element accesses",
                     s.vr));
+    if (s.byte_steps) {
+      s.reasons.push_back(
+          "column pointers stepped by a byte count: one 64-bit add per access (much math per "
+          "element: measured faster there, not on memory-bound scans)");
+    }
   }
   return s;
 }
