@@ -62,6 +62,7 @@ class Planner {
   void plan_stores();
   void need_scalar(ir::ValueId id);
   void need(ir::ValueId id, int delta, bool phase_a);
+  void check_shifted_inout(ir::ValueId load, ir::ValueId at) const;
 
   const ir::Kernel& k_;
   const ScanSchedule& s_;
@@ -268,6 +269,24 @@ void Planner::need_scalar(ir::ValueId id) {
   for (ir::ValueId a : n.args) need_scalar(a);
 }
 
+// An InOut tensor read at a shifted position (load `load`, reported at node `at`) and written by
+// the same kernel: another thread, or the tile before this one, may already have stored that
+// position (the GPU schedule orders no load of one position before the store to another), so the
+// load would not see the contents on entry that the language promises (dsl/SPEC.md).
+void Planner::check_shifted_inout(ir::ValueId load, ir::ValueId at) const {
+  const int32_t t = k_.node(load).index;
+  if (k_.tensors[t].role != ir::Role::inout) return;
+  if (std::none_of(k_.stores.begin(), k_.stores.end(),
+                   [&](const ir::Store& st) { return st.tensor == t; })) {
+    return;
+  }
+  unsupported(k_, at, k_.node(at).loc,
+              fmt::format("InOut tensor '{}' is read at a shifted position and written by this "
+                          "kernel: on the GPU another thread may have written that position first",
+                          k_.tensors[t].name),
+              "write the result to an Out tensor, or pass the input as a separate tensor");
+}
+
 void Planner::need(ir::ValueId id, int delta, bool phase_a) {
   const ir::Node& n = k_.node(id);
   if (p_.where[id] != Where::vec) {
@@ -277,6 +296,7 @@ void Planner::need(ir::ValueId id, int delta, bool phase_a) {
   if (!(phase_a ? p_.phase_a : p_.phase_b).insert({id, delta}).second) return;
   switch (n.op) {
     case Op::load: {
+      if (delta != 0) check_shifted_inout(id, id);
       auto it = p_.access_of.find({id, delta});
       int a = -1;
       if (it != p_.access_of.end()) {
@@ -305,6 +325,7 @@ void Planner::need(ir::ValueId id, int delta, bool phase_a) {
       }
       return;  // from the carried state
     case Op::shift:
+      if (k_.node(n.args[0]).op == Op::load) check_shifted_inout(n.args[0], id);  // caret: shift
       need(n.args[0], delta + n.index, phase_a);
       return;
     case Op::position:

@@ -643,6 +643,47 @@ TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
   }
 }
 
+// An InOut tensor read shifted and written by the same kernel (found by a new-user test: the GPU
+// code read neighbours that other threads, or the tile before, had already overwritten) is a
+// diagnostic at the shift, directly or through an expression; shifted reads of an Out-writing
+// kernel and an InOut scanned in place (each position read and written by one thread) compile.
+TEST_F(CliTest, ShiftedReadOfAWrittenInOutIsADiagnostic) {
+  const std::string file = path("inout.kdsl");
+  std::ofstream(file) << "@kernel\n"
+                         "def diff(x: InOut[f32, (M, N)]):\n"
+                         "    for m in parallel(M):\n"
+                         "        x[m, :] = x[m, :] - shift(x[m, :], 1, 0.0)\n"
+                         "\n"
+                         "@kernel\n"
+                         "def diff2(x: InOut[f32, (M, N)]):\n"
+                         "    for m in parallel(M):\n"
+                         "        x[m, :] = cumsum(shift(x[m, :] * 2.0, -1, 0.0))\n"
+                         "\n"
+                         "@kernel\n"
+                         "def in_place(x: InOut[f32, (M, N)]):\n"
+                         "    for m in parallel(M):\n"
+                         "        x[m, :] = cumsum(x[m, :])\n"
+                         "\n"
+                         "@kernel\n"
+                         "def to_out(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n"
+                         "    for m in parallel(M):\n"
+                         "        y[m, :] = x[m, :] - shift(x[m, :], 1, 0.0)\n";
+  const std::string msg =
+      ": error: InOut tensor 'x' is read at a shifted position and written by this kernel: on "
+      "the GPU another thread may have written that position first";
+  for (const auto& [kernel, col] :
+       {std::pair<std::string, std::string>{"diff", ":4:29"}, {"diff2", ":9:32"}}) {
+    CliResult r = kdsl({"compile", file, "-k", kernel, "--shape", "N=64", "--arch", "sm_90"});
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_NE(r.err.find(file + col + msg), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("hint: write the result to an Out tensor"), std::string::npos) << r.err;
+  }
+  for (const char* kernel : {"in_place", "to_out"}) {
+    CliResult r = kdsl({"compile", file, "-k", kernel, "--shape", "N=64", "--arch", "sm_90"});
+    EXPECT_EQ(r.code, 0) << kernel << ": " << show(r);
+  }
+}
+
 // The row schedule's limit (a vector column reduction that keeps some loop variables, GroupNorm's
 // backward) is a diagnostic at the store, as the scan schedule's are: compile and run print it
 // once, with the line and a caret, not as a plain "kdsl: error: kernel ..." line.
