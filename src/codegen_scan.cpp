@@ -573,11 +573,12 @@ GeneratedKernel Emitter::run() {
 
 namespace kdsl {
 
-GeneratedKernel generate_scan_kernel(const ir::Kernel& k, const Specialization& spec,
-                                     const ScanSchedule& s) {
-  scan_codegen::Plan p = scan_codegen::plan_scan_kernel(k, s);
-  // The cp.async staging (T steps x VR * VP elements per thread and phase-A access) must fit in
-  // 32 of the 48 KiB of static shared memory; else the next tile's loads go to registers.
+namespace {
+
+// The cp.async staging (T steps x VR * VP elements per thread and phase-A access) must fit in 32
+// of the 48 KiB of static shared memory; else the next tile's loads go to registers.
+ScanSchedule staging_checked(const ir::Kernel& k, const ScanSchedule& s,
+                             const scan_codegen::Plan& p) {
   size_t staging = 0;
   for (const scan_codegen::Access& a : p.accesses) {
     if (a.phase_a) {
@@ -585,17 +586,29 @@ GeneratedKernel generate_scan_kernel(const ir::Kernel& k, const Specialization& 
                  dtype_size(k.tensors[a.tensor].dtype);
     }
   }
-  if (s.async_copy && p.lookback && s.pipeline && staging > 32 * 1024) {
-    ScanSchedule registers = s;
-    registers.async_copy = false;
-    registers.reasons.push_back(fmt::format(
-        "cp.async staging would take {} bytes of shared memory: the next tile's loads go to "
-        "registers",
-        staging));
-    scan_codegen::Emitter e(k, spec, registers, p);
-    return e.run();
-  }
-  scan_codegen::Emitter e(k, spec, s, p);
+  if (!(s.async_copy && p.lookback && s.pipeline && staging > 32 * 1024)) return s;
+  ScanSchedule registers = s;
+  registers.async_copy = false;
+  registers.reasons.push_back(fmt::format(
+      "cp.async staging would take {} bytes of shared memory: the next tile's loads go to "
+      "registers",
+      staging));
+  return registers;
+}
+
+}  // namespace
+
+uint64_t scan_tile_smem_bytes(const ir::Kernel& k, const Specialization& spec,
+                              const ScanSchedule& s) {
+  const scan_codegen::Plan p = scan_codegen::plan_scan_kernel(k, s);
+  return scan_codegen::Emitter(k, spec, staging_checked(k, s, p), p).smem_bytes();
+}
+
+GeneratedKernel generate_scan_kernel(const ir::Kernel& k, const Specialization& spec,
+                                     const ScanSchedule& s) {
+  const scan_codegen::Plan p = scan_codegen::plan_scan_kernel(k, s);
+  const ScanSchedule checked = staging_checked(k, s, p);  // (the Emitter keeps a reference)
+  scan_codegen::Emitter e(k, spec, checked, p);
   return e.run();
 }
 

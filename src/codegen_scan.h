@@ -17,6 +17,14 @@ namespace kdsl {
 GeneratedKernel generate_scan_kernel(const ir::Kernel& k, const Specialization& spec,
                                      const ScanSchedule& s);
 
+/// Bytes of static shared memory the tile of schedule `s` takes for kernel `k` (the warps'
+/// prefixes, the look-back window, cp.async staging, column-reduction partials): what
+/// generate_scan_kernel checks against the 48 KiB a kernel may hold statically. `s.chunks` must
+/// be set (one chunk: no look-back). Throws kdsl::SourceError as generate_scan_kernel does for
+/// kernels the schedule cannot run.
+uint64_t scan_tile_smem_bytes(const ir::Kernel& k, const Specialization& spec,
+                              const ScanSchedule& s);
+
 /// Device code the scan kernels use (look-back flags, shuffles, vector accesses), emitted after
 /// cuda_prelude().
 const char* cuda_scan_prelude();

@@ -27,6 +27,8 @@ class Emitter {
  public:
   Emitter(const ir::Kernel& k, const Specialization& spec, const ScanSchedule& s, const Plan& p);
   GeneratedKernel run();
+  /// The bytes of the tile's static shared memory (emit_smem's struct, padding aside).
+  uint64_t smem_bytes() const;
 
  private:
   // Declarations and kernels (codegen_scan.cpp).
@@ -93,7 +95,6 @@ class Emitter {
   void emit_lookback_setup();
   void emit_state_loads(const std::string& w0);
   int lookback_window() const;
-  uint64_t smem_bytes() const;
   void check_smem() const;
   void emit_lookback(const std::function<void()>& between);
   void emit_phase_b();

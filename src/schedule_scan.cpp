@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen_expr.h"
+#include "codegen_scan.h"
 #include "dsl/diagnostics.h"
 #include "kdsl/error.h"
 #include "schedule_hint.h"
@@ -198,6 +199,60 @@ void apply_hints(ScanSchedule& s, const ScanHints& h) {
     }
   }
   s.reasons.push_back(h.from_hint ? h.source() : fmt::format("KDSL_SCAN_SCHEDULE={}", h.text));
+}
+
+// The scheduler's own tile within the 48 KiB of static shared memory. The tile keeps a state per
+// row and warp along the positions (and, looking back, per row and predecessor in its window), so
+// a combine of many values can take the default tile past the limit: a 24-tuple of f32 (100
+// bytes a state with its emptiness flag) needs 51240 bytes at 32 rows x 8 warps. Halving the
+// warps along the rows, then along the positions (the window follows the threads), then the rows
+// per access halves those arrays; a tile that still does not fit is the kernel's limit, a
+// diagnostic at its widest scan. Layouts an override sets are left as given (check_smem names
+// the override).
+void fit_shared_memory(const ir::Kernel& k, const Specialization& spec, ScanSchedule& s,
+                       int64_t len) {
+  constexpr uint64_t kStaticSmem = 48 * 1024;
+  uint64_t bytes = scan_tile_smem_bytes(k, spec, s);
+  if (bytes <= kStaticSmem) return;
+  const uint64_t first = bytes;
+  const int wr = s.wr, wp = s.wp, vr = s.vr;
+  while (bytes > kStaticSmem) {
+    bool smaller = false;
+    for (int knob = 0; knob < 3 && !smaller; ++knob) {
+      ScanSchedule c = s;
+      int& v = knob == 0 ? c.wr : knob == 1 ? c.wp : c.vr;
+      if (v == 1) continue;
+      v /= 2;
+      c.chunks = (len + c.cl() - 1) / c.cl();
+      if (c.chunks > 1 && c.td() > c.threads()) continue;  // the look-back: a thread per row
+      s = c;
+      smaller = true;
+    }
+    if (!smaller) break;
+    bytes = scan_tile_smem_bytes(k, spec, s);
+  }
+  if (bytes > kStaticSmem) {
+    const ir::Node* widest = nullptr;
+    for (const ir::Node& n : k.nodes) {
+      if (n.op == ir::Op::scan && (!widest || n.results.size() > widest->results.size()))
+        widest = &n;
+    }
+    const std::string msg = fmt::format(
+        "the scan's states need about {} bytes of shared memory in the smallest tile of the GPU "
+        "schedule ({}, {}), over the {} a kernel may hold statically",
+        bytes, counted(s.td(), "row", "rows"), counted(s.threads(), "thread", "threads"),
+        kStaticSmem);
+    const std::string hint =
+        "carry fewer values through one scan (split the tuple into several scans of the same "
+        "sequence)";
+    if (widest) unsupported(*widest, msg, hint);
+    throw SourceError(fmt::format("kernel '{}': {} ({})", k.name, msg, hint));
+  }
+  if (s.vr < 2) s.rescan = false;  // rescanning holds packed pairs of rows
+  s.reasons.push_back(fmt::format(
+      "shared memory: the combine's states took the tile to {} bytes, over the {} a kernel may "
+      "hold statically; wr={},wp={},vr={} became wr={},wp={},vr={} ({} bytes)",
+      first, kStaticSmem, wr, wp, vr, s.wr, s.wp, s.vr, bytes));
 }
 
 }  // namespace
@@ -567,6 +622,7 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
                           counted(s.vp, "position", "positions"), counted(words, "word", "words")));
   }
   s.chunks = (len + s.cl() - 1) / s.cl();
+  if (!set_layout) fit_shared_memory(k, spec, s, len);
   if (s.chunks > 1 && s.td() > s.threads()) {
     // The look-back takes one thread per row of a tile; only overrides can break that.
     const std::string msg =

@@ -1,5 +1,7 @@
 // Drives the `kdsl` binary through every subcommand (no GPU needed; the GPU runs are in
 // cli_gpu_test.cpp): output text, files and exit codes (docs/cli.md).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
@@ -682,6 +684,57 @@ TEST_F(CliTest, ShiftedReadOfAWrittenInOutIsADiagnostic) {
     CliResult r = kdsl({"compile", file, "-k", kernel, "--shape", "N=64", "--arch", "sm_90"});
     EXPECT_EQ(r.code, 0) << kernel << ": " << show(r);
   }
+}
+
+// Writes to `file` a kernel scanning an n-tuple of f32 along a middle axis; returns `file`.
+std::string write_wide_scan(const std::string& file, int n) {
+  std::vector<std::string> a, b, sums, values, names;
+  for (int i = 0; i < n; ++i) {
+    a.push_back(fmt::format("a{}", i));
+    b.push_back(fmt::format("b{}", i));
+    sums.push_back(fmt::format("a{0} + b{0}", i));
+    values.push_back(fmt::format("x[b, :, d] * {}.0", i + 1));
+    names.push_back(fmt::format("s{}", i));
+  }
+  std::ofstream(file) << fmt::format(
+      "def op(left, right):\n"
+      "    {} = left\n"
+      "    {} = right\n"
+      "    return {}\n"
+      "\n"
+      "@kernel\n"
+      "def wide(x: Tensor[f32, (B, L, D)], *, y: Out[f32, (B, L, D)]):\n"
+      "    for b, d in parallel(B, D):\n"
+      "        {} = scan(op, ({}))\n"
+      "        y[b, :, d] = s0 + s{}\n",
+      fmt::join(a, ", "), fmt::join(b, ", "), fmt::join(sums, ", "), fmt::join(names, ", "),
+      fmt::join(values, ", "), n - 1);
+  return file;
+}
+
+// A scan whose combine carries many values (found by a new-user test: a 24-tuple of f32 along a
+// middle axis was "kdsl: internal error", its default tile needing 51240 bytes of shared memory)
+// gets a tile with fewer warps that fits, named in the explain; a tuple no tile can hold is a
+// diagnostic at the scan with the line and a caret.
+TEST_F(CliTest, WideScanStatesFitSharedMemoryOrAreADiagnostic) {
+  const std::string fits = write_wide_scan(path("wide24.kdsl"), 24);
+  CliResult r = kdsl({"emit", fits, "-k", "wide", "--shape", "B=1,L=32768,D=2048", "--arch",
+                      "sm_90", "--explain"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("shared memory: the combine's states took the tile to 51240 bytes, over "
+                       "the 49152 a kernel may hold statically; wr=1,wp=8,vr=2 became "
+                       "wr=1,wp=4,vr=2 (25624 bytes)"),
+            std::string::npos)
+      << r.out;
+  const std::string huge = write_wide_scan(path("wide300.kdsl"), 300);
+  r = kdsl({"emit", huge, "-k", "wide", "--shape", "B=1,L=1000,D=64", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find(huge + ":9:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(": error: the scan's states need about "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("over the 49152 a kernel may hold statically"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("^"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("hint: carry fewer values through one scan"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
 }
 
 // The row schedule's limit (a vector column reduction that keeps some loop variables, GroupNorm's

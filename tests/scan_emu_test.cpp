@@ -4,6 +4,7 @@
 // between CTAs running at once), shifts, first/last and column reductions. Skips without a host
 // C++ compiler.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <optional>
 #include <string>
@@ -326,6 +327,79 @@ TEST_F(ScanEmu, BoolInputs) {
   ps.seed = seed;
   Problem p = make_problem(module(), ps);
   emu::expect_emulated_matches_reference(p, "masked_rows M=3 N=5000");
+}
+
+// Source of kernels scanning an n-tuple of f32 (even components summed, odd ones by max), along a
+// middle axis (wide_mid) and the last (wide_rows); each output weighs the components differently,
+// so a component mixed up with another shows.
+std::string wide_tuple_source(int n) {
+  std::vector<std::string> a, b, combined, values, names, weighted;
+  for (int i = 0; i < n; ++i) {
+    a.push_back(fmt::format("a{}", i));
+    b.push_back(fmt::format("b{}", i));
+    combined.push_back(i % 2 == 0 ? fmt::format("a{0} + b{0}", i)
+                                  : fmt::format("max(a{0}, b{0})", i));
+    values.push_back(fmt::format("X * {}.0 + {}.0", i + 1, i % 5));
+    names.push_back(fmt::format("s{}", i));
+    weighted.push_back(fmt::format("s{} * {}.0", i, i % 7 + 1));
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    return fmt::format("{}", fmt::join(v, ", "));
+  };
+  auto with = [&](const std::string& x) {
+    std::string r = join(values);
+    for (size_t at = r.find('X'); at != std::string::npos; at = r.find('X', at + x.size()))
+      r.replace(at, 1, x);
+    return r;
+  };
+  return fmt::format(R"(
+def wide_op(left, right):
+    {0} = left
+    {1} = right
+    return {2}
+
+
+@kernel
+def wide_mid(x: Tensor[f32, (B, L, D)], *, y: Out[f32, (B, L, D)], z: Out[f32, (B, L, D)]):
+    for b, d in parallel(B, D):
+        {3} = scan(wide_op, ({4}))
+        y[b, :, d] = {5}
+        z[b, :, d] = s{7}
+
+
+@kernel
+def wide_rows(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)], z: Out[f32, (M, N)]):
+    for m in parallel(M):
+        {3} = scan(wide_op, ({6}), reverse=True)
+        y[m, :] = {5}
+        z[m, :] = s{7}
+)",
+                     join(a), join(b), join(combined), join(names), with("x[b, :, d]"),
+                     fmt::format("{}", fmt::join(weighted, " + ")), with("x[m, :]"), n - 1);
+}
+
+// Scans whose combine carries many values: the default tile would hold more than the 48 KiB of
+// static shared memory (a 24-tuple of f32 along a middle axis, 48 values along a short last axis),
+// so the scheduler gives up warps (choose_scan_schedule's fit_shared_memory) and the kernels
+// still match the interpreter, with several chunks (the look-back's window of wide states) and one.
+TEST_F(ScanEmu, WideTupleStatesFitSharedMemory) {
+  testing::ScanScheduleEnv env("");
+  uint64_t seed = 700;
+  for (int n : {24, 48}) {
+    auto fe = run_front_end(std::make_shared<const SourceFile>("wide.kdsl", wide_tuple_source(n)));
+    for (auto [kernel, shape] : {std::pair<const char*, std::map<std::string, int64_t>>{
+                                     "wide_mid", {{"B", 2}, {"L", 300}, {"D", 6}}},
+                                 {"wide_rows", {{"M", 5}, {"N", 16}}},
+                                 {"wide_rows", {{"M", 3}, {"N", 3000}}}}) {
+      ProblemSpec ps;
+      ps.kernel = kernel;
+      ps.shapes = shape;
+      ps.seed = seed++;
+      Problem p = make_problem(fe, ps);
+      emu::expect_emulated_matches_reference(p, fmt::format("{} with {} values", kernel, n));
+      if (HasFailure()) return;
+    }
+  }
 }
 
 // The stdlib middle-axis scan kernel `name` (real dtypes), if there is one.
