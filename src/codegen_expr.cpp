@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "kdsl/error.h"
 #include "text_util.h"
@@ -382,6 +383,31 @@ std::string math_note(const ir::Kernel& k) {
              : "f32 math: full precision (no float generic, or one bound to f32 or f64)";
 }
 
+namespace {
+
+// Node `id` is a float constant other than zero and NaN.
+bool nonzero_constant(const ir::Kernel& k, ir::ValueId id) {
+  const ir::Node& c = k.node(id);
+  return c.op == ir::Op::constant && is_float(c.type.dtype) && c.number != 0 &&
+         !std::isnan(c.number);
+}
+
+// Node `id` is max(x, c) (either order) with a constant c >= 2^-126, the smallest normal f32:
+// never subnormal (NaN where x is NaN).
+bool never_subnormal(const ir::Kernel& k, ir::ValueId id) {
+  const ir::Node& m = k.node(id);
+  if (m.op != ir::Op::binary || static_cast<ir::BinaryFn>(m.fn) != ir::BinaryFn::max) return false;
+  for (ir::ValueId a : m.args) {
+    const ir::Node& c = k.node(a);
+    if (c.op == ir::Op::constant && c.type.dtype == DType::f32 &&
+        c.number >= static_cast<double>(std::numeric_limits<float>::min()))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string op_expr(const ir::Kernel& k, const ir::Node& n, const std::vector<std::string>& args,
                     const std::vector<DType>& arg_dtypes) {
   switch (n.op) {
@@ -390,11 +416,22 @@ std::string op_expr(const ir::Kernel& k, const ir::Node& n, const std::vector<st
     case ir::Op::cast:
       return cast_expr(arg_dtypes[0], n.type.dtype, args[0]);
     case ir::Op::unary:
+      if (static_cast<ir::UnaryFn>(n.fn) == ir::UnaryFn::rsqrt && arg_dtypes[0] == DType::f32 &&
+          never_subnormal(k, n.args[0])) {
+        return fmt::format("kdsl_rsqrt_normal({})", args[0]);
+      }
       return unary_expr(static_cast<ir::UnaryFn>(n.fn), arg_dtypes[0], n.type.dtype, args[0],
                         approx_math(k));
-    case ir::Op::binary:
-      return binary_expr(static_cast<ir::BinaryFn>(n.fn), arg_dtypes[0], args[0], args[1],
-                         approx_math(k));
+    case ir::Op::binary: {
+      const auto fn = static_cast<ir::BinaryFn>(n.fn);
+      if ((fn == ir::BinaryFn::max || fn == ir::BinaryFn::min) && arg_dtypes[0] == DType::f32 &&
+          arg_dtypes[1] == DType::f32 &&
+          (nonzero_constant(k, n.args[0]) || nonzero_constant(k, n.args[1]))) {
+        return fmt::format("kdsl_{}_nan({}, {})", fn == ir::BinaryFn::max ? "max" : "min", args[0],
+                           args[1]);
+      }
+      return binary_expr(fn, arg_dtypes[0], args[0], args[1], approx_math(k));
+    }
     case ir::Op::compare: {
       static const char* const ops[] = {"<", "<=", "==", "!=", ">", ">="};
       return fmt::format("({} {} {})", args[0], ops[n.fn], args[1]);

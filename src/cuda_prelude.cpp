@@ -73,6 +73,36 @@ __device__ __forceinline__ int kdsl_max(int a, int b) { return a > b ? a : b; }
 __device__ __forceinline__ int kdsl_min(int a, int b) { return a < b ? a : b; }
 __device__ __forceinline__ long long kdsl_max(long long a, long long b) { return a > b ? a : b; }
 __device__ __forceinline__ long long kdsl_min(long long a, long long b) { return a < b ? a : b; }
+// f32 max and min with a constant operand other than zero (kdsl::cuda::op_expr): one max.NaN /
+// min.NaN (sm_80+) where kdsl_max takes a compare, a NaN test and a select. A NaN operand gives
+// NaN either way (here the canonical one, not the operand's payload), and with a non-zero
+// constant no tie of +0 and -0 can arise.
+__device__ __forceinline__ float kdsl_max_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return kdsl_max(a, b);
+#endif
+}
+__device__ __forceinline__ float kdsl_min_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return kdsl_min(a, b);
+#endif
+}
+// rsqrt of an f32 operand that is never subnormal (max(x, c) with a constant c >= 2^-126):
+// rsqrt.approx.ftz gives CUDA's rsqrtf (rsqrt.approx.f32) there, without ptxas's rescaling of
+// subnormal operands (three instructions on sm_90).
+__device__ __forceinline__ float kdsl_rsqrt_normal(float x) {
+  float r;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 template <class T> __device__ __forceinline__ T kdsl_floordiv(T a, T b) {
   T q = a / b;
   return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;

@@ -149,6 +149,30 @@ def ratio[T: (f32, bf16)](x: Tensor[T, (M, N)], z: Tensor[T, (M, N)], *, y: Out[
   }
 }
 
+// f32 max and min with a constant other than zero take max.NaN / min.NaN (kdsl_max_nan), and rsqrt
+// of a max with a normal constant floor takes rsqrt.approx.ftz (kdsl_rsqrt_normal); max with 0,
+// with a subnormal floor or of two tensors keep the general forms (signed zeros, subnormals).
+TEST(Codegen, FloorsWithAConstantTakeSingleInstructions) {
+  auto fe = run_front_end(std::make_shared<const SourceFile>("floors.kdsl", R"(
+@kernel
+def floors[T: f32](x: Tensor[T, (M, N)], z: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):
+    for m in parallel(M):
+        a = rsqrt(max(x[m, :], 1e-6)) + min(2.0, x[m, :]) + max(x[m, :], 0.0)
+        y[m, :] = a + max(x[m, :], z[m, :]) + rsqrt(max(z[m, :], 1e-40)) + rsqrt(x[m, :])
+)"));
+  const std::string b = kernel_body(gen(*fe, "floors", DType::f32, 1024).source);
+  auto count = [&](const std::string& s) {
+    int n = 0;
+    for (size_t at = b.find(s); at != std::string::npos; at = b.find(s, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("kdsl_rsqrt_normal("), 1) << b;
+  EXPECT_EQ(count("rsqrtf("), 2) << b;
+  EXPECT_EQ(count("kdsl_max_nan("), 2) << b;
+  EXPECT_EQ(count("kdsl_min_nan("), 1) << b;
+  EXPECT_EQ(count("kdsl_max("), 2) << b;
+}
+
 // The rule looks at every float generic: two of them must both be 16-bit, integer generics do not
 // count, and a kernel without a generic computes at full precision whatever its tensors hold.
 TEST(Codegen, ApproximateMathLooksAtEveryFloatGeneric) {

@@ -582,6 +582,12 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               "r = 1.f / fmaf(kdsl_exp_approx_ftz(-x), 0.25f, 0.25f);");
   replace_all(src, R"(asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));)", "r = a / b;");
   replace_all(src, R"(asm("sqrt.approx.f32 %0, %1;" : "=f"(r) : "f"(x));)", "r = sqrtf(x);");
+  replace_all(src, R"(asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));)",
+              "r = kdsl_max(a, b);");
+  replace_all(src, R"(asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));)",
+              "r = kdsl_min(a, b);");
+  replace_all(src, R"(asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));)",
+              "r = 1.f / sqrtf(x);");
   // The rescanning scan tile's barrier to common-subexpression elimination: no effect on values.
   replace_all(src, R"(asm volatile("" : "+r"(w[i]));)", "");
   replace_all(src, R"(asm volatile("" : "+h"(h));)", "");
