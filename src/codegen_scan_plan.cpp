@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "dsl/diagnostics.h"
 #include "kdsl/error.h"
@@ -18,18 +19,26 @@ bool has_kind(const ir::View& v, ir::AxisIndex::Kind kind) {
 
 [[noreturn]] void unsupported(const ir::Kernel& k, ir::ValueId id, SourceLoc loc,
                               const std::string& msg, const std::string& hint) {
-  // Nodes made by sema for an expression may have no location; use the closest operand's.
-  // The underline: the span of the node (or first operand) that starts at the location.
+  // Nodes made by sema for an expression may have no location; use the nearest operand's that
+  // has one, depth first and left to right (a select's condition may be a parameter, which has
+  // none). The underline: the span of the node found, or of the node that starts at the given
+  // location.
   uint32_t length = 1;
   const bool given = loc.valid();
-  for (ir::ValueId at = id; at >= 0;) {
+  std::vector<ir::ValueId> stack = {id};
+  std::vector<bool> seen(k.nodes.size(), false);
+  while (!stack.empty()) {
+    const ir::ValueId at = stack.back();
+    stack.pop_back();
+    if (at < 0 || static_cast<size_t>(at) >= seen.size() || seen[at]) continue;
+    seen[at] = true;
     const ir::Node& n = k.node(at);
-    if (!given && !loc.valid()) loc = n.loc;
-    if (loc.valid() && n.loc.valid() && n.loc.offset == loc.offset) {
+    if (n.loc.valid() && (!given || n.loc.offset == loc.offset)) {
+      if (!given) loc = n.loc;
       length = std::max(n.length, 1u);
       break;
     }
-    at = n.args.empty() ? -1 : n.args[0];
+    for (auto a = n.args.rbegin(); a != n.args.rend(); ++a) stack.push_back(*a);
   }
   Diagnostic d;
   d.loc = loc;
@@ -89,7 +98,8 @@ Where Planner::join(Where a, Where b, ir::ValueId at) {
       }
       unsupported(k_, culprit, k_.node(culprit).loc,
                   "a value computed along the whole sequence (first, last or a reduction) is "
-                  "used in vector math",
+                  "used with the sequence's per-position values (in vector math, or in a "
+                  "condition choosing between them)",
                   "in a kernel with scans, such values can only be stored (or combined into "
                   "stored scalars)");
     }

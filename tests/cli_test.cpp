@@ -645,6 +645,29 @@ TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
   }
 }
 
+// A schedule diagnostic whose value was made by sema without a location (a where() choosing
+// between first() and last(): its condition, a parameter, has none either) takes the nearest
+// located operand's (found by a new-user test: the message came bare, without "kdsl: error:",
+// a location or a newline).
+TEST_F(CliTest, ScheduleDiagnosticFindsALocatedOperand) {
+  const std::string file = path("ends.kdsl");
+  std::ofstream(file) << "@kernel\n"
+                         "def h8(x: Tensor[f32, (M, N)], flag: bool = False, *, y: Out[f32, (M, "
+                         "N)], z: Out[f32, (M,)]):\n"
+                         "    for m in parallel(M):\n"
+                         "        y[m, :] = cumsum(x[m, :])\n"
+                         "        z[m] = where(flag, last(x[m, :]), first(x[m, :]))\n";
+  for (const char* cmd : {"emit", "compile"}) {
+    CliResult r = kdsl({cmd, file, "-k", "h8", "--shape", "N=3000", "--arch", "sm_90"});
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_NE(r.err.find(file + ":5:28: error: this value combines the two ends of the sequence"),
+              std::string::npos)
+        << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("                           ^~~~~~~~~~~~~\n"), std::string::npos)
+        << cmd << ": " << r.err;
+  }
+}
+
 // An InOut tensor read shifted and written by the same kernel (found by a new-user test: the GPU
 // code read neighbours that other threads, or the tile before, had already overwritten) is a
 // diagnostic at the shift, directly or through an expression; shifted reads of an Out-writing

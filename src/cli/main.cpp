@@ -183,7 +183,12 @@ int main(int argc, char** argv) {
     std::cerr << "kdsl: " << safe(e) << "\n";
     return kdsl::cli::kNoGpu;
   } catch (const kdsl::SourceError& e) {
-    std::cerr << safe(e);
+    // A rendered diagnostic (FILE:LINE:COL: error: ..., the line, a caret) as it is; a source
+    // error without a location as any other error.
+    std::string msg = safe(e);
+    if (msg.find(": error: ") == std::string::npos) msg = "kdsl: error: " + msg;
+    if (msg.empty() || msg.back() != '\n') msg += '\n';
+    std::cerr << msg;
     return kdsl::cli::kUserError;
   } catch (const kdsl::InternalError& e) {
     std::cerr << "kdsl: internal error (a bug in kdsl; please report it): " << safe(e) << "\n";
