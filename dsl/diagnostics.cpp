@@ -189,7 +189,7 @@ std::string render_diagnostic(const Diagnostic& d, bool color) {
   if (d.loc.file) {
     out += terminal_safe(d.loc.file->path());
     if (d.loc.line > 0) {
-      out += ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col);
+      out += fmt::format(":{}:{}", d.loc.line, d.loc.col);
     }
     out += ": ";
   }
