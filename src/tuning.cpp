@@ -12,6 +12,7 @@
 #include "cache.h"
 #include "cache_file.h"
 #include "codegen_expr.h"
+#include "codegen_scan.h"
 #include "compiler.h"
 #include "gpu_bench.h"
 #include "kdsl/error.h"
@@ -50,12 +51,24 @@ std::vector<ScheduleHint> scan_candidates(const ir::Kernel& k, const Specializat
         h.t = t;
         h.lp = lp;
         if (s0.columns) h.vr = vr;
-        ScanSchedule s;
-        try {
-          s = choose_scan_schedule(k, spec, target, h);
-        } catch (const ArgumentError&) {
-          continue;  // more rows per tile than threads
+        // A layout whose tile exceeds the 48 KiB of static shared memory (a combine of many
+        // values) tries the default's warps along the positions, which the scheduler lowered to
+        // fit (choose_scan_schedule), else is left out.
+        std::optional<ScanSchedule> fitting;
+        for (bool own_warps : {false, true}) {
+          if (own_warps) h.wp = s0.wp;
+          try {
+            ScanSchedule c = choose_scan_schedule(k, spec, target, h);
+            if (scan_tile_smem_bytes(k, spec, c) <= 48 * 1024) {
+              fitting = c;
+              break;
+            }
+          } catch (const ArgumentError&) {
+            // more rows per tile than threads
+          }
         }
+        if (!fitting) continue;
+        const ScanSchedule& s = *fitting;
         if (std::any_of(seen.begin(), seen.end(),
                         [&](const ScanSchedule& o) { return same(o, s); })) {
           continue;  // the default, or a layout the short sequence folds into another
