@@ -385,11 +385,11 @@ std::string math_note(const ir::Kernel& k) {
 
 namespace {
 
-// Node `id` is a float constant other than zero and NaN.
+// Node `id` is a float constant other than zero (also once rounded to f32) and NaN.
 bool nonzero_constant(const ir::Kernel& k, ir::ValueId id) {
   const ir::Node& c = k.node(id);
-  return c.op == ir::Op::constant && is_float(c.type.dtype) && c.number != 0 &&
-         !std::isnan(c.number);
+  return c.op == ir::Op::constant && is_float(c.type.dtype) &&
+         static_cast<float>(c.number) != 0.f && !std::isnan(c.number);
 }
 
 // Node `id` is max(x, c) (either order) with a constant c >= 2^-126, the smallest normal f32:

@@ -151,13 +151,14 @@ def ratio[T: (f32, bf16)](x: Tensor[T, (M, N)], z: Tensor[T, (M, N)], *, y: Out[
 
 // f32 max and min with a constant other than zero take max.NaN / min.NaN (kdsl_max_nan), and rsqrt
 // of a max with a normal constant floor takes rsqrt.approx.ftz (kdsl_rsqrt_normal); max with 0,
-// with a subnormal floor or of two tensors keep the general forms (signed zeros, subnormals).
+// (or a constant that rounds to 0 in f32), with a subnormal floor or of two tensors keep the
+// general forms (signed zeros, subnormals).
 TEST(Codegen, FloorsWithAConstantTakeSingleInstructions) {
   auto fe = run_front_end(std::make_shared<const SourceFile>("floors.kdsl", R"(
 @kernel
 def floors[T: f32](x: Tensor[T, (M, N)], z: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):
     for m in parallel(M):
-        a = rsqrt(max(x[m, :], 1e-6)) + min(2.0, x[m, :]) + max(x[m, :], 0.0)
+        a = rsqrt(max(x[m, :], 1e-6)) + min(2.0, x[m, :]) + max(x[m, :], 0.0) + max(x[m, :], 1e-50)
         y[m, :] = a + max(x[m, :], z[m, :]) + rsqrt(max(z[m, :], 1e-40)) + rsqrt(x[m, :])
 )"));
   const std::string b = kernel_body(gen(*fe, "floors", DType::f32, 1024).source);
@@ -170,7 +171,7 @@ def floors[T: f32](x: Tensor[T, (M, N)], z: Tensor[T, (M, N)], *, y: Out[T, (M, 
   EXPECT_EQ(count("rsqrtf("), 2) << b;
   EXPECT_EQ(count("kdsl_max_nan("), 2) << b;
   EXPECT_EQ(count("kdsl_min_nan("), 1) << b;
-  EXPECT_EQ(count("kdsl_max("), 2) << b;
+  EXPECT_EQ(count("kdsl_max("), 2) << b;  // 0 (1e-50, 0 in f32, is the same constant) and z
 }
 
 // The rule looks at every float generic: two of them must both be 16-bit, integer generics do not
