@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include <fmt/format.h>
+
 namespace kdsl {
 namespace {
 
@@ -89,6 +91,29 @@ uint16_t double_to_bf16_bits(double v) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
   return static_cast<uint16_t>(u >> 16);
+}
+
+std::string value_fit_problem(double v, DType t) {
+  if (is_int(t) || t == DType::b8) {
+    if (!std::isfinite(v) || v != std::trunc(v)) return "which holds whole numbers only";
+    if (t == DType::b8 && v != 0 && v != 1) return "which holds 0 or 1 only";
+    // (2^63 itself is the first double beyond i64; 2^31 - 1 is exact.)
+    const bool i32 = t == DType::i32;
+    if (i32 ? v < -2147483648.0 || v > 2147483647.0
+            : v < -9223372036854775808.0 || v >= 9223372036854775808.0) {
+      return i32 ? "which holds -2147483648 to 2147483647"
+                 : "which holds -9223372036854775808 to 9223372036854775807";
+    }
+    return "";
+  }
+  const double max = t == DType::f16    ? 65504.0
+                     : t == DType::bf16 ? 3.3895313892515355e38
+                     : t == DType::f64  ? std::numeric_limits<double>::max()
+                                        : static_cast<double>(std::numeric_limits<float>::max());
+  if (std::isfinite(v) && std::fabs(v) > max) {
+    return fmt::format("whose largest finite value is {} (give inf for infinity)", max);
+  }
+  return "";
 }
 
 }  // namespace kdsl

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "driver.h"
+#include "dsl/numeric.h"
 #include "log.h"
 #include "module.h"
 #include "runtime_impl.h"
@@ -326,17 +327,33 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
     if (bits.aligned) b.aligned |= 1u << slot;
     if (bits.contiguous) b.contiguous |= 1u << slot;
   }
+  // Scalars, now that the generics are bound: a value the dtype cannot hold is an error (the
+  // launch would truncate or saturate it: value_fit_problem, as `kdsl run --arg` checks), and
+  // 16-bit floats are rounded to their dtype here, as the CPU reference rounds them (the kernel
+  // receives them as f32).
+  for (size_t i = 0; i < args.size(); ++i) {
+    const SignatureParam& p = sig.params[i];
+    if (p.is_tensor) continue;
+    if (p.generic >= 0 && generic_from[p.generic] < 0) continue;  // (every generic types a tensor)
+    const DType t = p.generic >= 0 ? b.binding[p.generic] : p.dtype;
+    double& v = b.scalars[slot_[i]];
+    if (const std::string why = value_fit_problem(v, t); !why.empty()) {
+      fail(i, fmt::format("{} does not fit {}, {}", v, dtype_name(t), why));
+    }
+    if (t == DType::f16 || t == DType::bf16) v = round_to(t, v);
+  }
   // Outputs must not overlap any other argument.
   for (size_t i = 0; i < args.size(); ++i) {
     const SignatureParam& p = sig.params[i];
     if (!p.is_tensor || p.role == ir::Role::in) continue;
     const TensorRef& out = *b.tensors[slot_[i]];
     uint64_t out_lo = reinterpret_cast<uintptr_t>(out.data), out_hi = out_lo + *span_bytes(out);
+    if (out_lo == out_hi) continue;  // an empty tensor addresses no memory
     for (size_t j = 0; j < args.size(); ++j) {
       if (j == i || !sig.params[j].is_tensor) continue;
       const TensorRef& o = *b.tensors[slot_[j]];
       uint64_t lo = reinterpret_cast<uintptr_t>(o.data), hi = lo + *span_bytes(o);
-      if (out_lo < hi && lo < out_hi) {
+      if (lo < hi && out_lo < hi && lo < out_hi) {
         fail(i, fmt::format("overlaps argument '{}'; outputs must not alias other arguments "
                             "(an InOut parameter updates a tensor in place)",
                             sig.params[j].name));
@@ -718,24 +735,46 @@ std::shared_ptr<KernelImpl> ModuleImpl::kernel(const std::string& name) const {
 
 // ---- public handles ----
 
+namespace {
+
+// The object behind a handle; a default-constructed handle has none (found by a new-user test:
+// every use of one dereferenced a null pointer).
+template <class T>
+T& held(const std::shared_ptr<T>& p, const char* handle, const char* from) {
+  if (!p) {
+    throw Error(
+        fmt::format("this kdsl::{} is empty (default-constructed); get one from {}", handle, from));
+  }
+  return *p;
+}
+detail::KernelImpl& held(const std::shared_ptr<detail::KernelImpl>& p) {
+  return held(p, "Kernel", "Module::kernel()");
+}
+detail::ModuleImpl& held(const std::shared_ptr<detail::ModuleImpl>& p) {
+  return held(p, "Module", "Module::load() or Module::from_source()");
+}
+
+}  // namespace
+
 const std::string& Kernel::name() const {
-  return impl_->sig().name;
+  return held(impl_).sig().name;
 }
 const std::string& Kernel::docstring() const {
-  return impl_->sig().docstring;
+  return held(impl_).sig().docstring;
 }
 const std::vector<ParamInfo>& Kernel::params() const {
-  return impl_->params();
+  return held(impl_).params();
 }
 
 void Kernel::launch(CUstream_st* stream, std::span<const Arg> args) const {
-  impl_->launch(stream, args);
+  held(impl_).launch(stream, args);
 }
 
 std::string Kernel::prepare(std::span<const Arg> args) const {
+  const detail::KernelImpl& k = held(impl_);
   detail::BoundArgs b;
-  impl_->bind(args, b);
-  return impl_->loaded(b, detail::current_context()).plan.symbol;
+  k.bind(args, b);
+  return k.loaded(b, detail::current_context()).plan.symbol;
 }
 
 Module Module::load(const std::string& path) {
@@ -753,18 +792,18 @@ Module Module::from_source(const std::string& source, const std::string& name) {
 
 Kernel Module::kernel(const std::string& name) const {
   Kernel k;
-  k.impl_ = impl_->kernel(name);
+  k.impl_ = held(impl_).kernel(name);
   return k;
 }
 
 std::vector<std::string> Module::kernel_names() const {
   std::vector<std::string> out;
-  for (const auto& k : impl_->front_end().kernels) out.push_back(k.name);
+  for (const auto& k : held(impl_).front_end().kernels) out.push_back(k.name);
   return out;
 }
 
 const std::string& Module::path() const {
-  return impl_->front_end().file->path();
+  return held(impl_).front_end().file->path();
 }
 
 }  // namespace kdsl

@@ -3,6 +3,7 @@
 // and the symbols and rows a correct call binds.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -194,6 +195,94 @@ TEST_F(LaunchArgs, OutputOverlappingAnInput) {
   acc_.data = w_.data;
   EXPECT_NE(error(args()).find("argument 'acc' (8th of 8): overlaps argument 'w'"),
             std::string::npos);
+}
+
+// An empty tensor addresses no memory, so it overlaps nothing, even where its pointer lies inside
+// an output (a zero-row slice of a framework tensor keeps an interior pointer; found by a
+// new-user test: "overlaps argument 'x'").
+TEST_F(LaunchArgs, EmptyTensorsOverlapNothing) {
+  x_ = TensorRef::contiguous(static_cast<char*>(acc_.data) + 4, DType::f16, {0, N});
+  p_ = TensorRef::contiguous(static_cast<char*>(acc_.data) + 8, DType::f64, {0, 2});
+  y_ = TensorRef::contiguous(static_cast<char*>(acc_.data) + 16, DType::f16, {0, N});
+  s_ = TensorRef::contiguous(static_cast<char*>(acc_.data) + 32, DType::f64, {0});
+  EXPECT_EQ(error(args()), "(no error)");
+}
+
+// A default-constructed handle is empty: every method throws kdsl::Error saying where a real one
+// comes from (found by a new-user test: each segfaulted).
+TEST(EmptyHandles, ThrowInsteadOfCrashing) {
+  Kernel k;
+  Module m;
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string kernel_msg =
+      "this kdsl::Kernel is empty (default-constructed); get one from Module::kernel()";
+  EXPECT_EQ(message([&] { k.params(); }), kernel_msg);
+  EXPECT_EQ(message([&] { k.name(); }), kernel_msg);
+  EXPECT_EQ(message([&] { k.docstring(); }), kernel_msg);
+  EXPECT_EQ(message([&] { k.launch(nullptr, {}); }), kernel_msg);
+  EXPECT_EQ(message([&] { k.prepare({}); }), kernel_msg);
+  const std::string module_msg =
+      "this kdsl::Module is empty (default-constructed); get one from Module::load() or "
+      "Module::from_source()";
+  EXPECT_EQ(message([&] { m.kernel_names(); }), module_msg);
+  EXPECT_EQ(message([&] { m.kernel("x"); }), module_msg);
+  EXPECT_EQ(message([&] { m.path(); }), module_msg);
+}
+
+// Scalars: a value the dtype cannot hold is an error naming the argument (as `kdsl run --arg`
+// says), and f16 and bf16 values are rounded to their dtype on the host, as the CPU reference
+// rounds them (the kernel receives an f32; found by a new-user test: 0.1 reached an f16 kernel as
+// 0.1f, and 2.7 an i32 one as 2).
+TEST(LaunchScalars, ValuesOutsideTheDtypeAreErrorsAndSixteenBitValuesAreRounded) {
+  Module m = Module::from_source(R"(
+@kernel
+def sc[T: (f32, f16, bf16)](x: Tensor[T, (M, N)], k: i32, h: T, *, y: Out[T, (M, N)],
+                            z: Out[i32, (M,)]):
+    for m in parallel(M):
+        y[m, :] = x[m, :] * h
+        z[m] = k
+)",
+                                 "sc.kdsl");
+  Kernel kernel = m.kernel("sc");
+  const detail::KernelImpl& k = kernel.impl();
+  auto bind = [&](DType t, double kv, double hv) {
+    const TensorRef x = TensorRef::contiguous(address(1), t, {4, 8});
+    const TensorRef y = TensorRef::contiguous(address(2), t, {4, 8});
+    const TensorRef z = TensorRef::contiguous(address(3), DType::i32, {4});
+    detail::BoundArgs b;
+    k.bind(std::vector<Arg>{x, kv, hv, y, z}, b);
+    return b;
+  };
+  auto error = [&](DType t, double kv, double hv) -> std::string {
+    try {
+      bind(t, kv, hv);
+    } catch (const ArgumentError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(bind(DType::f16, 3, 0.1).scalars[k.slot_of(2)], 0.0999755859375);
+  EXPECT_EQ(bind(DType::bf16, 3, 0.1).scalars[k.slot_of(2)], 0.10009765625);
+  EXPECT_EQ(bind(DType::f32, 3, 0.1).scalars[k.slot_of(2)], 0.1);
+  EXPECT_EQ(bind(DType::f32, -7, 0.1).scalars[k.slot_of(1)], -7);
+  EXPECT_EQ(error(DType::f32, 2.7, 1),
+            "sc: argument 'k' (2nd of 5): 2.7 does not fit i32, which holds whole numbers only");
+  EXPECT_EQ(error(DType::f32, 3e9, 1),
+            "sc: argument 'k' (2nd of 5): 3000000000 does not fit i32, which holds -2147483648 to "
+            "2147483647");
+  EXPECT_NE(error(DType::f16, 1, 1e6)
+                .find("argument 'h' (3rd of 5): 1000000 does not fit f16, "
+                      "whose largest finite value is 65504"),
+            std::string::npos)
+      << error(DType::f16, 1, 1e6);
+  EXPECT_EQ(error(DType::f16, 1, INFINITY), "(no error)");
 }
 
 TEST_F(LaunchArgs, MissingDefault) {

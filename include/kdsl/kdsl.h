@@ -50,7 +50,11 @@ struct KDSL_API TensorRef {
 };
 
 /// One launch argument: a tensor, a number for a scalar parameter (converted to its dtype), or
-/// Arg::use_default() for a scalar parameter that has a default.
+/// Arg::use_default() for a scalar parameter that has a default. Numbers are carried as double:
+/// integers are exact up to 2^53 in magnitude. The launch throws ArgumentError for a number its
+/// scalar's dtype cannot hold (a fraction or an out-of-range value for an integer or bool, a
+/// finite value beyond the largest finite f16, bf16 or f32); f16 and bf16 values are rounded to
+/// their dtype (to nearest, ties to even), as the CPU reference rounds them.
 class Arg {
  public:
   enum class Kind : uint8_t { tensor, number, default_value };
@@ -90,7 +94,8 @@ class ModuleImpl;
 }  // namespace detail
 
 /// One kernel of a module. Cheap to copy (a shared handle); thread-safe: launches from several
-/// threads and on several GPUs may run concurrently.
+/// threads and on several GPUs may run concurrently. A default-constructed Kernel is empty: its
+/// methods throw kdsl::Error.
 class KDSL_API Kernel {
  public:
   /// The kernel's name in its module, e.g. "rms_norm".
@@ -129,7 +134,8 @@ class KDSL_API Kernel {
   std::shared_ptr<detail::KernelImpl> impl_;
 };
 
-/// A parsed and checked .kdsl module. Cheap to copy; immutable; thread-safe.
+/// A parsed and checked .kdsl module. Cheap to copy; immutable; thread-safe. A default-constructed
+/// Module is empty: its methods throw kdsl::Error.
 class KDSL_API Module {
  public:
   /// Reads, parses and checks a .kdsl file. Throws kdsl::Error when the file cannot be read and

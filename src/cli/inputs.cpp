@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 
+#include "dsl/numeric.h"
 #include "src/log.h"
 #include "src/npy.h"
 #include "src/text_util.h"
@@ -156,32 +157,12 @@ std::vector<int64_t> param_shape(const SignatureParam& p, const KernelSignature&
   return out;
 }
 
-// A value given on the command line (--in NAME=const:V, --arg NAME=V) for `name`, of dtype `t`:
-// integers and bool take whole numbers within their range (bool: 0 or 1); floats take any value
-// their dtype can hold, inf and nan included, but not a finite one it would round to infinity.
-// Throws ArgumentError: the value would otherwise be truncated or saturated without a word.
+// A value given on the command line (--in NAME=const:V, --arg NAME=V) for `name`, of dtype `t`
+// (value_fit_problem). Throws ArgumentError: the value would otherwise be truncated or saturated
+// without a word.
 void check_value_fits(double v, DType t, const std::string& what, const std::string& name) {
-  auto fail = [&](const std::string& why) {
+  if (const std::string why = value_fit_problem(v, t); !why.empty()) {
     throw ArgumentError(fmt::format("{}: '{}' is {}, {}", what, name, dtype_name(t), why));
-  };
-  if (is_int(t) || t == DType::b8) {
-    if (!std::isfinite(v) || v != std::trunc(v)) fail("which holds whole numbers only");
-    if (t == DType::b8 && v != 0 && v != 1) fail("which holds 0 or 1 only");
-    // (2^63 itself is the first double beyond i64; 2^31 - 1 is exact.)
-    const bool i32 = t == DType::i32;
-    if (i32 ? v < -2147483648.0 || v > 2147483647.0
-            : v < -9223372036854775808.0 || v >= 9223372036854775808.0) {
-      fail(i32 ? "which holds -2147483648 to 2147483647"
-               : "which holds -9223372036854775808 to 9223372036854775807");
-    }
-    return;
-  }
-  const double max = t == DType::f16    ? 65504.0
-                     : t == DType::bf16 ? 3.3895313892515355e38
-                     : t == DType::f64  ? std::numeric_limits<double>::max()
-                                        : static_cast<double>(std::numeric_limits<float>::max());
-  if (std::isfinite(v) && std::fabs(v) > max) {
-    fail(fmt::format("whose largest finite value is {} (give inf for infinity)", max));
   }
 }
 
