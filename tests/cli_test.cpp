@@ -1219,6 +1219,32 @@ TEST_F(CliTest, OutWritesThroughSymbolicLinksAndKnowsSpellingsOfOneFile) {
   EXPECT_EQ(same.code, 2) << show(same);
   EXPECT_NE(same.err.find("name the same file"), std::string::npos) << same.err;
   EXPECT_FALSE(std::filesystem::exists(src(fresh)));
+  // Symbolic links are followed before the run (found by a new-user test): a link to a file not
+  // yet made and that file are one file (rstd overwrote y); a link into a missing directory, and
+  // a loop, fail before anything runs or is written.
+  const std::filesystem::path alias = tmp() / "alias.npy", fresh_target = tmp() / "fresh.npy";
+  std::filesystem::create_symlink(fresh_target, alias);
+  CliResult twice =
+      kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=2,N=8", "--device",
+            "cpu", "--out", "y=" + fresh_target.string(), "--out", "rstd=" + alias.string()});
+  EXPECT_EQ(twice.code, 2) << show(twice);
+  EXPECT_NE(twice.err.find("name the same file"), std::string::npos) << twice.err;
+  EXPECT_FALSE(std::filesystem::exists(fresh_target));
+  const std::filesystem::path dangling = tmp() / "dangling.npy", loop = tmp() / "loop.npy";
+  std::filesystem::create_symlink(tmp() / "nowhere" / "z.npy", dangling);
+  std::filesystem::create_symlink(loop, loop);
+  write_file(privy.string(), "old");
+  for (const auto& [bad, expected] :
+       {std::pair<std::filesystem::path, std::string>{
+            dangling, "(where " + dangling.string() + " links to): no such directory"},
+        {loop, loop.string() + ": too many levels of symbolic links"}}) {
+    CliResult r2 =
+        kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "M=2,N=8", "--device",
+              "cpu", "--out", "y=" + privy.string(), "--out", "rstd=" + bad.string()});
+    EXPECT_EQ(r2.code, 1) << show(r2);
+    EXPECT_NE(r2.err.find(expected), std::string::npos) << r2.err;
+    EXPECT_EQ(read_text(privy), "old") << "an output was written before the error";
+  }
 }
 
 TEST_F(CliTest, RunOnCpuReadsAndWritesNpyFiles) {

@@ -295,6 +295,32 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
   return make_problem(sel.fe, ps);
 }
 
+namespace {
+
+// The file that writing `path` writes: absolute, normalized, with symbolic links followed (at
+// most 40, as Linux follows; more sets *loop). Absolute first: weakly_canonical leaves a relative
+// path to a file not yet made as it is, so a.npy and ./a.npy were two files until one existed;
+// and it does not follow a link to a file not yet made, so a link and its target were two.
+std::filesystem::path written_file(const std::string& path, bool* loop) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  if (ec) return fs::path(path).lexically_normal();
+  for (int hop = 0; hop <= 40; ++hop) {
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) {
+      const fs::path c = fs::weakly_canonical(p, ec);
+      return ec ? p.lexically_normal() : c.lexically_normal();
+    }
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) return p.lexically_normal();
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  *loop = true;
+  return p.lexically_normal();
+}
+
+}  // namespace
+
 std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
                                                          const std::vector<std::string>& out) {
   std::vector<std::pair<int, std::string>> files;
@@ -305,13 +331,13 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
     if (auto [first, fresh] = given.emplace(name, item); !fresh) {
       throw UsageError(fmt::format("--out sets '{}' twice: {} and {}", name, first->second, item));
     }
-    // Absolute first: weakly_canonical leaves a relative path to a file not yet made as it is, so
-    // a.npy and ./a.npy were two files until one existed.
-    std::error_code canon_ec;
-    const std::filesystem::path absolute = std::filesystem::absolute(path, canon_ec);
-    std::filesystem::path target =
-        std::filesystem::weakly_canonical(absolute, canon_ec).lexically_normal();
-    if (canon_ec) target = absolute.lexically_normal();
+    // The file written: symbolic links followed (a link is written through), so two names of
+    // one file are caught, and the checks below look at the directory really written into.
+    bool loop = false;
+    const std::filesystem::path target = written_file(path, &loop);
+    if (loop) {
+      throw Error(fmt::format("--out {}: {}: too many levels of symbolic links", item, path));
+    }
     if (auto [first, fresh] = targets.emplace(target, item); !fresh) {
       throw UsageError(
           fmt::format("--out {} and {} name the same file; one would overwrite the other",
@@ -334,10 +360,14 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
       throw Error(fmt::format("--out {}: {} is a directory; give a file name, e.g. {}/{}.npy", item,
                               path, dir, name));
     }
-    std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    const bool link = std::filesystem::is_symlink(path, ec);
+    std::filesystem::path dir =
+        link ? target.parent_path() : std::filesystem::path(path).parent_path();
     if (dir.empty()) dir = ".";
     // In messages: "." alone reads as a stray full stop.
-    const std::string where = dir == "." ? "the current directory" : dir.string();
+    const std::string where = link ? fmt::format("{} (where {} links to)", dir.string(), path)
+                              : dir == "." ? "the current directory"
+                                           : dir.string();
     if (!std::filesystem::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0) {
       const char* why = !std::filesystem::exists(dir, ec)         ? "no such directory"
                         : !std::filesystem::is_directory(dir, ec) ? "not a directory"
