@@ -215,6 +215,27 @@ std::string make_private_dirs(const fs::path& dir) {
   return {};
 }
 
+// Why an entry's shard directory `sub` (DIR/xx) must not be used, or "" if it may (or is not made
+// yet: it is created 0700). It must be as private as the cache directory itself
+// (directory_problem): a real directory, owned by this user, writable by nobody else; one that
+// others can write to could hold a planted binary.
+std::string shard_problem(const fs::path& sub) {
+  struct stat st {};
+  if (::lstat(sub.c_str(), &st) != 0) return {};
+  if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", sub.string());
+  if (st.st_uid != ::geteuid()) {
+    return fmt::format("{} is owned by user id {}, not by you (user id {})", sub.string(),
+                       st.st_uid, ::geteuid());
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format(
+        "{} is writable by group or others (mode {:04o}); make it private (chmod "
+        "go-w {})",
+        sub.string(), st.st_mode & 07777, sub.string());
+  }
+  return {};
+}
+
 // Why `dir` must not be used, or "" if it may. Creates it first when `create`.
 std::string directory_problem(const fs::path& dir, bool create) {
   if (dir.empty()) return "no cache directory: HOME is not set";
@@ -450,6 +471,14 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
     return result;
   }
   const fs::path path = entry_path(result.key_hex);
+  if (std::string why = shard_problem(path.parent_path()); !why.empty()) {
+    // Neither read nor written (found by a new-user test: only the cache directory was checked).
+    warn_io(fmt::format("not using the entries of {}: {}", path.parent_path().string(), why));
+    compile_now();
+    result.not_stored = std::move(why);
+    finish("in-memory compile of");
+    return result;
+  }
   std::string blocked;  // why the entry's place cannot take the entry
   auto hit = lookup(path, key, canonical, /*second_look=*/false, &blocked);
   std::optional<EntryLock> lock;

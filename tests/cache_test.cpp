@@ -621,6 +621,35 @@ TEST_F(CacheTest, PlantedEntryInAnUntrustedDirectoryIsNotLoaded) {
   EXPECT_EQ(c.calls, 2);
 }
 
+// The shard directories (DIR/xx) are checked as the cache directory is: an entry in one that
+// others can write to, or in a symbolic link, is neither loaded nor replaced (found by a new-user
+// test: only the top directory was checked).
+TEST_F(CacheTest, PlantedEntryInAnUntrustedShardIsNotLoaded) {
+  CacheConfig cfg = config();
+  FakeCompiler c{test_key()};
+  const CompiledEntry first = DiskCache(cfg).get_or_compile(c.key, "{}", c.fn());
+  const fs::path entry = DiskCache(cfg).entry_path(first.key_hex), shard = entry.parent_path();
+  const auto before = fs::last_write_time(entry);
+  ::chmod(shard.c_str(), 0777);
+  DiskCache cache(cfg);
+  CompiledEntry again = cache.get_or_compile(c.key, "{}", c.fn());
+  EXPECT_FALSE(again.hit);
+  EXPECT_EQ(c.calls, 2);
+  EXPECT_NE(again.not_stored.find("is writable by group or others (mode 0777)"), std::string::npos)
+      << again.not_stored;
+  EXPECT_EQ(fs::last_write_time(entry), before) << "the entry was replaced";
+  auto w = warnings();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("not using the entries of " + shard.string()), std::string::npos) << w[0];
+  // A shard that is a symbolic link (to a directory of the same user) is not used either.
+  ::chmod(shard.c_str(), 0700);
+  const fs::path elsewhere = cfg.dir.parent_path() / "elsewhere";
+  fs::rename(shard, elsewhere);
+  fs::create_directory_symlink(elsewhere, shard);
+  EXPECT_FALSE(DiskCache(cfg).get_or_compile(c.key, "{}", c.fn()).hit);
+  EXPECT_EQ(c.calls, 3);
+}
+
 TEST_F(CacheTest, DirectoryOwnedByAnotherUserIsNotTrusted) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
   CacheConfig cfg = config();
