@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "dsl/diagnostics.h"
 #include "kdsl/error.h"
 
 namespace kdsl {
@@ -231,7 +232,7 @@ HeaderFields header_fields(const std::string& path, const std::string& header, D
     if (key != "descr" && key != "fortran_order" && key != "shape") {
       bad(path, fmt::format("malformed header: unexpected key '{}' (a .npy header holds descr, "
                             "fortran_order and shape)",
-                            key));
+                            terminal_safe(key)));
     }
   }
   for (const char* key : {"descr", "fortran_order", "shape"}) {
@@ -241,11 +242,12 @@ HeaderFields header_fields(const std::string& path, const std::string& header, D
   auto t = descr.kind == HeaderValue::kString ? descr_dtype(descr.text, want) : std::nullopt;
   if (!t) {
     bad(path, fmt::format("unsupported dtype '{}' (expected {}; bf16 is stored as <u2, <i2 or <V2)",
-                          descr.text, dtype_name(want)));
+                          terminal_safe(descr.text), dtype_name(want)));
   }
   const HeaderValue& order = fields["fortran_order"];
   if (order.kind != HeaderValue::kWord || (order.text != "True" && order.text != "False")) {
-    bad(path, fmt::format("malformed header: fortran_order is {}, not True or False", order.text));
+    bad(path, fmt::format("malformed header: fortran_order is {}, not True or False",
+                          terminal_safe(order.text)));
   }
   if (order.text == "True") bad(path, "Fortran-order arrays are not supported");
   const HeaderValue& tuple = fields["shape"];

@@ -1180,7 +1180,11 @@ TEST_F(CliTest, NpyHeadersAreReadAsNumPyReadsThem) {
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,)}",
        "unsupported dtype '[('a', '<f4')]' (expected f32; bf16 is stored as <u2, <i2 or <V2)"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': 32}",
-       "shape 32 is not a tuple of non-negative integers"}};
+       "shape 32 is not a tuple of non-negative integers"},
+      // A NUL byte (which ended the message: found by a new-user test) and other control bytes
+      // of the header are shown escaped.
+      {std::string("{'descr': '<f4\0\x1b', 'fortran_order': False, 'shape': (4,)}", 57),
+       "unsupported dtype '<f4\\x00\\x1b' (expected f32; bf16 is stored as <u2, <i2 or <V2)"}};
   for (const auto& [dict, message] : refused) {
     const std::string file = with_header(dict);
     try {
