@@ -215,25 +215,32 @@ std::string make_private_dirs(const fs::path& dir) {
   return {};
 }
 
+// Why directory `dir` (status `st`) cannot be trusted with binaries, or "": owned by another user
+// or writable by group or others, so that someone else could plant a binary in it.
+std::string trust_problem(const fs::path& dir, const struct stat& st) {
+  if (st.st_uid != ::geteuid()) {
+    return fmt::format(
+        "{} is owned by user id {}, not by you (user id {}), so it could hold "
+        "binaries you did not build",
+        dir.string(), st.st_uid, ::geteuid());
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return fmt::format(
+        "{} is writable by group or others (mode {:04o}), so another user could "
+        "plant a binary in it; make it private (chmod go-w {})",
+        dir.string(), st.st_mode & 07777, dir.string());
+  }
+  return {};
+}
+
 // Why an entry's shard directory `sub` (DIR/xx) must not be used, or "" if it may (or is not made
-// yet: it is created 0700). It must be as private as the cache directory itself
-// (directory_problem): a real directory, owned by this user, writable by nobody else; one that
-// others can write to could hold a planted binary.
+// yet: it is created 0700). It is trusted as the cache directory is (directory_problem), and must
+// be a real directory, not a symbolic link.
 std::string shard_problem(const fs::path& sub) {
   struct stat st {};
   if (::lstat(sub.c_str(), &st) != 0) return {};
   if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", sub.string());
-  if (st.st_uid != ::geteuid()) {
-    return fmt::format("{} is owned by user id {}, not by you (user id {})", sub.string(),
-                       st.st_uid, ::geteuid());
-  }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return fmt::format(
-        "{} is writable by group or others (mode {:04o}); make it private (chmod "
-        "go-w {})",
-        sub.string(), st.st_mode & 07777, sub.string());
-  }
-  return {};
+  return trust_problem(sub, st);
 }
 
 // Why `dir` must not be used, or "" if it may. Creates it first when `create`.
@@ -256,19 +263,7 @@ std::string directory_problem(const fs::path& dir, bool create) {
   if (!create && ::faccessat(AT_FDCWD, dir.c_str(), R_OK | X_OK, AT_EACCESS) != 0) {
     return fmt::format("cannot read {}: {}", dir.string(), std::strerror(errno));
   }
-  if (st.st_uid != ::geteuid()) {
-    return fmt::format(
-        "{} is owned by user id {}, not by you (user id {}), so it could hold "
-        "binaries you did not build",
-        dir.string(), st.st_uid, ::geteuid());
-  }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return fmt::format(
-        "{} is writable by group or others (mode {:04o}), so another user could "
-        "plant a binary in it; make it private (chmod go-w {})",
-        dir.string(), st.st_mode & 07777, dir.string());
-  }
-  return {};
+  return trust_problem(dir, st);
 }
 
 struct ScannedFile {
