@@ -190,7 +190,8 @@ CacheConfig CacheConfig::from_env() {
     } else {
       log().warn(
           "kdsl cache: ignoring KDSL_CACHE_MAX_SIZE='{}': expected bytes with an optional "
-          "K, M, G or T suffix (e.g. 512M, 2G); using {} bytes",
+          "K, M, G or T suffix (powers of 1024, an optional B or iB; at most 2^64 - 1 bytes; "
+          "e.g. 512M, 2G); using {} bytes",
           size, c.max_bytes);
     }
   }

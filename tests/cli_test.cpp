@@ -1657,6 +1657,10 @@ TEST_F(CliTest, EmptyArchOrMaxSizeIsAUsageError) {
                            "K, M, G or T suffix, e.g. 256M"),
             std::string::npos)
       << prune.err;
+  // A well-formed size beyond 2^64 bytes says where the limit is (found by a new-user test).
+  CliResult huge = kdsl({"cache", "prune", "--max-size", "99999999T"});
+  EXPECT_EQ(huge.code, 2) << show(huge);
+  EXPECT_NE(huge.err.find("at most 2^64 - 1 bytes"), std::string::npos) << huge.err;
 }
 
 // The explain counts in the singular for one: "1 chunk", "1 step", "1 position".

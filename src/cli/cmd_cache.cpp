@@ -132,7 +132,8 @@ int remove(const CacheOptions& o, bool prune) {
     if (!bytes) {
       throw UsageError(
           fmt::format("--max-size '{}': expected bytes with an optional K, M, G or T "
-                      "suffix, e.g. 512M",
+                      "suffix (powers of 1024, an optional B or iB; at most 2^64 - 1 bytes), "
+                      "e.g. 512M",
                       o.max_size));
     }
     config.max_bytes = *bytes;
