@@ -53,6 +53,10 @@ CLI::Option* add_warmup_ms_option(CLI::App& app, double& into, const std::string
 // ---------------------------------------------------------------------------------------------
 // Dtypes and shapes on the command line
 
+/// The prefix an error is printed after: none for a rendered diagnostic (FILE:LINE:COL: error:
+/// ..., the source line and a caret), else "kdsl: error: ".
+const char* error_prefix(const std::string& error);
+
 /// The items of a comma-separated option value (--dtype, -k, --arch), each without the spaces
 /// and tabs around it ("f16, bf16" is f16 and bf16, as in --shape and --schedule).
 std::vector<std::string> split_list(const std::string& text);

@@ -69,12 +69,6 @@ std::string trim_newlines(std::string text) {
   return text;
 }
 
-// The prefix a compile error is printed after: none for a rendered diagnostic (FILE:LINE:COL:
-// error: ..., the source line and a caret), else "kdsl: error: ".
-const char* error_prefix(const std::string& error) {
-  return error.find(": error: ") != std::string::npos ? "" : "kdsl: error: ";
-}
-
 std::vector<std::string> split_archs(const std::string& text) {
   std::vector<std::string> out;
   for (const std::string& a : split_list(text)) {

@@ -174,6 +174,10 @@ bool has_symbol(const KernelSignature& sig, const std::string& name) {
 
 }  // namespace
 
+const char* error_prefix(const std::string& error) {
+  return error.find(": error: ") != std::string::npos ? "" : "kdsl: error: ";
+}
+
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out = split(text, ',');
   for (std::string& item : out) item = trim_blanks(item);

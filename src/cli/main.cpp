@@ -185,9 +185,9 @@ int main(int argc, char** argv) {
   } catch (const kdsl::SourceError& e) {
     // A rendered diagnostic (FILE:LINE:COL: error: ..., the line, a caret) as it is; a source
     // error without a location as any other error.
-    std::string msg = safe(e);
-    if (msg.find(": error: ") == std::string::npos) msg = "kdsl: error: " + msg;
-    if (msg.empty() || msg.back() != '\n') msg += '\n';
+    const std::string text = safe(e);
+    std::string msg = kdsl::cli::error_prefix(text) + text;
+    if (msg.back() != '\n') msg += '\n';
     std::cerr << msg;
     return kdsl::cli::kUserError;
   } catch (const kdsl::InternalError& e) {
