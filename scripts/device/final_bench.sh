@@ -26,9 +26,12 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
   .device/bin/kdsl_bench_launch --first-launch
   .device/bin/kdsl_bench_launch --launches 20000
 } 2>&1 | tee "$out/launch.txt"
-# The benchmarks' specializations, compiled with the machine's cores.
-bash scripts/device/precompile_tests.sh "$KDSL_CACHE_DIR" "$k" 2>&1 | tail -2
-bash scripts/device/precompile_scan_tests.sh "$KDSL_CACHE_DIR" "$k" 2>&1 | tail -2
+# The benchmarks' specializations, compiled with the machine's cores (KDSL_PRECOMPILE=0 skips
+# this when stage.sh kept a cache precompiled elsewhere that holds them).
+if [ "${KDSL_PRECOMPILE:-1}" != 0 ]; then
+  bash scripts/device/precompile_tests.sh "$KDSL_CACHE_DIR" "$k" 2>&1 | tail -2
+  bash scripts/device/precompile_scan_tests.sh "$KDSL_CACHE_DIR" "$k" 2>&1 | tail -2
+fi
 [ "${KDSL_TUNE:-0}" = 1 ] && {
   for spec in "rms_norm.kdsl rms_norm_bwd bf16 M=8192,N=8192" "layer_norm.kdsl layer_norm bf16 M=8192,N=8192" \
               "layer_norm.kdsl layer_norm_bwd bf16 M=8192,N=8192" "softmax.kdsl softmax bf16 M=8192,N=8192" \

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Thirty-fourth session, on the GPU machine after scripts/device/stage.sh with KDSL_KEEP_CACHE=1
+# (the benchmark's 38 specializations precompiled here for sm_90; carry .device).
+# Predictions written before the run:
+#   s34.sh h200  on an H200: the full benchmark with the peers (final_run, KDSL_PRECOMPILE=0) at
+#                fa36f7a, the first H200 run with the 25 ms warm-up (aa226f8). Prediction (the
+#                thirty-first session's): the 2^27-byte bf16 forward rows (8192 x 8192,
+#                65536 x 1024) rise from 0.87-0.90 (AM3) to 0.92-0.95 of copy; the 2^27-byte
+#                scans (linear_recurrence, cumsum_mid, last-axis cumsum bf16) 3-10% above AM3;
+#                rg_lru_bwd bf16 0.54 -> 0.56-0.59 (the thirty-second and thirty-third sessions'
+#                instruction cuts, 6% on the H100); rows of 2^28 bytes and more within 1.5% of AM3.
+#                On any other GPU: the GPU test binaries at fa36f7a (the first full GPU test run
+#                since the thirty-third session's changes: wide scan states, scalar rounding),
+#                expected all to pass.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source bench/experiments/s18.sh lib
+out="${OUT:-/tmp}"
+export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export KDSL_CACHE_DIR="$PWD/.device/cache" KDSL_SOURCE_DIR="$PWD"
+case "${1:-}" in
+  h200)
+    cat .device/COMMIT
+    nvidia-smi -L
+    if nvidia-smi -L | grep -q H200; then
+      KDSL_PRECOMPILE=0 final_run
+    else
+      bash scripts/device/precompile_tests.sh "$KDSL_CACHE_DIR" .device/bin/kdsl 2>&1 | tail -1
+      bash scripts/device/precompile_scan_tests.sh "$KDSL_CACHE_DIR" .device/bin/kdsl 2>&1 | tail -1
+      echo "precompiled at ${SECONDS} s"
+      for t in runtime driver cli numerics ieee group_norm big stdlib_norm stdlib_scan; do
+        left=$(( 560 - SECONDS ))
+        [ "$left" -lt 20 ] && { echo "== ${t}_gpu_test skipped: ${SECONDS} s used"; continue; }
+        echo "== ${t}_gpu_test (${SECONDS} s)"
+        timeout "$left" .device/bin/${t}_gpu_test --gtest_brief=1 2>&1 | tail -4
+        echo "exit ${PIPESTATUS[0]}"
+      done
+    fi
+    echo "done at ${SECONDS} s"
+    ;;
+  *) echo "usage: s34.sh h200"; exit 2 ;;
+esac
