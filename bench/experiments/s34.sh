@@ -11,6 +11,7 @@
 #                instruction cuts, 6% on the H100); rows of 2^28 bytes and more within 1.5% of AM3.
 #                On any other GPU: the GPU test binaries at fa36f7a (the first full GPU test run
 #                since the thirty-third session's changes: wide scan states, scalar rounding),
+#                after --verify and compute-sanitizer on the wide scan states (wide_scan.py),
 #                expected all to pass.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,6 +38,25 @@ case "${1:-}" in
           --shape M=4096,N=32768 --reps 20 2>&1 | tail -12
       done
     else
+      # The thirty-third session's wide scan states (tiles fitted to 48 KiB of shared memory),
+      # never run on a GPU: --verify against the interpreter, and memcheck/racecheck once.
+      # Expected: verify ok, 0 errors and 0 hazards.
+      python3 bench/experiments/wide_scan.py 24 /tmp/w24.kdsl
+      python3 bench/experiments/wide_scan.py 48 /tmp/w48.kdsl
+      cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+      for c in "w24 wide_mid B=2,L=4097,D=258" "w24 wide_mid B=1,L=32768,D=256" \
+               "w48 wide_mid B=1,L=3000,D=64" "w24 wide_rows M=5,N=16" "w48 wide_rows M=3,N=3000" \
+               "w48 wide_rows M=64,N=32768"; do
+        set -- $c
+        echo "== $1 $2 $3: $(timeout 120 .device/bin/kdsl run /tmp/$1.kdsl -k $2 --shape $3 \
+          --verify 2>&1 | grep -E 'verify|rror' | head -3)"
+      done
+      for tool in memcheck racecheck; do
+        echo "== $tool w24 wide_mid B=2,L=4097,D=258"
+        timeout 120 "$cs" --tool $tool --error-exitcode 9 .device/bin/kdsl run /tmp/w24.kdsl \
+          -k wide_mid --shape B=2,L=4097,D=258 --verify 2>&1 | grep -E "SUMMARY|verify|rror" | head -4
+        echo "exit ${PIPESTATUS[0]}"
+      done
       bash scripts/device/precompile_tests.sh "$KDSL_CACHE_DIR" .device/bin/kdsl 2>&1 | tail -1
       bash scripts/device/precompile_scan_tests.sh "$KDSL_CACHE_DIR" .device/bin/kdsl 2>&1 | tail -1
       echo "precompiled at ${SECONDS} s"
