@@ -75,8 +75,7 @@ void Emitter::plan_params() {
     const StorePlan& sp = p_.stores[j];
     if (sp.ws < 0) continue;
     WorkspaceSpec w;
-    w.bytes_per_row =
-        static_cast<uint64_t>(sp.per_row) * dtype_size(k_.node(k_.stores[j].value).type.dtype);
+    w.bytes_per_row = static_cast<uint64_t>(sp.per_row) * dtype_size(sp.acc);
     plan_.workspaces.push_back(w);
     slots.add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
   }
@@ -246,7 +245,7 @@ uint64_t Emitter::smem_bytes() const {
   }
   for (size_t j = 0; j < p_.stores.size(); ++j) {
     if (p_.stores[j].how != StorePlan::How::tile_partial) continue;
-    n += dtype_size(k_.node(k_.stores[j].value).type.dtype) * wp * td;
+    n += dtype_size(p_.stores[j].acc) * wp * td;
   }
   return n;
 }
@@ -299,8 +298,7 @@ void Emitter::emit_smem() {
   }
   for (size_t j = 0; j < p_.stores.size(); ++j) {
     if (p_.stores[j].how != StorePlan::How::tile_partial) continue;
-    t_.line("{} pp{}[{}][{}];", cuda::reg_type(k_.node(k_.stores[j].value).type.dtype), j, s_.wp,
-            s_.td());
+    t_.line("{} pp{}[{}][{}];", cuda::reg_type(p_.stores[j].acc), j, s_.wp, s_.td());
   }
   t_.out();
   t_.line("}};");
@@ -464,7 +462,7 @@ void Emitter::emit_finalize() {
     if (sp.ws < 0) continue;
     const ir::Store& st = k_.stores[j];
     const ir::TensorParam& tp = k_.tensors[st.tensor];
-    DType acc = k_.node(st.value).type.dtype;
+    DType acc = sp.acc;
     std::vector<int> kept, omitted;
     split_loop(st.view, &kept, &omitted);
     t_.line("{{  // {} (store {})", tp.name, j);
@@ -495,7 +493,7 @@ void Emitter::emit_finalize() {
       }
     }
     t_.line("{}* out = p.t{} + ({});", cuda::storage_type(tp.dtype), st.tensor, off);
-    if (tp.role == ir::Role::inout) {
+    if (tp.role == ir::Role::inout && st.kind == ir::StoreKind::reduce) {  // (an = overwrites)
       t_.line("a = a + {};", cuda::convert(tp.dtype, acc, cuda::from_storage(tp.dtype, "*out")));
     }
     t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(acc, tp.dtype, "a")));

@@ -18,7 +18,7 @@ void Emitter::emit_phase_b() {
       t_.line("{} O{}[T][VR * VP];", cuda::storage_type(k_.tensors[k_.stores[j].tensor].dtype), j);
     }
     if (p_.stores[j].how == StorePlan::How::tile_partial) {
-      t_.line("{} pa{}[VR];", cuda::reg_type(k_.node(k_.stores[j].value).type.dtype), j);
+      t_.line("{} pa{}[VR];", cuda::reg_type(p_.stores[j].acc), j);
     }
   }
   // Rescanning, each row's prefix Z runs along the thread's elements: Z[VR], with the rows
@@ -65,7 +65,7 @@ void Emitter::emit_phase_b() {
   }
   for (size_t j = 0; j < k_.stores.size(); ++j) {
     if (p_.stores[j].how != StorePlan::How::tile_partial) continue;
-    t_.line("pa{}[v] = {};", j, cuda::zero(k_.node(k_.stores[j].value).type.dtype));
+    t_.line("pa{}[v] = {};", j, cuda::zero(p_.stores[j].acc));
   }
   if (rescan()) {
     t_.out();
@@ -288,7 +288,7 @@ void Emitter::emit_end(bool begin, std::map<At, std::string> memo) {
       t_.line("if (rv[v]) t{}[kdsl_so{}_{}(p, r0 + v)] = {};", st.tensor, j, sym_,
               cuda::to_storage(k_.tensors[st.tensor].dtype, v));
     } else {
-      const char* acc = cuda::reg_type(k_.node(st.value).type.dtype);
+      const char* acc = cuda::reg_type(sp.acc);
       t_.line("if (rv[v]) reinterpret_cast<{}*>({})[kdsl_pi{}_{}(p, r0 + v)] = {};", acc,
               ws_name(sp.ws), j, sym_, v);
     }
@@ -310,6 +310,11 @@ void Emitter::emit_tile_partials() {
     t_.line("#pragma unroll");
     t_.line("for (int v = 0; v < VR; ++v) {{");
     t_.in();
+    // A scaled sum (k * sum(v)): each thread's partial scaled, the same along its row.
+    for (const auto& [f, divide] : p_.stores[j].factors) {
+      t_.line("pa{0}[v] = pa{0}[v] {1} {2};", j, divide ? "/" : "*",
+              cuda::convert(k_.node(f).type.dtype, p_.stores[j].acc, scalar(f)));
+    }
     t_.line("#pragma unroll");
     t_.line("for (int o = LP / 2; o > 0; o /= 2) {{");
     t_.in();
@@ -328,7 +333,7 @@ void Emitter::emit_tile_partials() {
   row_index_code("rt * TD + tid", "li", "");
   for (size_t j : stores) {
     const ir::Store& st = k_.stores[j];
-    DType acc = k_.node(st.value).type.dtype;
+    DType acc = p_.stores[j].acc;
     std::vector<int> kept, omitted;
     split_loop(st.view, &kept, &omitted);
     std::string ko = "0LL", oo = "0LL";

@@ -72,13 +72,20 @@ class Planner {
   void need_scalar(ir::ValueId id);
   void need(ir::ValueId id, int delta, bool phase_a);
   void check_shifted_inout(ir::ValueId load, ir::ValueId at) const;
+  struct ScaledSum {
+    ir::ValueId sum = -1;  // the reduce(sum) node; -1 when the stored value is not one
+    std::vector<std::pair<ir::ValueId, bool>> factors;  // (value, divide), innermost first
+  };
+  ScaledSum scaled_sum(const ir::Store& st, std::vector<ir::ValueId>* chain) const;
 
   const ir::Kernel& k_;
   const ScanSchedule& s_;
   Plan p_;
   std::vector<bool> scan_dep_;
   std::vector<std::vector<ir::ValueId>> users_;
-  std::vector<bool> store_sum_only_;  // reduce(sum) nodes used only as reduce-store values
+  // reduce(sum) nodes stored through tile partials (scaled_sum), not carried as states
+  std::vector<bool> store_sum_only_;
+  std::vector<ScaledSum> scaled_;  // per store: its tile-partial sum (sum -1: none)
   std::set<ir::ValueId> scalars_seen_;
 };
 
@@ -168,18 +175,93 @@ void Planner::classify() {
   }
 }
 
-void Planner::find_states() {
-  store_sum_only_.assign(k_.nodes.size(), false);
-  for (size_t i = 0; i < k_.nodes.size(); ++i) {
-    const ir::Node& n = k_.nodes[i];
-    if (n.op != Op::reduce || static_cast<ir::ReduceKind>(n.fn) != ir::ReduceKind::sum) continue;
-    bool stored = false, only = users_[i].empty();
-    for (const ir::Store& st : k_.stores) {
-      if (st.value != static_cast<ir::ValueId>(i)) continue;
-      stored = true;
-      only = only && st.kind == ir::StoreKind::reduce;
+// The sum along the sequence that store `st` writes through tile partials, or none (sum -1):
+//   - a column reduction of a sum, out[...] += sum(v);
+//   - a column reduction of a scaled sum, out[...] += k * sum(v) (sum(v) * k, sum(v) / k, nested),
+//     where every k is the same along the sequence (uniform or per row), in a float type: each
+//     thread's partial is scaled (k * (x + y) = k * x + k * y up to rounding: the rounding
+//     differs from the total's by a few ulp);
+//   - the same stored into an element view (= or +=, a cast to the tensor's type allowed) when v
+//     depends on a scan's result, which a carried total cannot hold (phase A has no scan result).
+// `chain` gets the nodes from the stored value down to the sum. find_states keeps a chain only
+// where no other value uses its nodes (other such stores may: each store sums its own partials).
+Planner::ScaledSum Planner::scaled_sum(const ir::Store& st, std::vector<ir::ValueId>* chain) const {
+  ScaledSum r;
+  chain->clear();
+  if (has_kind(st.view, ir::AxisIndex::Kind::vector)) return r;
+  auto uniform_along = [&](ir::ValueId id) {
+    return p_.where[id] == Where::uniform || p_.where[id] == Where::row;
+  };
+  ir::ValueId at = st.value;
+  std::vector<std::pair<ir::ValueId, bool>> outer_first;
+  const ir::Node* n = &k_.node(at);
+  chain->push_back(at);
+  if (n->op == Op::cast && st.kind == ir::StoreKind::write && is_float(n->type.dtype)) {
+    at = n->args[0];
+    n = &k_.node(at);
+    chain->push_back(at);
+  }
+  const DType acc = n->type.dtype;
+  while (n->op == Op::binary) {
+    const auto fn = static_cast<ir::BinaryFn>(n->fn);
+    ir::ValueId next = -1;
+    if (fn == ir::BinaryFn::mul && uniform_along(n->args[0])) {
+      next = n->args[1];
+      outer_first.push_back({n->args[0], false});
+    } else if ((fn == ir::BinaryFn::mul || fn == ir::BinaryFn::div) && uniform_along(n->args[1])) {
+      next = n->args[0];
+      outer_first.push_back({n->args[1], fn == ir::BinaryFn::div});
+    } else {
+      return r;
     }
-    store_sum_only_[i] = stored && only;
+    if (k_.node(next).type.dtype != acc) return r;
+    at = next;
+    n = &k_.node(at);
+    chain->push_back(at);
+  }
+  if (n->op != Op::reduce || static_cast<ir::ReduceKind>(n->fn) != ir::ReduceKind::sum) return r;
+  const bool plain = at == st.value && st.kind == ir::StoreKind::reduce;
+  if (!plain) {
+    // Scaled or stored into an element: floats only (a scaled integer partial would round
+    // differently: (7 / 2) + (7 / 2) is not 14 / 2), and for element stores only where the
+    // summed values need a scan's result (else the total is carried, exactly as written).
+    if (!is_float(acc) || (st.kind != ir::StoreKind::reduce && !scan_dep_[n->args[0]])) return r;
+  }
+  r.sum = at;
+  r.factors.assign(outer_first.rbegin(), outer_first.rend());
+  return r;
+}
+
+void Planner::find_states() {
+  // Each store's scaled sum, kept where every use of its chain's nodes is in a kept chain (a sum
+  // CSE'd between two stores serves both) or a kept store: until nothing changes.
+  const size_t ns = k_.stores.size();
+  scaled_.assign(ns, {});
+  std::vector<std::vector<ir::ValueId>> chains(ns);
+  for (size_t j = 0; j < ns; ++j) scaled_[j] = scaled_sum(k_.stores[j], &chains[j]);
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<bool> in_chain(k_.nodes.size(), false);
+    for (size_t j = 0; j < ns; ++j) {
+      if (scaled_[j].sum < 0) continue;
+      for (ir::ValueId c : chains[j]) in_chain[c] = true;
+    }
+    for (size_t j = 0; j < ns; ++j) {
+      if (scaled_[j].sum < 0) continue;
+      bool ok = true;
+      for (ir::ValueId c : chains[j]) {
+        for (ir::ValueId u : users_[c]) ok = ok && in_chain[u];
+        for (size_t o = 0; o < ns; ++o) ok = ok && (k_.stores[o].value != c || scaled_[o].sum >= 0);
+      }
+      if (!ok) {
+        scaled_[j] = {};
+        changed = true;
+      }
+    }
+  }
+  store_sum_only_.assign(k_.nodes.size(), false);
+  for (const ScaledSum& ss : scaled_) {
+    if (ss.sum >= 0) store_sum_only_[ss.sum] = true;
   }
   for (size_t i = 0; i < k_.nodes.size(); ++i) {
     const ir::Node& n = k_.nodes[i];
@@ -215,9 +297,11 @@ void Planner::find_states() {
       st.args = {n.args[0]};
       if (scan_dep_[n.args[0]]) {
         unsupported(k_, id, n.loc,
-                    "a reduction along the sequence of a scan's result is only supported as a "
-                    "column reduction (out[...] += sum(...))",
-                    "store it with += over a loop variable, or split the kernel");
+                    "a reduction along the sequence of a scan's result can only be stored: a "
+                    "sum, as a column reduction (out[d] += sum(...)) or into an element "
+                    "(out[b, d] = sum(...)), at most multiplied or divided by values that are "
+                    "the same along the sequence",
+                    "move the other arithmetic inside sum(...), or into a second kernel");
       }
     } else {
       continue;
@@ -247,11 +331,11 @@ void Planner::plan_stores() {
       }
       sp.how = StorePlan::How::vector;
       need(st.value, 0, false);
-    } else if (st.kind == ir::StoreKind::reduce && v.op == Op::reduce &&
-               static_cast<ir::ReduceKind>(v.fn) == ir::ReduceKind::sum &&
-               store_sum_only_[st.value]) {
+    } else if (const ScaledSum& ss = scaled_[p_.stores.size()]; ss.sum >= 0) {
       sp.how = StorePlan::How::tile_partial;
-      sp.sum = v.args[0];
+      sp.sum = k_.node(ss.sum).args[0];
+      sp.factors = ss.factors;
+      sp.acc = k_.node(ss.sum).type.dtype;
       sp.ws = p_.partial_workspaces++;
       sp.per_row = s_.chunks;
       need(sp.sum, 0, false);
@@ -259,6 +343,7 @@ void Planner::plan_stores() {
       sp.how =
           st.kind == ir::StoreKind::reduce ? StorePlan::How::row_partial : StorePlan::How::scalar;
       sp.where = w == Where::end ? Where::end : Where::begin;
+      sp.acc = v.type.dtype;
       if (sp.how == StorePlan::How::row_partial) sp.ws = p_.partial_workspaces++;
       need_scalar(st.value);
     }

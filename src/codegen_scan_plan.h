@@ -56,14 +56,19 @@ struct StorePlan {
   enum class How : uint8_t {
     vector,        // a vector view, written per element in phase B
     scalar,        // a scalar view, written by the thread at `where` (begin or end)
-    tile_partial,  // += sum(v) over some loop variables: one partial sum per row and chunk
+    tile_partial,  // += sum(v) over some loop variables (or = / += a scaled sum of a scan's
+                   // result: Planner::scaled_sum): one partial sum per row and chunk
     row_partial,   // += a scalar over some loop variables: one partial per row, at `where`
   };
   How how = How::vector;
   Where where = Where::begin;
   int ws = -1;           // partials: workspace index
   ir::ValueId sum = -1;  // tile_partial: the summed vector
-  int64_t per_row = 1;   // partials per row (chunks for tile partials, else 1)
+  // tile_partial: values the same along the sequence (uniform or per row) that each thread's
+  // partial is multiplied by (divided by where `second`), in order: dl[d] += 2.0 * sum(c).
+  std::vector<std::pair<ir::ValueId, bool>> factors;
+  DType acc = DType::f32;  // partials: the type they are summed in
+  int64_t per_row = 1;     // partials per row (chunks for tile partials, else 1)
 };
 
 struct Plan {

@@ -645,6 +645,34 @@ TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
   }
 }
 
+// A sum of a scan's result scaled by a value the same along the sequence compiles (found by a
+// new-user test: dl[d] += 2.0 * sum(c) was refused with a message saying it was not a column
+// reduction); other arithmetic on such a sum is a diagnostic naming what is allowed.
+TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
+  const std::string file = path("scaled_sum.kdsl");
+  auto write = [&](const std::string& line) {
+    std::ofstream(file) << "@kernel\n"
+                           "def k(x: Tensor[f32, (B, L, D)], *, y: Out[f32, (B, L, D)], "
+                           "dl: Out[f32, (D,)]):\n"
+                           "    for b, d in parallel(B, D):\n"
+                           "        c = cumsum(x[b, :, d])\n"
+                           "        y[b, :, d] = c\n"
+                        << line << "\n";
+  };
+  write("        dl[d] += 2.0 * sum(c)");
+  CliResult r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  write("        dl[d] += sum(c) + 1.0");
+  r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find(file + ":6:22: error: a reduction along the sequence of a scan's result "
+                              "can only be stored: a sum, as a column reduction"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: move the other arithmetic inside sum(...)"), std::string::npos)
+      << r.err;
+}
+
 // A schedule diagnostic whose value was made by sema without a location (a where() choosing
 // between first() and last(): its condition, a parameter, has none either) takes the nearest
 // located operand's (found by a new-user test: the message came bare, without "kdsl: error:",

@@ -402,6 +402,68 @@ TEST_F(ScanEmu, WideTupleStatesFitSharedMemory) {
   }
 }
 
+// Sums along the sequence of a scan's result, scaled by values the same along it (a constant, a
+// per-channel weight, a parameter, nested, a division) and stored as column reductions (Out and
+// InOut) or into elements (=, +=, mean, a cast to the tensor's 16-bit type; an InOut element
+// overwritten): each thread's tile partial is scaled (Planner::scaled_sum, found by a new-user
+// test: dl[d] += 2.0 * sum(c) was refused). Forward and reverse scans, several chunks (a partial
+// last one) and one, 16-byte and element accesses, against the interpreter.
+constexpr const char* kScaledSums = R"(
+@kernel
+def scaled[T: (f32, bf16)](x: Tensor[T, (B, L, D)], w: Tensor[f32, (D,)], r: Tensor[f32, (B, D)], *,
+                           y: Out[T, (B, L, D)], dl: Out[f32, (D,)], dk: InOut[f32, (D,)],
+                           s: Out[T, (B, D)], t: Out[f32, (B, D)], u: InOut[f32, (B, D)],
+                           mn: Out[f32, (B, D)], k: f32 = 0.75):
+    for b, d in parallel(B, D):
+        c = cumsum(f32(x[b, :, d]))
+        y[b, :, d] = T(c)
+        dl[d] += 2.0 * sum(c * w[d])
+        dk[d] += (sum(c) * w[d]) / (k + abs(r[b, d]))
+        s[b, d] = T(sum(c - 1.0) * k)
+        t[b, d] += sum(c * c) / 64.0
+        u[b, d] = w[d] * sum(c)
+        mn[b, d] = mean(c * w[d])
+
+
+@kernel
+def scaled_rows(x: Tensor[f32, (M, N)], v: Tensor[f32, (M,)], *, y: Out[f32, (M, N)], s: Out[f32, (M,)],
+                 dl: Out[f32, (1,)]):
+    for m in parallel(M):
+        c = cumsum(x[m, :], reverse=True)
+        y[m, :] = c
+        s[m] = sum(c) / (abs(v[m]) + 1.0)
+        dl[0] += 0.5 * sum(c)
+)";
+
+TEST_F(ScanEmu, ScaledSumsOfAScanAreStored) {
+  testing::ScanScheduleEnv env("");
+  auto fe = run_front_end(std::make_shared<const SourceFile>("scaled.kdsl", kScaledSums));
+  uint64_t seed = 800;
+  for (DType t : {DType::f32, DType::bf16}) {
+    for (auto [b, l, d] :
+         {std::tuple<int64_t, int64_t, int64_t>{2, 700, 24}, {3, 333, 5}, {1, 40, 16}}) {
+      ProblemSpec ps;
+      ps.kernel = "scaled";
+      ps.binding = {t};
+      ps.shapes = {{"B", b}, {"L", l}, {"D", d}};
+      ps.seed = seed++;
+      Problem p = make_problem(fe, ps);
+      emu::expect_emulated_matches_reference(
+          p, fmt::format("scaled {} ({}, {}, {})", dtype_name(t), b, l, d));
+      if (HasFailure()) return;
+    }
+  }
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{3, 5000}, {5, 7}}) {
+    ProblemSpec ps;
+    ps.kernel = "scaled_rows";
+    ps.shapes = {{"M", m}, {"N", n}};
+    ps.seed = seed++;
+    Problem p = make_problem(fe, ps);
+    emu::expect_emulated_matches_reference(p, fmt::format("scaled_rows {} x {}", m, n));
+    if (HasFailure()) return;
+  }
+}
+
 // The stdlib middle-axis scan kernel `name` (real dtypes), if there is one.
 std::optional<testing::ScanKernel> stdlib_middle_kernel(const std::string& name) {
   for (const testing::ScanKernel& c : testing::stdlib_scan_kernels()) {
