@@ -505,11 +505,25 @@ Value Lowerer::to_node(const Value& v, const ast::Expr* at) {
 bool Lowerer::unify(Value& a, Value& b, const ast::Expr& at, const char* spelling) {
   if (a.kind == Kind::weak && b.kind == Kind::node) a = materialize(a, b.type.dtype, &at);
   if (b.kind == Kind::weak && a.kind == Kind::node) b = materialize(b, a.type.dtype, &at);
+  // Two untyped numbers, an integer and a float (where(c, -1, 0.5)): the integer's spelling.
+  std::optional<double> weak_int;
   if (a.kind == Kind::weak && b.kind == Kind::weak) {
+    if (a.is_int != b.is_int) weak_int = a.is_int ? a.num : b.num;
     a = to_node(a, &at);
     b = to_node(b, &at);
   }
   if (a.is_error() || b.is_error()) return false;
+  if (a.type.dtype != b.type.dtype && weak_int) {
+    auto& d = diags().error(
+        at.loc,
+        fmt::format("operands of '{}' are an untyped integer ({}) and an untyped float, which "
+                    "take different dtypes: {} and {}",
+                    spelling, *weak_int, dtype_name(a.type.dtype), dtype_name(b.type.dtype)),
+        at.span());
+    d.hint =
+        fmt::format("write the integer as a float: {:.1f} (dsl/SPEC.md section 6.2)", *weak_int);
+    return false;
+  }
   if (a.type.dtype != b.type.dtype) {
     auto& d =
         diags().error(at.loc,
@@ -1155,6 +1169,17 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e, std::ve
   }
   if (name == "position") {
     if (!arity(0, 0)) return Value::error();
+    if (combine_fn_) {
+      auto& d = diags().error(e.loc,
+                              fmt::format("the combine function '{}' may use only its arguments, "
+                                          "numbers and elementwise math, not position()",
+                                          *combine_fn_),
+                              e.span());
+      d.hint =
+          "it combines two scalars (or tuples of scalars) at a time; scan a tuple that "
+          "carries position() as a value instead";
+      return Value::error();
+    }
     if (!kernel_ || !in_loop_ || kernel_->vector_symbol < 0) {
       diags().error(e.loc, "position() is the index along the vector axis, inside the loop",
                     e.span());

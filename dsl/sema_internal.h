@@ -261,6 +261,9 @@ class Lowerer {
   std::vector<ir::Node> scratch_;  // nodes when evaluating constants without a kernel
   Builder kernel_builder_;
   Builder* builder_;
+  // The combine function whose body is being lowered into a scan's region (nullptr elsewhere):
+  // position() there is an error at its own place, not a type error and then one at the scan.
+  const std::string* combine_fn_ = nullptr;
   std::vector<Frame> frames_;
   std::vector<const ast::FunctionDef*> inline_stack_;
   static constexpr size_t kMaxInlinedCalls = 10000;  // helper calls inlined into one kernel

@@ -315,7 +315,10 @@ int32_t Lowerer::combine_region(const ast::FunctionDef& fn, const ast::Expr& e,
     x->end = src.end;
     site.args.push_back(std::move(x));
   }
+  const std::string* saved_combine = combine_fn_;
+  combine_fn_ = &fn.name;
   Value r = call_helper(fn, site, sides);
+  combine_fn_ = saved_combine;
   for (const ir::Node& n : region.nodes) {
     if (const char* what = region_misuse(n)) {
       auto& d = diags().error(op_expr.loc,

@@ -95,9 +95,8 @@ void specialize(ir::Kernel& k, const Specialization& s) {
   if (k.vector_symbol < 0 || s.vector_extent < 0) return;  // < 0: leave the length symbolic
   if (s.vector_extent == 0) {
     throw ArgumentError(
-        fmt::format("kernel '{}': the vector axis {} must have a positive size "
-                    "(got {})",
-                    k.name, k.symbols[k.vector_symbol].name, s.vector_extent));
+        fmt::format("kernel '{}': the vector axis {} has size 0; it must be at least 1", k.name,
+                    k.symbols[k.vector_symbol].name));
   }
   k.symbols[k.vector_symbol].value = s.vector_extent;
 }

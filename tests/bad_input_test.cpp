@@ -363,7 +363,7 @@ TEST(BadShapes, ZeroLengthRowsAreAnErrorBeforeLowering) {
   ps.binding = {DType::f32};
   ps.shapes = {{"M", 4}, {"N", 0}};
   EXPECT_EQ(error_of<ArgumentError>([&] { make_problem(fe, ps); }),
-            "kernel 'rms_norm': the vector axis N must have a positive size (got 0)");
+            "kernel 'rms_norm': the vector axis N has size 0; it must be at least 1");
 }
 
 }  // namespace

@@ -457,8 +457,8 @@ TEST_F(CliTest, CompileFailuresAreReportedAndExitOne) {
   EXPECT_NE(r.out.find("kdsl_rms_norm_f32_n64 (sm_90): compiled"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 specializations: 1 compiled, 0 disk-cache hits, 1 failed"),
             std::string::npos);
-  EXPECT_NE(r.err.find("kdsl: error: kernel 'rms_norm': the vector axis N must have a positive "
-                       "size (got 0)"),
+  EXPECT_NE(r.err.find("kdsl: error: kernel 'rms_norm': the vector axis N has size 0; it must "
+                       "be at least 1"),
             std::string::npos)
       << r.err;
 }
@@ -1939,7 +1939,7 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
        "wp (1 to 32), vr (1 to 16), "
        "powers of two"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=0"}), 1,
-       "kdsl: error: kernel 'rms_norm': the vector axis N must have a positive size (got 0)"},
+       "kdsl: error: kernel 'rms_norm': the vector axis N has size 0; it must be at least 1"},
       {{"compile", kRms, "-k", "rms_norm", "--dtype", "f32"},
        2,
        "kdsl compile: usage error: kernel 'rms_norm' needs a value for N (specialized: a "
