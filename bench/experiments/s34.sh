@@ -52,7 +52,7 @@ case "${1:-}" in
       # Prediction: within 3% of the default; the gap is not the schedule's choice.
       for spec in "layer_norm layer_norm_bwd" "rms_norm rms_norm_bwd"; do
         set -- $spec
-        left=$(( 480 - SECONDS ))
+        left=$(( 440 - SECONDS ))
         [ "$left" -lt 40 ] && { echo "tune $2 skipped: ${SECONDS} s used"; continue; }
         echo "== tune $2 bf16 M=4096,N=32768 (${SECONDS} s)"
         timeout "$left" .device/bin/kdsl tune stdlib/$1.kdsl -k $2 --dtype bf16 \
