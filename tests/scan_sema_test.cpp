@@ -133,8 +133,11 @@ std::vector<std::string> diagnose(const std::string& path) {
   if (!diags.has_errors()) check_module(*m, diags);
   std::vector<std::string> out;
   for (const Diagnostic& d : diags.all()) {
-    out.push_back(std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) +
-                  ": error: " + d.message);
+    const char* severity = d.severity == Severity::note      ? ": note: "
+                           : d.severity == Severity::warning ? ": warning: "
+                                                             : ": error: ";
+    out.push_back(std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) + severity +
+                  d.message);
   }
   return out;
 }
