@@ -741,7 +741,7 @@ Value Lowerer::unary_math(ir::UnaryFn fn, const Value& a0, const ast::Expr& at) 
 }
 
 Value Lowerer::reduce(ir::ReduceKind kind, const Value& a0, const ast::Expr& at,
-                      const std::string& fname) {
+                      const ast::Expr& call, const std::string& fname) {
   Value a = a0;
   if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, at);
   if (a.is_error()) return a;
@@ -768,8 +768,8 @@ Value Lowerer::reduce(ir::ReduceKind kind, const Value& a0, const ast::Expr& at,
   n.args = {a.id};
   bool arg = kind == ir::ReduceKind::argmax || kind == ir::ReduceKind::argmin;
   n.type = {arg ? DType::i64 : acc, Form::scalar};
-  n.loc = at.loc;
-  n.length = at.span();
+  n.loc = call.loc;
+  n.length = call.span();
   ir::Type type = n.type;
   return Value::of(builder_->add(std::move(n)), type);
 }
@@ -1218,7 +1218,7 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e, std::ve
   }
   if (!arity(1, 1)) return Value::error();
   if (name == "mean") {
-    Value s = reduce(ir::ReduceKind::sum, args[0], a0, name);
+    Value s = reduce(ir::ReduceKind::sum, args[0], a0, e, name);
     if (s.is_error()) return s;
     if (!is_float(s.type.dtype) && s.type.dtype != DType::c64) {
       auto& d = diags().error(
@@ -1238,7 +1238,7 @@ Value Lowerer::call_builtin(const std::string& name, const ast::Expr& e, std::ve
       {"min", ir::ReduceKind::min},       {"var", ir::ReduceKind::var},
       {"argmax", ir::ReduceKind::argmax}, {"argmin", ir::ReduceKind::argmin}};
   for (const auto& [rname, kind] : reductions) {
-    if (name == rname) return reduce(kind, args[0], a0, name);
+    if (name == rname) return reduce(kind, args[0], a0, e, name);
   }
   diags().error(e.loc, fmt::format("unknown built-in '{}'", name), e.span());
   return Value::error();

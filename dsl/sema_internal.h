@@ -213,7 +213,9 @@ class Lowerer {
   Value call_builtin(const std::string& name, const ast::Expr& e, std::vector<Value>& args);
   Value call_helper(const ast::FunctionDef& fn, const ast::Expr& e, std::vector<Value>& args);
   Value unary_math(ir::UnaryFn fn, const Value& a, const ast::Expr& at);
-  Value reduce(ir::ReduceKind kind, const Value& a, const ast::Expr& at, const std::string& fname);
+  // `at`: the reduced argument (where its errors point); `call`: the whole call (the node's place).
+  Value reduce(ir::ReduceKind kind, const Value& a, const ast::Expr& at, const ast::Expr& call,
+               const std::string& fname);
   Value compare(ir::CompareFn fn, Value a, Value b, const ast::Expr& at, const char* spelling);
   Value logical(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at, const char* spelling);
   Value vector_of_tensor(int32_t tensor, const ast::Expr& at);

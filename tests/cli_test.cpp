@@ -665,10 +665,13 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
   write("        dl[d] += sum(c) + 1.0");
   r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
   EXPECT_EQ(r.code, 1) << show(r);
-  EXPECT_NE(r.err.find(file + ":6:22: error: a reduction along the sequence of a scan's result "
+  EXPECT_NE(r.err.find(file + ":6:18: error: a reduction along the sequence of a scan's result "
                               "can only be stored: a sum, as a column reduction"),
             std::string::npos)
       << r.err;
+  EXPECT_NE(r.err.find("        dl[d] += sum(c) + 1.0\n                 ^~~~~~\n"),
+            std::string::npos)
+      << r.err;  // the caret under the whole sum(c)
   EXPECT_NE(r.err.find("hint: move the other arithmetic inside sum(...)"), std::string::npos)
       << r.err;
 }
