@@ -117,21 +117,15 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
   if (ec != std::errc() || end == text.data()) return std::nullopt;
   std::string suffix(end, text.data() + text.size());
   for (char& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (suffix.ends_with("IB"))
-    suffix.resize(suffix.size() - 2);
-  else if (suffix.size() > 1 && suffix.ends_with("B"))
-    suffix.pop_back();
-  int shift = 0;
-  if (suffix == "K")
-    shift = 10;
-  else if (suffix == "M")
-    shift = 20;
-  else if (suffix == "G")
-    shift = 30;
-  else if (suffix == "T")
-    shift = 40;
-  else if (!suffix.empty() && suffix != "B")
-    return std::nullopt;
+  // B, or a unit as K, KB or KiB (any case): "1BB" or "1iB" is malformed, not 1 byte.
+  int shift = -1;
+  if (suffix.empty() || suffix == "B") shift = 0;
+  const char* units = "KMGT";
+  for (int u = 0; u < 4; ++u) {
+    const std::string k(1, units[u]);
+    if (suffix == k || suffix == k + "B" || suffix == k + "IB") shift = 10 * (u + 1);
+  }
+  if (shift < 0) return std::nullopt;
   if (shift > 0 && value > (UINT64_MAX >> shift)) return std::nullopt;
   return value << shift;
 }
@@ -278,6 +272,9 @@ struct Scan {
   std::vector<ScannedFile> temps;  // temporary files of writers, live or abandoned
   std::vector<fs::path> locks;
 };
+
+// A temporary file older than this is a crashed writer's (a live one renames it within seconds).
+constexpr std::chrono::hours kStaleTempAge{1};
 
 // A shard folder: the key's first 2 hex digits, lowercase as cache_key_hex writes them.
 bool is_shard_name(const std::string& name) {
@@ -481,9 +478,14 @@ CompiledEntry DiskCache::get_or_compile(const CacheKeyInputs& key, const std::st
   if (!hit) {
     ::mkdir(path.parent_path().c_str(), 0700);  // failures show up as lock or write errors
     std::string lock_error;
+    bool timed_out = false;
     lock = EntryLock::acquire(fs::path(path) += ".lock", config_.lock_timeout, config_.faults,
-                              &lock_error);
-    if (!lock) log().debug("kdsl cache: going on without the entry lock: {}", lock_error);
+                              &lock_error, &timed_out);
+    if (!lock && timed_out) {  // a holder stopped or hung: worth saying (found by a new-user test)
+      log().warn("kdsl cache: {}; compiling without it", lock_error);
+    } else if (!lock) {
+      log().debug("kdsl cache: going on without the entry lock: {}", lock_error);
+    }
     hit = lookup(path, key, canonical, /*second_look=*/true, &blocked);
   }
   if (hit) {
@@ -563,8 +565,14 @@ CacheRemoval DiskCache::clear() {
   Scan s = scan(config_.dir);
   std::error_code ec;
   for (const auto& e : s.entries) removed.remove(e.path, e.bytes);
-  for (const auto& t : s.temps) fs::remove(t.path, ec);
-  for (const auto& l : s.locks) fs::remove(l, ec);
+  // A compile running meanwhile keeps its temporary file (younger than an hour: it is about to
+  // be renamed into place) and its held lock (found by a new-user test: a clear made concurrent
+  // compiles fail, or compile one kernel twice).
+  const auto stale = fs::file_time_type::clock::now() - kStaleTempAge;
+  for (const auto& t : s.temps) {
+    if (t.mtime < stale) fs::remove(t.path, ec);
+  }
+  for (const auto& l : s.locks) EntryLock::remove_if_free(l);
   std::vector<fs::path> shards;  // removed after the listing, not while iterating
   each_entry(config_.dir, [&](const fs::directory_entry& shard) {
     std::error_code type_ec;  // a file named like a shard is not the cache's: left alone
@@ -583,7 +591,7 @@ CacheRemoval DiskCache::prune() {
 CacheRemoval DiskCache::evict(const fs::path& keep) const {
   Scan s = scan(config_.dir);
   std::error_code ec;
-  const auto stale = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  const auto stale = fs::file_time_type::clock::now() - kStaleTempAge;
   for (const auto& t : s.temps) {
     if (t.mtime < stale) fs::remove(t.path, ec);  // left by a crashed writer
   }
@@ -596,13 +604,22 @@ CacheRemoval DiskCache::evict(const fs::path& keep) const {
   for (const auto& e : s.entries) {
     if (total <= config_.max_bytes) break;
     if (e.path == keep) continue;
-    if (removed.remove(e.path, e.bytes)) total -= e.bytes;
+    if (removed.remove(e.path, e.bytes)) {
+      total -= e.bytes;
+      std::lock_guard<std::mutex> lock(evicted_mu_);
+      evicted_.insert(e.path);
+    }
   }
   log().info(
       "kdsl cache: evicted {} least recently used entries ({} bytes) to stay within the "
       "limit of {} bytes (KDSL_CACHE_MAX_SIZE)",
       removed.entries, removed.bytes, config_.max_bytes);
   return removed;
+}
+
+bool DiskCache::evicted(const std::string& key_hex) const {
+  std::lock_guard<std::mutex> lock(evicted_mu_);
+  return evicted_.contains(entry_path(key_hex));
 }
 
 DiskCache& default_disk_cache() {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,7 +128,8 @@ class DiskCache {
   CacheStats stats() const;
   /// Every entry, most recently used first.
   std::vector<CacheEntryInfo> list() const;
-  /// Removes every entry (and leftover temporary and lock files).
+  /// Removes every entry, temporary files older than an hour (a running compile's are kept) and
+  /// lock files that no process holds.
   CacheRemoval clear();
   /// Removes temporary files older than an hour, then the least recently used entries until the
   /// total is within max_bytes.
@@ -135,6 +137,9 @@ class DiskCache {
 
   /// `<dir>/<first 2 hex digits>/<other 30>.kdslbin`.
   std::filesystem::path entry_path(const std::string& key_hex) const;
+  /// Whether this object evicted the entry of `key_hex` to stay within max_bytes since it was
+  /// made (after a later store: `kdsl compile` reports such kernels as not stored).
+  bool evicted(const std::string& key_hex) const;
   const CacheConfig& config() const { return config_; }
 
  private:
@@ -157,6 +162,8 @@ class DiskCache {
   std::atomic<bool> io_warned_{false};
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
+  mutable std::mutex evicted_mu_;
+  mutable std::set<std::filesystem::path> evicted_;  // entries evict() removed
 };
 
 /// The process-wide cache, configured from the environment on first use.

@@ -195,6 +195,19 @@ ReadResult read_entry(const std::filesystem::path& path, const CacheFaults& faul
     r.problem = fmt::format("{} bytes, larger than any entry kdsl writes", st.st_size);
     return r;
   }
+  // The magic number first: a large foreign file in the entry's place is not read whole.
+  char magic[sizeof(kEntryMagic)] = {};
+  if (err == 0 && static_cast<uint64_t>(st.st_size) >= sizeof(kEntryMagic)) {
+    const ssize_t n = ::pread(fd.get(), magic, sizeof(magic), 0);
+    if (n < 0) err = errno;
+    if (n == static_cast<ssize_t>(sizeof(magic)) &&
+        std::string_view(magic, sizeof(magic)) !=
+            std::string_view(kEntryMagic, sizeof(kEntryMagic))) {
+      r.status = ReadResult::kDamaged;
+      r.problem = "not a kdsl cache entry (bad magic number)";
+      return r;
+    }
+  }
   if (err == 0) err = read_all(fd.get(), static_cast<size_t>(st.st_size), &bytes);
   if (err != 0) {
     r.status = ReadResult::kIoError;
@@ -233,7 +246,11 @@ std::optional<std::string> read_entry_key(const std::filesystem::path& path) {
 std::string write_file_atomic(const std::filesystem::path& path, std::string_view bytes,
                               const CacheFaults& faults) {
   const std::string temp = temp_path_for(path);
-  Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  int raw = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (raw < 0 && errno == ENOENT && ::mkdir(path.parent_path().c_str(), 0700) == 0) {
+    raw = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);  // (a clear)
+  }
+  Fd fd(raw);
   if (fd.get() < 0) return fmt::format("cannot create {}: {}", temp, errno_text(errno));
   int err = faults.write ? ENOSPC : write_all(fd.get(), bytes);
   if (err == 0 && ::fsync(fd.get()) != 0) err = errno;
@@ -309,17 +326,24 @@ bool is_lock_file_name(std::string_view name) {
 
 std::optional<EntryLock> EntryLock::acquire(const std::filesystem::path& lock_path,
                                             std::chrono::milliseconds timeout,
-                                            const CacheFaults& faults, std::string* error) {
+                                            const CacheFaults& faults, std::string* error,
+                                            bool* timed_out) {
   if (faults.lock) {
     *error = fmt::format("cannot lock {}: {}", lock_path.string(), errno_text(ENOLCK));
     return std::nullopt;
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::microseconds(500);
+  int retries = 0;  // of a removed link or shard folder: a few, then the error stands
   for (;;) {
-    Fd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    Fd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
     if (fd.get() < 0) {
-      *error = fmt::format("cannot create lock file {}: {}", lock_path.string(), errno_text(errno));
+      const int err = errno;
+      if (err == ELOOP && retries++ < 3 && ::unlink(lock_path.c_str()) == 0) continue;  // a link
+      if (err == ENOENT && retries++ < 3 && ::mkdir(lock_path.parent_path().c_str(), 0700) == 0) {
+        continue;  // the shard folder was removed by a clear
+      }
+      *error = fmt::format("cannot create lock file {}: {}", lock_path.string(), errno_text(err));
       return std::nullopt;
     }
     while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
@@ -328,6 +352,7 @@ std::optional<EntryLock> EntryLock::acquire(const std::filesystem::path& lock_pa
         return std::nullopt;
       }
       if (std::chrono::steady_clock::now() > deadline) {
+        if (timed_out) *timed_out = true;
         *error = fmt::format(
             "timed out after {} ms waiting for the lock {} held by another "
             "process",
@@ -346,6 +371,18 @@ std::optional<EntryLock> EntryLock::acquire(const std::filesystem::path& lock_pa
       return EntryLock(lock_path, fd.release());
     }
   }
+}
+
+bool EntryLock::remove_if_free(const std::filesystem::path& lock_path) {
+  Fd fd(::open(lock_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) return false;
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;  // held: a compile is running
+  // Only the file this descriptor locked: a holder may have replaced it since the open.
+  struct stat held {};
+  struct stat now {};
+  const bool same = ::fstat(fd.get(), &held) == 0 && ::lstat(lock_path.c_str(), &now) == 0 &&
+                    held.st_ino == now.st_ino && held.st_dev == now.st_dev;
+  return same && ::unlink(lock_path.c_str()) == 0;
 }
 
 EntryLock::EntryLock(EntryLock&& other) noexcept

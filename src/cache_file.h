@@ -87,10 +87,17 @@ class EntryLock {
  public:
   /// Waits up to `timeout` for the lock. Returns nullopt with *error set when the lock file cannot
   /// be created (read-only directory), locking is unsupported (some network file systems) or the
-  /// wait timed out; callers then go on without the lock.
+  /// wait timed out (then *timed_out, when given, is set); callers then go on without the lock.
+  /// A symbolic link in the lock file's place is removed, never followed (O_NOFOLLOW), and a
+  /// shard folder removed meanwhile (`kdsl cache clear`) is made again.
   static std::optional<EntryLock> acquire(const std::filesystem::path& lock_path,
                                           std::chrono::milliseconds timeout,
-                                          const CacheFaults& faults, std::string* error);
+                                          const CacheFaults& faults, std::string* error,
+                                          bool* timed_out = nullptr);
+  /// Removes the lock file at `lock_path` if no process holds it (for `kdsl cache clear`): locks
+  /// it without waiting, and unlinks it while holding it, as a holder does on release. Returns
+  /// whether it was removed; a held lock is left alone.
+  static bool remove_if_free(const std::filesystem::path& lock_path);
   EntryLock(EntryLock&& other) noexcept;
   EntryLock& operator=(EntryLock&& other) noexcept;
   EntryLock(const EntryLock&) = delete;

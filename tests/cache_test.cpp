@@ -12,6 +12,7 @@
 
 #include "cache_test_util.h"
 #include "kdsl/error.h"
+#include "src/cache_file.h"
 #include "src/nvrtc.h"
 
 namespace kdsl {
@@ -107,6 +108,13 @@ TEST(CacheConfigTest, ParsesByteSizes) {
   EXPECT_FALSE(parse_byte_size("12X"));
   EXPECT_FALSE(parse_byte_size("-1"));
   EXPECT_FALSE(parse_byte_size("99999999999T"));
+  EXPECT_EQ(parse_byte_size("7B"), 7u);
+  EXPECT_EQ(parse_byte_size("1kib"), 1024u);
+  // A unit is one of B, K, KB, KiB, ... (found by a new-user test: "1BB" was 1 byte).
+  EXPECT_FALSE(parse_byte_size("1BB"));
+  EXPECT_FALSE(parse_byte_size("1iB"));
+  EXPECT_FALSE(parse_byte_size("1KBB"));
+  EXPECT_FALSE(parse_byte_size("1KK"));
 }
 
 TEST_F(CacheTest, ConfigFromEnvironment) {
@@ -853,6 +861,91 @@ TEST_F(CacheTest, ClearLeavesFilesNamedLikeShards) {
   EXPECT_EQ(cache.clear().entries, 1u);
   EXPECT_FALSE(fs::exists(entry.parent_path()));
   EXPECT_TRUE(fs::is_regular_file(file));
+}
+
+// `kdsl cache clear` while compiles run (found by a new-user test: it removed a writer's
+// temporary file just before its rename, and a held lock, so a compile failed or another compiled
+// the same kernel again): a young temporary file and a held lock stay; an hour-old temporary
+// file and a free lock go.
+TEST_F(CacheTest, ClearLeavesLiveWritersFiles) {
+  CacheConfig cfg = config();
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  const fs::path young = fs::path(entry) += ".tmp.2.0.def";
+  const fs::path old = fs::path(entry) += ".tmp.1.0.abc";
+  write_file(young, "partial");
+  write_file(old, "partial");
+  fs::last_write_time(old, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  std::string error;
+  std::optional<EntryLock> held =
+      EntryLock::acquire(fs::path(entry) += ".lock", std::chrono::seconds(1), {}, &error);
+  ASSERT_TRUE(held) << error;
+  const fs::path free_lock = entry.parent_path() / (std::string(30, 'a') + ".kdslbin.lock");
+  write_file(free_lock, "");
+  EXPECT_EQ(cache.clear().entries, 1u);
+  EXPECT_FALSE(fs::exists(entry));
+  EXPECT_TRUE(fs::exists(young)) << "a running compile's temporary file";
+  EXPECT_FALSE(fs::exists(old));
+  EXPECT_TRUE(fs::exists(fs::path(entry) += ".lock")) << "a held lock";
+  EXPECT_FALSE(fs::exists(free_lock));
+  held.reset();
+  EXPECT_FALSE(fs::exists(fs::path(entry) += ".lock"));  // its holder removes it on release
+}
+
+// A writer whose shard folder a clear removed makes it again, for its lock and its entry.
+TEST_F(CacheTest, CompileAfterItsShardWasClearedStoresTheEntry) {
+  CacheConfig cfg = config();
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  ASSERT_EQ(cache.clear().entries, 1u);
+  ASSERT_FALSE(fs::exists(entry.parent_path()));
+  std::string error;
+  EXPECT_TRUE(EntryLock::acquire(fs::path(entry) += ".lock", std::chrono::seconds(1), {}, &error))
+      << error;
+  fs::remove_all(entry.parent_path());
+  EXPECT_EQ(write_file_atomic(entry, "bytes", {}), "");
+  EXPECT_TRUE(fs::is_regular_file(entry));
+}
+
+// A symbolic link in a lock file's place is removed, not followed (found by a new-user test: the
+// open with O_CREAT made the link's target); a lock held past the timeout says so.
+TEST_F(CacheTest, LockFileLinkIsNotFollowedAndATimeoutIsReported) {
+  CacheConfig cfg = config();
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  const fs::path lock = fs::path(entry) += ".lock";
+  const fs::path victim = root_ / "victim";
+  fs::create_symlink(victim, lock);
+  std::string error;
+  std::optional<EntryLock> first = EntryLock::acquire(lock, std::chrono::seconds(1), {}, &error);
+  ASSERT_TRUE(first) << error;
+  EXPECT_FALSE(fs::exists(victim));
+  EXPECT_FALSE(fs::is_symlink(lock));
+  bool timed_out = false;
+  EXPECT_FALSE(
+      EntryLock::acquire(lock, std::chrono::milliseconds(50), {}, &error, &timed_out).has_value());
+  EXPECT_TRUE(timed_out);
+  EXPECT_NE(error.find("timed out after 50 ms"), std::string::npos) << error;
+}
+
+// A large file in an entry's place is rejected by its magic number without being read whole (found
+// by a new-user test: a 3 GiB file took 30 s and 3 GB of memory): a 2 GiB sparse file here.
+TEST_F(CacheTest, LargeForeignFileIsRejectedByItsMagicNumber) {
+  CacheConfig cfg = config();
+  DiskCache cache(cfg);
+  FakeCompiler c{test_key()};
+  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  fs::resize_file(entry, 0);
+  fs::resize_file(entry, uint64_t{2} << 30);  // sparse: zeros, no magic number
+  const auto start = std::chrono::steady_clock::now();
+  ReadResult r = read_entry(entry, {});
+  EXPECT_EQ(r.status, ReadResult::kDamaged);
+  EXPECT_EQ(r.problem, "not a kdsl cache entry (bad magic number)");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2))
+      << "read whole: 2 GiB";
 }
 
 }  // namespace

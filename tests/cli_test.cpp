@@ -629,6 +629,26 @@ std::string write_shifted_scan(const std::string& file) {
   return file;
 }
 
+// A compile whose later stores evict its earlier ones (a size limit below the set's size) does
+// not report them as stored (found by a new-user test: all were "stored: true", exit 0).
+TEST_F(CliTest, CompileEvictingItsOwnEntriesSaysSoAndExitsOne) {
+  CliResult r = kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16,32,48,64", "--arch",
+                      "sm_90", "--json", "-j", "1"},
+                     {{"KDSL_CACHE_MAX_SIZE", "1B"}});
+  EXPECT_EQ(r.code, 1) << show(r);
+  nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["not_stored"], 3) << r.out;  // the last store is kept
+  int stored = 0;
+  for (const auto& x : report["results"]) stored += x["stored"].get<bool>();
+  EXPECT_EQ(stored, 1) << r.out;
+  EXPECT_NE(
+      r.err.find("kdsl: error: 3 of 4 specializations are not in the disk cache (" + cache_dir() +
+                 "): evicted by a later compile of this command to stay within the cache's "
+                 "size limit (1 bytes, KDSL_CACHE_MAX_SIZE)"),
+      std::string::npos)
+      << r.err;
+}
+
 // A kernel the front end accepts but the GPU scan schedule cannot compile: the diagnostic is
 // printed as rendered (FILE:LINE:COL: error: ..., the line and a caret), not after a second
 // "kdsl: error: ", and compile exits 1.
