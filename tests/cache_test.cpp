@@ -863,15 +863,19 @@ TEST_F(CacheTest, ClearLeavesFilesNamedLikeShards) {
   EXPECT_TRUE(fs::is_regular_file(file));
 }
 
+// The path of test_key()'s entry, stored in `cache` by a fake compile.
+fs::path stored_entry(DiskCache& cache) {
+  FakeCompiler c{test_key()};
+  return cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+}
+
 // `kdsl cache clear` while compiles run (found by a new-user test: it removed a writer's
 // temporary file just before its rename, and a held lock, so a compile failed or another compiled
 // the same kernel again): a young temporary file and a held lock stay; an hour-old temporary
 // file and a free lock go.
 TEST_F(CacheTest, ClearLeavesLiveWritersFiles) {
-  CacheConfig cfg = config();
-  DiskCache cache(cfg);
-  FakeCompiler c{test_key()};
-  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  DiskCache cache(config());
+  const fs::path entry = stored_entry(cache);
   const fs::path young = fs::path(entry) += ".tmp.2.0.def";
   const fs::path old = fs::path(entry) += ".tmp.1.0.abc";
   write_file(young, "partial");
@@ -895,10 +899,8 @@ TEST_F(CacheTest, ClearLeavesLiveWritersFiles) {
 
 // A writer whose shard folder a clear removed makes it again, for its lock and its entry.
 TEST_F(CacheTest, CompileAfterItsShardWasClearedStoresTheEntry) {
-  CacheConfig cfg = config();
-  DiskCache cache(cfg);
-  FakeCompiler c{test_key()};
-  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  DiskCache cache(config());
+  const fs::path entry = stored_entry(cache);
   ASSERT_EQ(cache.clear().entries, 1u);
   ASSERT_FALSE(fs::exists(entry.parent_path()));
   std::string error;
@@ -912,10 +914,8 @@ TEST_F(CacheTest, CompileAfterItsShardWasClearedStoresTheEntry) {
 // A symbolic link in a lock file's place is removed, not followed (found by a new-user test: the
 // open with O_CREAT made the link's target); a lock held past the timeout says so.
 TEST_F(CacheTest, LockFileLinkIsNotFollowedAndATimeoutIsReported) {
-  CacheConfig cfg = config();
-  DiskCache cache(cfg);
-  FakeCompiler c{test_key()};
-  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  DiskCache cache(config());
+  const fs::path entry = stored_entry(cache);
   const fs::path lock = fs::path(entry) += ".lock";
   const fs::path victim = root_ / "victim";
   fs::create_symlink(victim, lock);
@@ -934,10 +934,8 @@ TEST_F(CacheTest, LockFileLinkIsNotFollowedAndATimeoutIsReported) {
 // A large file in an entry's place is rejected by its magic number without being read whole (found
 // by a new-user test: a 3 GiB file took 30 s and 3 GB of memory): a 2 GiB sparse file here.
 TEST_F(CacheTest, LargeForeignFileIsRejectedByItsMagicNumber) {
-  CacheConfig cfg = config();
-  DiskCache cache(cfg);
-  FakeCompiler c{test_key()};
-  fs::path entry = cache.entry_path(cache.get_or_compile(c.key, "{}", c.fn()).key_hex);
+  DiskCache cache(config());
+  const fs::path entry = stored_entry(cache);
   fs::resize_file(entry, 0);
   fs::resize_file(entry, uint64_t{2} << 30);  // sparse: zeros, no magic number
   const auto start = std::chrono::steady_clock::now();
