@@ -33,7 +33,9 @@ bool debug_enabled() {
       return false;
     }
     if (word == "1" || word == "on" || word == "true" || word == "yes") return true;
-    log().warn("ignoring KDSL_DEBUG='{}': expected 1 (on) or 0 (off)", env);
+    log().warn(
+        "ignoring KDSL_DEBUG='{}': expected 1, on, true or yes (on), or 0, off, false or no (off)",
+        env);
     return false;
   }();
   return on;

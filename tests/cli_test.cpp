@@ -996,7 +996,9 @@ TEST_F(CliTest, DebugSpellings) {
   }
   CliResult odd = kdsl(emit, {{"KDSL_DEBUG", "garbage"}});
   EXPECT_EQ(odd.code, 0) << show(odd);
-  EXPECT_EQ(odd.err, "kdsl: warning: ignoring KDSL_DEBUG='garbage': expected 1 (on) or 0 (off)\n");
+  EXPECT_EQ(odd.err,
+            "kdsl: warning: ignoring KDSL_DEBUG='garbage': expected 1, on, true or yes (on), or 0, "
+            "off, false or no (off)\n");
 }
 
 TEST_F(CliTest, VerboseLogsCompileAndCacheDecisionsWithTimes) {
