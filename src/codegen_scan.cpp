@@ -493,7 +493,8 @@ void Emitter::emit_finalize() {
       }
     }
     t_.line("{}* out = p.t{} + ({});", cuda::storage_type(tp.dtype), st.tensor, off);
-    if (tp.role == ir::Role::inout && st.kind == ir::StoreKind::reduce) {  // (an = overwrites)
+    // (An = overwrites; an element's += adds the old value: sp.add_old.)
+    if (tp.role == ir::Role::inout && (st.kind == ir::StoreKind::reduce || sp.add_old)) {
       t_.line("a = a + {};", cuda::convert(tp.dtype, acc, cuda::from_storage(tp.dtype, "*out")));
     }
     t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(acc, tp.dtype, "a")));

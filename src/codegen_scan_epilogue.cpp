@@ -315,6 +315,7 @@ void Emitter::emit_tile_partials() {
       t_.line("pa{0}[v] = pa{0}[v] {1} {2};", j, divide ? "/" : "*",
               cuda::convert(k_.node(f).type.dtype, p_.stores[j].acc, scalar(f)));
     }
+    if (p_.stores[j].negate) t_.line("pa{0}[v] = -pa{0}[v];", j);
     t_.line("#pragma unroll");
     t_.line("for (int o = LP / 2; o > 0; o /= 2) {{");
     t_.in();

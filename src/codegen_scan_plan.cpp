@@ -70,13 +70,19 @@ class Planner {
   void find_states();
   void plan_stores();
   void need_scalar(ir::ValueId id);
-  void need(ir::ValueId id, int delta, bool phase_a);
+  void need(ir::ValueId id, int delta, bool phase_a, ir::ValueId shifted_by = -1);
   void check_shifted_inout(ir::ValueId load, ir::ValueId at) const;
   struct ScaledSum {
     ir::ValueId sum = -1;  // the reduce(sum) node; -1 when the stored value is not one
     std::vector<std::pair<ir::ValueId, bool>> factors;  // (value, divide), innermost first
+    bool negate = false;                                // -sum(v): each partial negated
+    bool add_old = false;  // u[b, d] += ... on an InOut element: the follow-up adds the old value
+    ir::ValueId bad = -1;  // where the walk stopped (sum -1), for the diagnostic
+    std::string why;       // and why, when more is known than "not this form"
+    std::string hint;      // (with why: what to do instead)
   };
   ScaledSum scaled_sum(const ir::Store& st, std::vector<ir::ValueId>* chain) const;
+  [[noreturn]] void refuse_scan_sum(ir::ValueId sum) const;
 
   const ir::Kernel& k_;
   const ScanSchedule& s_;
@@ -177,12 +183,15 @@ void Planner::classify() {
 
 // The sum along the sequence that store `st` writes through tile partials, or none (sum -1):
 //   - a column reduction of a sum, out[...] += sum(v);
-//   - a column reduction of a scaled sum, out[...] += k * sum(v) (sum(v) * k, sum(v) / k, nested),
-//     where every k is the same along the sequence (uniform or per row), in a float type: each
-//     thread's partial is scaled (k * (x + y) = k * x + k * y up to rounding: the rounding
-//     differs from the total's by a few ulp);
-//   - the same stored into an element view (= or +=, a cast to the tensor's type allowed) when v
-//     depends on a scan's result, which a carried total cannot hold (phase A has no scan result).
+//   - a column reduction of a scaled sum, out[...] += k * sum(v) (sum(v) * k, sum(v) / k, -sum(v),
+//     nested), where every k is the same along the sequence (uniform or per row), in a float type:
+//     each thread's partial is scaled (k * (x + y) = k * x + k * y up to rounding: the rounding
+//     differs from the total's by a few ulp; negation is exact);
+//   - the same stored into an element view when v depends on a scan's result, which a carried
+//     total cannot hold (phase A has no scan result): out[b, d] = ..., out[b, d] += ... (on an
+//     InOut element: old + ..., the old value added by the follow-up), with casts that round to
+//     the tensor's type or widen exactly (the store rounds once, as the casts would). An unscaled
+//     sum of integers or complex values too (exact, or as a column reduction's partials).
 // `chain` gets the nodes from the stored value down to the sum. find_states keeps a chain only
 // where no other value uses its nodes (other such stores may: each store sums its own partials).
 Planner::ScaledSum Planner::scaled_sum(const ir::Store& st, std::vector<ir::ValueId>* chain) const {
@@ -192,44 +201,154 @@ Planner::ScaledSum Planner::scaled_sum(const ir::Store& st, std::vector<ir::Valu
   auto uniform_along = [&](ir::ValueId id) {
     return p_.where[id] == Where::uniform || p_.where[id] == Where::row;
   };
+  const DType stored = k_.tensors[st.tensor].dtype;
+  const bool element = st.kind != ir::StoreKind::reduce;
+  auto dtype = [&](ir::ValueId id) { return k_.node(id).type.dtype; };
+  // A cast of a float to a float that cannot change the stored value. In an element store: exact
+  // (f16 or bf16 to f32, any float to f64) or a rounding to the tensor's own type (`top`, above
+  // an add of the old value: the store rounds once, as the casts would); below that add, exact
+  // only. In a column reduction none that changes the type (the terms are summed in their own).
+  auto harmless_cast = [&](ir::ValueId id, bool top) {
+    const ir::Node& c = k_.node(id);
+    if (c.op != Op::cast || !is_float(c.type.dtype) || !is_float(dtype(c.args[0]))) return false;
+    const DType from = dtype(c.args[0]), to = c.type.dtype;
+    if (from == to) return true;
+    if (!element) return false;
+    const bool exact =
+        to == DType::f64 || (to == DType::f32 && (from == DType::f16 || from == DType::bf16));
+    return exact || (top && to == stored);
+  };
   ir::ValueId at = st.value;
-  std::vector<std::pair<ir::ValueId, bool>> outer_first;
   const ir::Node* n = &k_.node(at);
   chain->push_back(at);
-  if (n->op == Op::cast && st.kind == ir::StoreKind::write && is_float(n->type.dtype)) {
-    at = n->args[0];
-    n = &k_.node(at);
-    chain->push_back(at);
-  }
-  const DType acc = n->type.dtype;
-  while (n->op == Op::binary) {
-    const auto fn = static_cast<ir::BinaryFn>(n->fn);
-    ir::ValueId next = -1;
-    if (fn == ir::BinaryFn::mul && uniform_along(n->args[0])) {
-      next = n->args[1];
-      outer_first.push_back({n->args[0], false});
-    } else if ((fn == ir::BinaryFn::mul || fn == ir::BinaryFn::div) && uniform_along(n->args[1])) {
-      next = n->args[0];
-      outer_first.push_back({n->args[1], fn == ir::BinaryFn::div});
-    } else {
-      return r;
-    }
-    if (k_.node(next).type.dtype != acc) return r;
+  auto step = [&](ir::ValueId next) {
     at = next;
     n = &k_.node(at);
     chain->push_back(at);
+  };
+  auto stop = [&](std::string why) {
+    r.bad = at;
+    r.why = std::move(why);
+    return r;
+  };
+  while (harmless_cast(at, true)) step(n->args[0]);
+  ir::ValueId added = -1;  // the add of the old value, if any
+  if (element && k_.tensors[st.tensor].role == ir::Role::inout && n->op == Op::binary &&
+      static_cast<ir::BinaryFn>(n->fn) == ir::BinaryFn::add) {
+    // u[b, d] += v: old + v (sema's lowering), old read through exact casts.
+    for (int side = 0; side < 2 && !r.add_old; ++side) {
+      std::vector<ir::ValueId> old = {n->args[side]};
+      while (harmless_cast(old.back(), false)) old.push_back(k_.node(old.back()).args[0]);
+      const ir::Node& load = k_.node(old.back());
+      if (load.op == Op::load && load.index == st.tensor && load.view == st.view) {
+        r.add_old = true;
+        added = at;
+        chain->insert(chain->end(), old.begin(), old.end());
+        step(n->args[1 - side]);
+      }
+    }
   }
-  if (n->op != Op::reduce || static_cast<ir::ReduceKind>(n->fn) != ir::ReduceKind::sum) return r;
+  while (harmless_cast(at, false)) step(n->args[0]);
+  if (n->op == Op::cast && is_float(n->type.dtype)) {
+    r.hint = element ? "store the sum into a tensor of that type, or round it in a second kernel"
+                     : "drop the cast: the column reduction adds the unrounded terms and "
+                       "rounds to the tensor's type once, when it stores";
+    return stop(element ? fmt::format("a sum of a scan's result rounded to {} before it is stored "
+                                      "into a {} tensor is not supported",
+                                      dtype_name(n->type.dtype), dtype_name(stored))
+                        : "a cast inside a column reduction of a sum of a scan's result rounds "
+                          "each term before the reduction adds them: not supported");
+  }
+  const DType acc = n->type.dtype;
+  if (added >= 0 && dtype(added) != acc) return stop("");  // (old + v in another type than v's)
+  while (true) {
+    ir::ValueId next = -1;
+    if (n->op == Op::unary && static_cast<ir::UnaryFn>(n->fn) == ir::UnaryFn::neg) {
+      next = n->args[0];
+      r.negate = !r.negate;
+    } else if (n->op == Op::binary) {
+      const auto fn = static_cast<ir::BinaryFn>(n->fn);
+      if (fn == ir::BinaryFn::mul && uniform_along(n->args[0])) {
+        next = n->args[1];
+        r.factors.push_back({n->args[0], false});
+      } else if ((fn == ir::BinaryFn::mul || fn == ir::BinaryFn::div) &&
+                 uniform_along(n->args[1])) {
+        next = n->args[0];
+        r.factors.push_back({n->args[1], fn == ir::BinaryFn::div});
+      }
+    }
+    if (next < 0) break;
+    if (dtype(next) != acc) return stop("");
+    step(next);
+  }
+  if (n->op != Op::reduce || static_cast<ir::ReduceKind>(n->fn) != ir::ReduceKind::sum) {
+    return stop("");
+  }
   const bool plain = at == st.value && st.kind == ir::StoreKind::reduce;
-  if (!plain) {
-    // Scaled or stored into an element: floats only (a scaled integer partial would round
-    // differently: (7 / 2) + (7 / 2) is not 14 / 2), and for element stores only where the
-    // summed values need a scan's result (else the total is carried, exactly as written).
-    if (!is_float(acc) || (st.kind != ir::StoreKind::reduce && !scan_dep_[n->args[0]])) return r;
+  // Element stores only where the summed values need a scan's result (else the total is carried,
+  // exactly as written).
+  if (!plain && element && !scan_dep_[n->args[0]]) {
+    r.factors.clear();
+    return r;
+  }
+  if (!r.factors.empty() && !is_float(acc)) {
+    // A scaled integer partial would round differently ((7 / 2) + (7 / 2) is not 14 / 2).
+    r.hint = "scale the values inside sum(...), or store the sum and scale it in a second kernel";
+    return stop(
+        fmt::format("a sum of {} values of a scan's result multiplied or divided along "
+                    "the way is not supported (each tile's partial would round "
+                    "differently): floats only",
+                    dtype_name(acc)));
   }
   r.sum = at;
-  r.factors.assign(outer_first.rbegin(), outer_first.rend());
+  std::reverse(r.factors.begin(), r.factors.end());
   return r;
+}
+
+// A scan-dependent sum that no store takes through tile partials: the diagnostic at the first
+// store whose value uses it in a form scaled_sum refused (where the walk stopped), else at the sum.
+void Planner::refuse_scan_sum(ir::ValueId sum) const {
+  const std::string what =
+      "a reduction along the sequence of a scan's result can only be stored: a sum, as a column "
+      "reduction (out[d] += sum(...)) or into an element (out[b, d] = sum(...) or += on an "
+      "InOut), at most negated, multiplied or divided by values that are the same along the "
+      "sequence, or cast to the tensor's type";
+  const std::string hint = "move the other arithmetic inside sum(...), or into a second kernel";
+  std::vector<bool> seen(k_.nodes.size(), false);
+  auto uses = [&](ir::ValueId from) {
+    std::fill(seen.begin(), seen.end(), false);
+    std::vector<ir::ValueId> stack = {from};
+    while (!stack.empty()) {
+      const ir::ValueId v = stack.back();
+      stack.pop_back();
+      if (v == sum) return true;
+      if (seen[v]) continue;
+      seen[v] = true;
+      for (ir::ValueId a : k_.node(v).args) stack.push_back(a);
+    }
+    return false;
+  };
+  for (const ir::Store& st : k_.stores) {
+    std::vector<ir::ValueId> chain;
+    const ScaledSum ss = scaled_sum(st, &chain);
+    if (ss.bad < 0 || !uses(st.value)) continue;
+    // Nodes sema made without a location of their own take their nearest operand's
+    // (unsupported), unless that is on another line than the store (the sum's first use, shared
+    // by CSE): then the store's.
+    SourceLoc at = k_.node(ss.bad).loc;
+    if (!at.valid()) {
+      std::vector<ir::ValueId> stack = {ss.bad};
+      while (!stack.empty() && !at.valid()) {
+        const ir::Node& n = k_.node(stack.back());
+        stack.pop_back();
+        at = n.loc;
+        for (auto a = n.args.rbegin(); a != n.args.rend(); ++a) stack.push_back(*a);
+      }
+      at = at.valid() && at.line == st.loc.line ? SourceLoc{} : st.loc;
+    }
+    unsupported(k_, ss.bad, at, ss.why.empty() ? what : ss.why, ss.hint.empty() ? hint : ss.hint);
+  }
+  unsupported(k_, sum, k_.node(sum).loc, what, hint);
 }
 
 void Planner::find_states() {
@@ -295,14 +414,7 @@ void Planner::find_states() {
                                               : ir::ScanKind::min;
       st.dtypes = {n.type.dtype};
       st.args = {n.args[0]};
-      if (scan_dep_[n.args[0]]) {
-        unsupported(k_, id, n.loc,
-                    "a reduction along the sequence of a scan's result can only be stored: a "
-                    "sum, as a column reduction (out[d] += sum(...)) or into an element "
-                    "(out[b, d] = sum(...)), at most multiplied or divided by values that are "
-                    "the same along the sequence",
-                    "move the other arithmetic inside sum(...), or into a second kernel");
-      }
+      if (scan_dep_[n.args[0]]) refuse_scan_sum(id);
     } else {
       continue;
     }
@@ -335,6 +447,8 @@ void Planner::plan_stores() {
       sp.how = StorePlan::How::tile_partial;
       sp.sum = k_.node(ss.sum).args[0];
       sp.factors = ss.factors;
+      sp.negate = ss.negate;
+      sp.add_old = ss.add_old;
       sp.acc = k_.node(ss.sum).type.dtype;
       sp.ws = p_.partial_workspaces++;
       sp.per_row = s_.chunks;
@@ -382,7 +496,7 @@ void Planner::check_shifted_inout(ir::ValueId load, ir::ValueId at) const {
               "write the result to an Out tensor, or pass the input as a separate tensor");
 }
 
-void Planner::need(ir::ValueId id, int delta, bool phase_a) {
+void Planner::need(ir::ValueId id, int delta, bool phase_a, ir::ValueId shifted_by) {
   const ir::Node& n = k_.node(id);
   if (p_.where[id] != Where::vec) {
     need_scalar(id);
@@ -413,20 +527,23 @@ void Planner::need(ir::ValueId id, int delta, bool phase_a) {
     case Op::extract:
     case Op::scan:
       if (phase_a || delta != 0) {
-        unsupported(k_, id, k_.node(n.op == Op::extract ? n.args[0] : id).loc,
-                    "a scan's result is shifted",
+        // The caret at the shift that moved it (shift(c * 2.0, 1, 0.0)), else at the scan.
+        const ir::ValueId at = delta != 0 && shifted_by >= 0 && k_.node(shifted_by).loc.valid()
+                                   ? shifted_by
+                                   : (n.op == Op::extract ? n.args[0] : id);
+        unsupported(k_, at, k_.node(at).loc, "a scan's result is shifted",
                     "shift the scan's inputs instead, or use an exclusive scan for the previous "
                     "element");
       }
       return;  // from the carried state
     case Op::shift:
       if (k_.node(n.args[0]).op == Op::load) check_shifted_inout(n.args[0], id);  // caret: shift
-      need(n.args[0], delta + n.index, phase_a);
+      need(n.args[0], delta + n.index, phase_a, id);
       return;
     case Op::position:
       return;
     default:
-      for (ir::ValueId a : n.args) need(a, delta, phase_a);
+      for (ir::ValueId a : n.args) need(a, delta, phase_a, shifted_by);
       return;
   }
 }

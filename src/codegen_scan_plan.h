@@ -67,6 +67,9 @@ struct StorePlan {
   // tile_partial: values the same along the sequence (uniform or per row) that each thread's
   // partial is multiplied by (divided by where `second`), in order: dl[d] += 2.0 * sum(c).
   std::vector<std::pair<ir::ValueId, bool>> factors;
+  bool negate = false;  // tile_partial: each partial negated (-sum(v))
+  bool add_old =
+      false;  // tile_partial into an InOut element with +=: the follow-up adds the old value
   DType acc = DType::f32;  // partials: the type they are summed in
   int64_t per_row = 1;     // partials per row (chunks for tile partials, else 1)
 };

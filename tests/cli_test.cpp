@@ -659,7 +659,8 @@ TEST_F(CliTest, CompileErrorFromTheScheduleIsOneDiagnostic) {
     if (json) args.push_back("--json");
     CliResult r = kdsl(args);
     EXPECT_EQ(r.code, 1) << show(r);
-    EXPECT_NE(r.err.find(file + ":4:25: error: a scan's result is shifted"), std::string::npos)
+    // (The caret at the shift, not at the scan it moves: found by a new-user test.)
+    EXPECT_NE(r.err.find(file + ":4:19: error: a scan's result is shifted"), std::string::npos)
         << r.err;
     EXPECT_EQ(r.err.find("kdsl: error: "), std::string::npos) << r.err;
   }
@@ -673,16 +674,16 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
   auto write = [&](const std::string& line) {
     std::ofstream(file) << "@kernel\n"
                            "def k(x: Tensor[f32, (B, L, D)], *, y: Out[f32, (B, L, D)], "
-                           "dl: Out[f32, (D,)]):\n"
+                           "dl: Out[f32, (D,)], s: Out[f32, (B, D)]):\n"
                            "    for b, d in parallel(B, D):\n"
                            "        c = cumsum(x[b, :, d])\n"
                            "        y[b, :, d] = c\n"
                         << line << "\n";
   };
-  write("        dl[d] += 2.0 * sum(c)");
+  write("        dl[d] += 2.0 * sum(c)\n        s[b, d] = 0.0");
   CliResult r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
   EXPECT_EQ(r.code, 0) << show(r);
-  write("        dl[d] += sum(c) + 1.0");
+  write("        dl[d] += sum(c) + 1.0\n        s[b, d] = 0.0");
   r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
   EXPECT_EQ(r.code, 1) << show(r);
   EXPECT_NE(r.err.find(file + ":6:18: error: a reduction along the sequence of a scan's result "
@@ -694,6 +695,29 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
       << r.err;  // the caret under the whole sum(c)
   EXPECT_NE(r.err.find("hint: move the other arithmetic inside sum(...)"), std::string::npos)
       << r.err;
+  // A sum shared by a valid store and an invalid one (one node after CSE): the diagnostic at the
+  // invalid store's line, not at the sum's first use (found by a second new-user test).
+  write("        dl[d] += 2.0 * sum(c)\n        s[b, d] = sum(c) + 1.0");
+  r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find(file + ":7:9: error: a reduction along the sequence of a scan's result"),
+            std::string::npos)
+      << r.err;
+  // A cast inside a column reduction rounds each term: its own message and hint.
+  write("        dl[d] += f32(bf16(2.0 * sum(c)))\n        s[b, d] = 0.0");
+  r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find("error: a cast inside a column reduction of a sum of a scan's result "
+                       "rounds each term"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: drop the cast: the column reduction adds the unrounded terms"),
+            std::string::npos)
+      << r.err;
+  // -sum(c), a cast to the tensor's type and += stay accepted forms.
+  write("        dl[d] += -sum(c) * 0.5\n        s[b, d] = f32(sum(c))");
+  r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 0) << show(r);
 }
 
 // A schedule diagnostic whose value was made by sema without a location (a where() choosing
@@ -1972,6 +1996,11 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {{"compile", kRms, "-k", "rms_norm", "--shape", "N=8", "--arch", "sm_1"},
        2,
        "kdsl compile: usage error: --arch sm_1: NVRTC ",
+       true},
+      // (Before the missing shape: found by a new-user test.)
+      {{"compile", kRms, "--arch", "nope"},
+       2,
+       "kdsl compile: usage error: --arch nope: NVRTC ",
        true},
       {{"compile", kRms, "-k", "rms_norm,nope", "--shape", "N=8"},
        1,

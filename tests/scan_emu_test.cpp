@@ -433,6 +433,36 @@ def scaled_rows(x: Tensor[f32, (M, N)], v: Tensor[f32, (M,)], *, y: Out[f32, (M,
         y[m, :] = c
         s[m] = sum(c) / (abs(v[m]) + 1.0)
         dl[0] += 0.5 * sum(c)
+
+
+@kernel
+def scaled_more[T: (f32, bf16)](x: Tensor[T, (B, L, D)], w: Tensor[f32, (D,)], *,
+                                u: InOut[f32, (B, D)], ub: InOut[T, (B, D)], sb: Out[T, (B, D)],
+                                n: Out[f32, (D,)], k: f32 = 0.75):
+    for b, d in parallel(B, D):
+        c = cumsum(f32(x[b, :, d]), reverse=True)
+        u[b, d] += w[d] * sum(c)
+        ub[b, d] += sum(c) * k
+        sb[b, d] += T(sum(c * c) * k)
+        n[d] += -sum(c) / k
+
+
+@kernel
+def int_sums(x: Tensor[i32, (B, L, D)], *, s: Out[i64, (B, D)], dl: Out[i64, (D,)],
+             u: InOut[i64, (B, D)]):
+    for b, d in parallel(B, D):
+        c = cumsum(x[b, :, d])
+        s[b, d] = sum(c)
+        dl[d] += -sum(c)
+        u[b, d] += sum(c)
+
+
+@kernel
+def complex_sums(x: Tensor[c64, (B, L, D)], *, s: Out[c64, (B, D)], dl: Out[c64, (D,)]):
+    for b, d in parallel(B, D):
+        c = cumsum(x[b, :, d])
+        s[b, d] = -sum(c)
+        dl[d] += sum(c)
 )";
 
 TEST_F(ScanEmu, ScaledSumsOfAScanAreStored) {
@@ -461,6 +491,34 @@ TEST_F(ScanEmu, ScaledSumsOfAScanAreStored) {
     Problem p = make_problem(fe, ps);
     emu::expect_emulated_matches_reference(p, fmt::format("scaled_rows {} x {}", m, n));
     if (HasFailure()) return;
+  }
+}
+
+// The forms a second new-user test found refused: += into an InOut element (old + the sum: the
+// follow-up adds the old value), a cast to the tensor's type with +=, a negated sum, and unscaled
+// sums of integers and complex values stored into elements (exact, or as column reductions'
+// partials are). Reverse scans, several chunks and one, f32 and bf16.
+TEST_F(ScanEmu, SumsOfAScanIntoInOutElementsNegatedIntegerAndComplex) {
+  testing::ScanScheduleEnv env("");
+  auto fe = run_front_end(std::make_shared<const SourceFile>("scaled.kdsl", kScaledSums));
+  uint64_t seed = 900;
+  for (auto [b, l, d] :
+       {std::tuple<int64_t, int64_t, int64_t>{2, 700, 24}, {3, 333, 5}, {1, 40, 16}}) {
+    for (const char* kernel : {"scaled_more", "int_sums", "complex_sums"}) {
+      for (DType t : {DType::f32, DType::bf16}) {
+        const bool generic = std::string(kernel) == "scaled_more";
+        if (!generic && t != DType::f32) continue;
+        ProblemSpec ps;
+        ps.kernel = kernel;
+        if (generic) ps.binding = {t};
+        ps.shapes = {{"B", b}, {"L", l}, {"D", d}};
+        ps.seed = seed++;
+        Problem p = make_problem(fe, ps);
+        emu::expect_emulated_matches_reference(
+            p, fmt::format("{} {} ({}, {}, {})", kernel, dtype_name(t), b, l, d));
+        if (HasFailure()) return;
+      }
+    }
   }
 }
 
