@@ -9,6 +9,15 @@
 #                 within 1.5% of AM3); then `variants` with the time left.
 #                 On any other GPU: `variants`, then `ab` (s34.sh's, prediction there), then
 #                 Nsight Compute's warp states on LayerNorm backward's default at 4096 x 32768.
+#   s35.sh second (after AR1) On an H200: the full run as in `first`, then `variants` once.
+#                 On any other GPU: `more_checks`, then the SASS of LayerNorm backward's default
+#                 at bf16 4096 x 32768 (to count its instructions per element on the CPU
+#                 machine; AR1 found it near issue-bound on the H100).
+#   more_checks   3652a7d's sums of a scan's result (+= into an InOut element, a cast with +=, a
+#                 negated sum, integer and complex sums into elements; bench/experiments/
+#                 scaled_more.kdsl), run only in the CPU emulation so far: `kdsl run --verify`
+#                 at several chunks and compute-sanitizer once. Expected: verify ok on every
+#                 output, memcheck 0 errors, racecheck 0 hazards.
 #   variants      LayerNorm and RMSNorm backward bf16 4096 x 32768, the rows furthest below 0.85
 #                 on the H200 (AM3: 0.654 and 0.820). LayerNorm backward's default runs one CTA
 #                 of 1024 threads (64 registers) per SM, so one row per SM at a time: on the H100
@@ -61,7 +70,40 @@ stalls() {
   grep -E 'stalled|issue_active|warps_active|dram__|duration' "$out/stalls_$name.csv" |
     awk -F'","' '{print $(NF-2), $NF}' | sort -k2 -g -r | head -16
 }
+more_checks() {
+  local f=bench/experiments/scaled_more.kdsl k=.device/bin/kdsl
+  local cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+  for c in "scaled_more f32 B=2,L=4097,D=258" "scaled_more bf16 B=1,L=32768,D=256" \
+           "int_sums - B=2,L=4097,D=258" "complex_sums - B=2,L=4097,D=258"; do
+    set -- $c
+    dt=(); [ "$2" != - ] && dt=(--dtype "$2")
+    echo "== $1 $2 $3"
+    timeout 90 $k run $f -k $1 "${dt[@]}" --shape $3 --verify 2>&1 | grep -E 'verify|rror' | head -9
+  done
+  for tool in memcheck racecheck; do
+    echo "== $tool scaled_more bf16 B=2,L=4097,D=258"
+    timeout 120 "$cs" --tool $tool --error-exitcode 9 $k run $f -k scaled_more --dtype bf16 \
+      --shape B=2,L=4097,D=258 --verify 2>&1 | grep -E "ERROR SUMMARY|RACECHECK SUMMARY|verify|rror" | head -8
+    echo "exit ${PIPESTATUS[0]}"
+  done
+}
 case "${1:-}" in
+  second)
+    cat .device/COMMIT
+    nvidia-smi -L
+    if nvidia-smi -L | grep -q H200; then
+      KDSL_PRECOMPILE=0 final_run
+      echo "== variants at ${SECONDS} s"
+      [ "$SECONDS" -lt 470 ] && variants 1
+    else
+      more_checks
+      echo "== sass at ${SECONDS} s"
+      timeout 60 .device/bin/kdsl emit stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype bf16 \
+        --shape M=4096,N=32768 --sass > "$out/layer_norm_bwd_4096x32768.sass" 2>&1
+      wc -l "$out/layer_norm_bwd_4096x32768.sass"
+    fi
+    echo "done at ${SECONDS} s"
+    ;;
   precompile)  # on the CPU machine: k=build/kdsl KDSL_CACHE_DIR=.device/cache s35.sh precompile
     precompile
     for dt in bf16 f32; do
@@ -87,5 +129,6 @@ case "${1:-}" in
     echo "done at ${SECONDS} s"
     ;;
   variants) nvidia-smi -L; variants 2; echo "done at ${SECONDS} s" ;;
-  *) echo "usage: s35.sh first|variants|precompile"; exit 2 ;;
+  more) nvidia-smi -L; more_checks; echo "done at ${SECONDS} s" ;;
+  *) echo "usage: s35.sh first|second|variants|more|precompile"; exit 2 ;;
 esac
