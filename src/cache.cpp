@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -261,6 +262,39 @@ std::string directory_problem(const fs::path& dir, bool create) {
   return trust_problem(dir, st);
 }
 
+// Why no directory can be made in `dir`, or "" if one can: tried with a uniquely named one, removed
+// at once (a compile makes DIR, or a shard folder DIR/xx, before any entry).
+std::string mkdir_problem(const fs::path& dir) {
+  static std::atomic<uint64_t> counter{0};
+  const fs::path probe = dir / fmt::format(".kdsl-write-probe.{}.{}", ::getpid(), counter++);
+  if (::mkdir(probe.c_str(), 0700) != 0) return errno == EEXIST ? "" : std::strerror(errno);
+  ::rmdir(probe.c_str());
+  return {};
+}
+
+// Why a compile cannot make DIR, or its shard folders when DIR exists (see DiskCache::
+// write_problem), or "".
+std::string directory_write_problem(const fs::path& dir) {
+  fs::path existing = dir, missing;  // `missing`: the first part of dir that does not exist
+  struct stat st {};
+  while (::stat(existing.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err != ENOENT || existing == existing.parent_path() || existing.parent_path().empty()) {
+      return fmt::format("cannot create {}: {}", existing.string(), std::strerror(err));
+    }
+    if (::lstat(existing.c_str(), &st) == 0) {  // a link to nothing: mkdir says EEXIST, then no
+      return fmt::format("cannot use {}: {} is a symbolic link to nothing", dir.string(),
+                         existing.string());
+    }
+    missing = existing;
+    existing = existing.parent_path();
+  }
+  const std::string why = mkdir_problem(existing);
+  if (why.empty()) return {};
+  return missing.empty() ? fmt::format("cannot write in {}: {}", dir.string(), why)
+                         : fmt::format("cannot create {}: {}", missing.string(), why);
+}
+
 struct ScannedFile {
   fs::path path;
   uint64_t bytes = 0;
@@ -508,11 +542,19 @@ std::string DiskCache::problem() const {
   return config_.enabled ? directory_problem(config_.dir, /*create=*/false) : "KDSL_CACHE=off";
 }
 
+std::string DiskCache::write_problem() const {
+  if (std::string why = directory_write_problem(config_.dir); !why.empty()) return why;
+  if (config_.faults.write) return "every store fails (KDSL_CACHE_FAULT=write)";
+  if (config_.faults.rename) return "every store fails (KDSL_CACHE_FAULT=rename)";
+  return {};
+}
+
 CacheStats DiskCache::stats() const {
   CacheStats s;
   s.dir = config_.dir;
   s.enabled = config_.enabled;
   s.unusable = problem();
+  if (s.enabled && s.unusable.empty()) s.unwritable = write_problem();
   s.max_bytes = config_.max_bytes;
   s.hits = hits_.load();
   s.misses = misses_.load();

@@ -77,6 +77,9 @@ struct CacheStats {
   std::filesystem::path dir;
   bool enabled = false;  ///< KDSL_CACHE is not off.
   std::string unusable;  ///< Why the directory is not used (empty when it is, or not yet known).
+  /// Why a compile cannot store what it compiles there (it keeps it in memory), "" when it can or
+  /// when `unusable` says more: write_problem().
+  std::string unwritable;
   uint64_t entries = 0;
   uint64_t bytes = 0;      ///< Total size of the entry files.
   uint64_t max_bytes = 0;  ///< The limit; 0 = none.
@@ -124,6 +127,13 @@ class DiskCache {
   /// directory kdsl may not read, one writable by group or others or owned by another user. Creates
   /// nothing.
   std::string problem() const;
+  /// Why a compile cannot store kernels in the directory ("" when it can): the directory cannot be
+  /// created ("cannot create DIR: REASON"; a compile then uses no entry at all), one that exists
+  /// cannot be written ("cannot write in DIR: REASON"; its entries still load), or
+  /// KDSL_CACHE_FAULT fails every store. Found by making and removing an empty directory with a
+  /// unique name where a compile would make one (in DIR, else in its deepest existing parent),
+  /// so it leaves nothing behind; permissions alone do not tell (root, /proc, read-only mounts).
+  std::string write_problem() const;
   /// Counts the entries on disk and reports this object's hits and misses.
   CacheStats stats() const;
   /// Every entry, most recently used first.

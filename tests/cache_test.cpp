@@ -596,6 +596,57 @@ TEST_F(CacheTest, LockFailureStillWorks) {
   EXPECT_TRUE(warnings().empty());
 }
 
+// `stats` says whether compiled kernels can be stored, as a compile finds out (found by user
+// testing: it said "on" for KDSL_CACHE_DIR=/proc/self/x, where every kernel stays in memory).
+// Finding out creates nothing: not the directory, nor anything in it or its parents.
+TEST_F(CacheTest, StatsSaysWhetherCompiledKernelsCanBeStored) {
+  struct Case {
+    CacheConfig cfg;
+    std::string reason;  // "" when writable
+  };
+  std::vector<Case> cases;
+  cases.push_back({config("not_yet/sub"), ""});
+  CacheConfig proc = config();
+  proc.dir = "/proc/self/kdsl-cache";  // mkdir fails there, even for root
+  cases.push_back({proc, "cannot create /proc/self/kdsl-cache: No such file or directory"});
+  CacheConfig faulty = config("faulty");
+  faulty.faults.write = true;
+  fs::create_directories(faulty.dir);
+  cases.push_back({faulty, "every store fails (KDSL_CACHE_FAULT=write)"});
+  if (::geteuid() != 0) {  // permissions do not stop root
+    CacheConfig under = config("ro/cache");
+    fs::create_directories(root_ / "ro");
+    ::chmod((root_ / "ro").c_str(), 0500);
+    cases.push_back({under, "cannot create " + under.dir.string() + ": Permission denied"});
+    CacheConfig existing = config("ro_existing");
+    fs::create_directories(existing.dir);
+    ::chmod(existing.dir.c_str(), 0500);
+    cases.push_back({existing, "cannot write in " + existing.dir.string() + ": Permission denied"});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.cfg.dir.string());
+    const bool existed = fs::exists(c.cfg.dir);
+    const auto files_before = all_files(root_).size();
+    DiskCache cache(c.cfg);
+    CacheStats s = cache.stats();
+    EXPECT_EQ(s.unusable, "");
+    EXPECT_EQ(s.unwritable, c.reason);
+    EXPECT_EQ(fs::exists(c.cfg.dir), existed) << "stats made the directory";
+    EXPECT_EQ(all_files(root_).size(), files_before);
+    std::error_code ec;
+    for (const auto& p : fs::recursive_directory_iterator(root_, ec)) {
+      EXPECT_EQ(p.path().filename().string().find("probe"), std::string::npos) << p.path();
+    }
+    // What a compile then does.
+    FakeCompiler f{test_key()};
+    CompiledEntry e = cache.get_or_compile(f.key, "{}", f.fn());
+    EXPECT_EQ(e.not_stored.empty(), c.reason.empty()) << e.not_stored;
+  }
+  // The same words as the compile's.
+  FakeCompiler f{test_key()};
+  EXPECT_EQ(DiskCache(proc).get_or_compile(f.key, "{}", f.fn()).not_stored, cases[1].reason);
+}
+
 // ----------------------------------------------------------------------------------------------
 // Trust
 

@@ -576,6 +576,37 @@ TEST_F(CliTest, CacheStatsSaysWhenTheDirectoryCannotBeUsed) {
       << fresh.out;
 }
 
+// `cache stats` says what a compile does with a directory it cannot write (found by user testing:
+// "on (the directory is created by the first compile)" for KDSL_CACHE_DIR=/proc/self/x, where the
+// first compile warns and keeps its kernels in memory).
+TEST_F(CliTest, CacheStatsSaysWhenCompiledKernelsCannotBeStored) {
+  const std::map<std::string, std::string> proc = {{"KDSL_CACHE_DIR", "/proc/self/x"}};
+  CliResult r = kdsl({"cache", "stats"}, proc);
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("cache                 on, but not writable: cannot create /proc/self/x: No "
+                       "such file or directory; compiled kernels are kept in memory only\n"),
+            std::string::npos)
+      << r.out;
+  auto j = nlohmann::json::parse(kdsl({"cache", "stats", "--json"}, proc).out);
+  EXPECT_EQ(j["usable"], true);
+  EXPECT_EQ(j["writable"], false);
+  EXPECT_EQ(j["unwritable_reason"], "cannot create /proc/self/x: No such file or directory");
+  // A directory with entries that cannot be written still gives them (KDSL_CACHE_FAULT=write
+  // stands in for a read-only disk: permissions do not stop root).
+  ASSERT_EQ(kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16", "--arch", "sm_90"}).code,
+            0);
+  CliResult ro = kdsl({"cache", "stats"}, {{"KDSL_CACHE_FAULT", "write"}});
+  EXPECT_NE(ro.out.find("cache                 on, but not writable: every store fails "
+                        "(KDSL_CACHE_FAULT=write); entries already there are loaded, newly "
+                        "compiled kernels are kept in memory only\n"),
+            std::string::npos)
+      << ro.out;
+  EXPECT_NE(ro.out.find("entries               1\n"), std::string::npos) << ro.out;
+  CliResult ok = kdsl({"cache", "stats"});
+  EXPECT_NE(ok.out.find("cache                 on\n"), std::string::npos) << ok.out;
+  EXPECT_EQ(nlohmann::json::parse(kdsl({"cache", "stats", "--json"}).out)["writable"], true);
+}
+
 // `cache list`, `clear` and `prune` on a directory that cannot be used say so with the reason
 // `stats` gives, and exit 1, rather than report an empty cache.
 TEST_F(CliTest, CacheListClearPruneSayWhenTheDirectoryCannotBeUsed) {

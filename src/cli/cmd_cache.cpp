@@ -39,11 +39,17 @@ std::string local_time(int64_t seconds) {
 std::string state(const CacheStats& s) {
   if (!s.enabled) return "off (KDSL_CACHE)";
   if (!s.unusable.empty()) return "not usable";
-  // Not created yet: the first compile creates it (or, if it cannot, warns once and keeps the
-  // kernels in memory), so "on" alone would claim more than is known.
   std::error_code ec;
-  return std::filesystem::exists(s.dir, ec) ? "on"
-                                            : "on (the directory is created by the first compile)";
+  const bool exists = std::filesystem::exists(s.dir, ec);
+  // What a compile does (found by user testing: "on" where every kernel stayed in memory).
+  if (!s.unwritable.empty()) {
+    return fmt::format("on, but not writable: {}; {}", s.unwritable,
+                       exists ? "entries already there are loaded, newly compiled kernels are "
+                                "kept in memory only"
+                              : "compiled kernels are kept in memory only");
+  }
+  // Not created yet: the first compile creates it, so "on" alone would claim more than is known.
+  return exists ? "on" : "on (the directory is created by the first compile)";
 }
 
 // Throws Error when the cache is on but its directory cannot be used (the reason `stats` shows):
@@ -65,6 +71,8 @@ int stats(const CacheOptions& o) {
                         {"enabled", s.enabled},
                         {"usable", s.enabled && s.unusable.empty()},
                         {"unusable_reason", s.unusable},
+                        {"writable", s.enabled && s.unusable.empty() && s.unwritable.empty()},
+                        {"unwritable_reason", s.unwritable},
                         {"entries", s.enabled ? nlohmann::json(s.entries) : nlohmann::json()},
                         {"bytes", s.enabled ? nlohmann::json(s.bytes) : nlohmann::json()},
                         {"max_bytes", s.max_bytes},
