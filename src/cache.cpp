@@ -235,6 +235,8 @@ std::string trust_problem(const fs::path& dir, const struct stat& st) {
 std::string shard_problem(const fs::path& sub) {
   struct stat st {};
   if (::lstat(sub.c_str(), &st) != 0) return {};
+  if (S_ISLNK(st.st_mode))
+    return fmt::format("{} is a symbolic link, not a directory", sub.string());
   if (!S_ISDIR(st.st_mode)) return fmt::format("{} is not a directory", sub.string());
   return trust_problem(sub, st);
 }
@@ -305,6 +307,8 @@ struct Scan {
   std::vector<ScannedFile> entries;
   std::vector<ScannedFile> temps;  // temporary files of writers, live or abandoned
   std::vector<fs::path> locks;
+  std::vector<fs::path> shards;                // the shard folders the files are in
+  std::vector<CacheUntrustedShard> untrusted;  // shard folders left out (shard_problem)
 };
 
 // A temporary file older than this is a crashed writer's (a live one renames it within seconds).
@@ -328,11 +332,24 @@ void each_entry(const fs::path& dir, Fn&& fn) {
 // (or links to them) named as kdsl names them (`<2 hex>/<30 hex>.kdslbin`, its temporary and lock
 // files; docs/cache.md) are entries, temporary or lock files: anything else, such as a directory
 // named like an entry or a user's file `ab/my.kdslbin`, is neither counted nor listed nor removed.
+// Nor are the files of a shard folder that loads do not use (shard_problem: a symbolic link, or
+// a folder others could write to): such folders are only named, with their number of entries.
 Scan scan(const fs::path& dir) {
   Scan out;
   each_entry(dir, [&](const fs::directory_entry& shard) {
     std::error_code ec;
     if (!is_shard_name(shard.path().filename().string()) || !shard.is_directory(ec)) return;
+    if (std::string why = shard_problem(shard.path()); !why.empty()) {
+      CacheUntrustedShard u{shard.path(), std::move(why), 0};
+      each_entry(shard.path(), [&](const fs::directory_entry& file) {
+        std::error_code type_ec;
+        u.entries +=
+            is_entry_file_name(file.path().filename().string()) && file.is_regular_file(type_ec);
+      });
+      out.untrusted.push_back(std::move(u));
+      return;
+    }
+    out.shards.push_back(shard.path());
     each_entry(shard.path(), [&](const fs::directory_entry& file) {
       const std::string name = file.path().filename().string();
       // One error code each: a call that succeeds clears the code it is given.
@@ -559,11 +576,17 @@ CacheStats DiskCache::stats() const {
   s.hits = hits_.load();
   s.misses = misses_.load();
   if (!config_.enabled) return s;
-  for (const auto& e : scan(config_.dir).entries) {
+  Scan files = scan(config_.dir);
+  for (const auto& e : files.entries) {
     ++s.entries;
     s.bytes += e.bytes;
   }
+  s.untrusted = std::move(files.untrusted);
   return s;
+}
+
+std::vector<CacheUntrustedShard> DiskCache::untrusted_shards() const {
+  return config_.enabled ? scan(config_.dir).untrusted : std::vector<CacheUntrustedShard>{};
 }
 
 std::vector<CacheEntryInfo> DiskCache::list() const {
@@ -615,14 +638,9 @@ CacheRemoval DiskCache::clear() {
     if (t.mtime < stale) fs::remove(t.path, ec);
   }
   for (const auto& l : s.locks) EntryLock::remove_if_free(l);
-  std::vector<fs::path> shards;  // removed after the listing, not while iterating
-  each_entry(config_.dir, [&](const fs::directory_entry& shard) {
-    std::error_code type_ec;  // a file named like a shard is not the cache's: left alone
-    if (is_shard_name(shard.path().filename().string()) && shard.is_directory(type_ec)) {
-      shards.push_back(shard.path());
-    }
-  });
-  for (const auto& shard : shards) fs::remove(shard, ec);  // if empty
+  // Removed after the listing, not while iterating; only real, trusted folders (a file named like
+  // a shard is not the cache's, and a link in a shard's place is not followed nor removed).
+  for (const auto& shard : s.shards) fs::remove(shard, ec);  // if empty
   return removed;
 }
 

@@ -72,6 +72,15 @@ struct CompiledEntry {
   std::string key_hex;
 };
 
+/// A shard folder (DIR/xx) the cache does not trust: writable by group or others, owned by another
+/// user, or a symbolic link. Its entries are neither loaded nor replaced, nor counted, listed,
+/// evicted or removed (docs/cache.md).
+struct CacheUntrustedShard {
+  std::filesystem::path path;
+  std::string reason;    ///< Why, with the fix ("DIR/ab is writable by group or others ...").
+  uint64_t entries = 0;  ///< Files in it named as entries are.
+};
+
 /// For `kdsl cache stats`.
 struct CacheStats {
   std::filesystem::path dir;
@@ -80,11 +89,12 @@ struct CacheStats {
   /// Why a compile cannot store what it compiles there (it keeps it in memory), "" when it can or
   /// when `unusable` says more: write_problem().
   std::string unwritable;
-  uint64_t entries = 0;
+  uint64_t entries = 0;    ///< Entries the cache uses (none of those in `untrusted`).
   uint64_t bytes = 0;      ///< Total size of the entry files.
   uint64_t max_bytes = 0;  ///< The limit; 0 = none.
   uint64_t hits = 0;       ///< In this process, through this DiskCache.
   uint64_t misses = 0;
+  std::vector<CacheUntrustedShard> untrusted;  ///< Shard folders whose entries are not used.
 };
 
 /// For `kdsl cache list`: one entry, read from its header.
@@ -136,8 +146,11 @@ class DiskCache {
   std::string write_problem() const;
   /// Counts the entries on disk and reports this object's hits and misses.
   CacheStats stats() const;
-  /// Every entry, most recently used first.
+  /// Every entry, most recently used first. Like stats, clear and prune, it leaves out the shard
+  /// folders untrusted_shards() names.
   std::vector<CacheEntryInfo> list() const;
+  /// The shard folders whose entries the cache does not use (for notes: "not listed").
+  std::vector<CacheUntrustedShard> untrusted_shards() const;
   /// Removes every entry, temporary files older than an hour (a running compile's are kept) and
   /// lock files that no process holds.
   CacheRemoval clear();

@@ -709,6 +709,58 @@ TEST_F(CacheTest, PlantedEntryInAnUntrustedShardIsNotLoaded) {
   EXPECT_EQ(c.calls, 3);
 }
 
+// The entries of a shard folder the cache does not trust (writable by others, another user's, a
+// symbolic link) are neither counted, listed, evicted nor removed, as they are neither loaded nor
+// replaced; stats names the folder and why (found by user testing: stats and list counted and
+// showed them, and clear removed a linked folder's entries through the link).
+TEST_F(CacheTest, EntriesOfUntrustedShardsAreNeitherCountedListedNorRemoved) {
+  CacheConfig cfg = config();
+  DiskCache cache(cfg);
+  FakeCompiler a{test_key("kdsl_a")};
+  const fs::path entry_a = cache.entry_path(cache.get_or_compile(a.key, "{}", a.fn()).key_hex);
+  FakeCompiler b{test_key("kdsl_b")};
+  for (int i = 0; cache_key_hex(b.key).substr(0, 2) == entry_a.parent_path().filename(); ++i) {
+    b.key = test_key("kdsl_b" + std::to_string(i));  // another shard than a's
+  }
+  const fs::path entry_b = cache.entry_path(cache.get_or_compile(b.key, "{}", b.fn()).key_hex);
+  const fs::path shard = entry_b.parent_path();
+  auto expect_only_a = [&](const std::string& reason) {
+    CacheStats s = cache.stats();
+    EXPECT_EQ(s.entries, fs::exists(entry_a) ? 1u : 0u);
+    EXPECT_EQ(s.bytes, fs::exists(entry_a) ? fs::file_size(entry_a) : 0u);
+    ASSERT_EQ(s.untrusted.size(), 1u);
+    EXPECT_EQ(s.untrusted[0].path, shard);
+    EXPECT_EQ(s.untrusted[0].entries, 1u);
+    EXPECT_NE(s.untrusted[0].reason.find(shard.string() + reason), std::string::npos)
+        << s.untrusted[0].reason;
+    EXPECT_EQ(cache.untrusted_shards().size(), 1u);
+    for (const CacheEntryInfo& e : cache.list()) EXPECT_EQ(e.path, entry_a);
+    CacheConfig tiny = cfg;
+    tiny.max_bytes = 1;
+    EXPECT_EQ(DiskCache(tiny).prune().entries, fs::exists(entry_a) ? 1u : 0u);
+    EXPECT_TRUE(fs::exists(entry_b)) << "pruned";
+    DiskCache(cfg).get_or_compile(a.key, "{}", a.fn());
+    EXPECT_EQ(cache.clear().entries, 1u);
+    EXPECT_TRUE(fs::exists(entry_b)) << "cleared";
+    EXPECT_FALSE(DiskCache(cfg).get_or_compile(b.key, "{}", b.fn()).hit) << "loaded";
+  };
+  ::chmod(shard.c_str(), 0777);
+  expect_only_a(" is writable by group or others (mode 0777)");
+  ::chmod(shard.c_str(), 0700);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(shard.c_str(), 12345, 12345), 0);
+    expect_only_a(" is owned by user id 12345");
+    ASSERT_EQ(::chown(shard.c_str(), 0, 0), 0);
+  }
+  // A symbolic link in the shard's place: not followed, not removed.
+  const fs::path elsewhere = root_ / "elsewhere";
+  fs::rename(shard, elsewhere);
+  fs::create_directory_symlink(elsewhere, shard);
+  expect_only_a(" is a symbolic link");
+  EXPECT_TRUE(fs::is_symlink(shard));
+  EXPECT_TRUE(fs::exists(elsewhere / entry_b.filename()));
+}
+
 TEST_F(CacheTest, DirectoryOwnedByAnotherUserIsNotTrusted) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another user";
   CacheConfig cfg = config();

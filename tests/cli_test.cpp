@@ -1096,6 +1096,56 @@ TEST_F(CliTest, CacheLeavesFilesThatAreNotEntriesAlone) {
   }
 }
 
+// The entries of a shard folder the cache does not trust are neither counted, listed nor removed,
+// as a compile neither loads nor replaces them, and each command says so (found by user testing:
+// stats and list counted and showed them).
+TEST_F(CliTest, CacheSkipsEntriesOfUntrustedShards) {
+  ASSERT_EQ(kdsl({"compile", kColSum, "--shape", "N=16", "--arch", "sm_90"}).code, 0);
+  auto all = nlohmann::json::parse(kdsl({"cache", "list", "--json"}).out);
+  ASSERT_EQ(all.size(), 2u);
+  const fs::path shard = fs::path(all[0]["path"].get<std::string>()).parent_path();
+  int hidden = 0;
+  for (const auto& e : all) hidden += fs::path(e["path"].get<std::string>()).parent_path() == shard;
+  const int shown = 2 - hidden;
+  const std::string n = fmt::format("{} entr{}", hidden, hidden == 1 ? "y" : "ies");
+  fs::permissions(shard, fs::perms::all);
+  const std::string why = shard.string() + " is writable by group or others (mode 0777)";
+
+  CliResult stats = kdsl({"cache", "stats"});
+  EXPECT_EQ(stats.code, 0) << show(stats);
+  EXPECT_NE(stats.out.find(fmt::format("entries               {}\n", shown)), std::string::npos)
+      << stats.out;
+  EXPECT_NE(stats.out.find("ignored               " + n +
+                           " in 1 shard folder the cache does not use (neither loaded, listed nor "
+                           "removed):\n  " +
+                           n + ": " + why),
+            std::string::npos)
+      << stats.out;
+  auto sj = nlohmann::json::parse(kdsl({"cache", "stats", "--json"}).out);
+  EXPECT_EQ(sj["entries"], shown);
+  EXPECT_EQ(sj["ignored_entries"], hidden);
+  ASSERT_EQ(sj["untrusted_shards"].size(), 1u) << sj;
+  EXPECT_EQ(sj["untrusted_shards"][0]["path"], shard.string());
+  EXPECT_EQ(sj["untrusted_shards"][0]["entries"], hidden);
+
+  const std::string note = "kdsl: note: " + n + " in " + shard.string();
+  CliResult list = kdsl({"cache", "list", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(list.out).size(), static_cast<size_t>(shown)) << list.out;
+  EXPECT_NE(list.err.find(note + " not listed: the cache does not use that folder: " + why),
+            std::string::npos)
+      << list.err;
+  CliResult clear = kdsl({"cache", "clear"});
+  EXPECT_EQ(clear.code, 0) << show(clear);
+  EXPECT_TRUE(clear.out.starts_with(fmt::format("removed {} entr", shown))) << clear.out;
+  EXPECT_NE(clear.err.find(note + " not removed: the cache does not use that folder: " + why),
+            std::string::npos)
+      << clear.err;
+  for (const auto& e : all) {
+    const fs::path p = e["path"].get<std::string>();
+    EXPECT_EQ(fs::exists(p), p.parent_path() == shard) << p;
+  }
+}
+
 TEST_F(CliTest, CacheStatsListPruneClear) {
   CliResult empty = kdsl({"cache", "list"});
   EXPECT_EQ(empty.code, 0);

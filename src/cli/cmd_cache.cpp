@@ -52,6 +52,17 @@ std::string state(const CacheStats& s) {
   return exists ? "on" : "on (the directory is created by the first compile)";
 }
 
+// "kdsl: note: 2 entries in DIR/ab not listed: the cache does not use that folder: REASON", for
+// each untrusted shard folder with entries in it (`done`: "listed", "removed", "counted").
+void note_untrusted(const DiskCache& cache, const char* done) {
+  for (const CacheUntrustedShard& u : cache.untrusted_shards()) {
+    if (u.entries == 0) continue;
+    print_note(fmt::format("{} in {} not {}: the cache does not use that folder: {}",
+                           counted(static_cast<int64_t>(u.entries), "entry", "entries"),
+                           u.path.string(), done, u.reason));
+  }
+}
+
 // Throws Error when the cache is on but its directory cannot be used (the reason `stats` shows):
 // `list`, `clear` and `prune` would otherwise report an empty cache.
 void require_usable(const DiskCache& cache) {
@@ -66,6 +77,12 @@ int stats(const CacheOptions& o) {
   CacheStats s = cache.stats();
   std::map<std::string, uint64_t> by_arch;
   for (const CacheEntryInfo& e : cache.list()) ++by_arch[e.arch.empty() ? "unreadable" : e.arch];
+  uint64_t ignored = 0;
+  nlohmann::json untrusted = nlohmann::json::array();
+  for (const CacheUntrustedShard& u : s.untrusted) {
+    ignored += u.entries;
+    untrusted.push_back({{"path", u.path.string()}, {"reason", u.reason}, {"entries", u.entries}});
+  }
   if (o.json) {
     nlohmann::json j = {{"dir", s.dir.string()},
                         {"enabled", s.enabled},
@@ -76,7 +93,9 @@ int stats(const CacheOptions& o) {
                         {"entries", s.enabled ? nlohmann::json(s.entries) : nlohmann::json()},
                         {"bytes", s.enabled ? nlohmann::json(s.bytes) : nlohmann::json()},
                         {"max_bytes", s.max_bytes},
-                        {"entries_by_arch", by_arch}};
+                        {"entries_by_arch", by_arch},
+                        {"ignored_entries", s.enabled ? nlohmann::json(ignored) : nlohmann::json()},
+                        {"untrusted_shards", untrusted}};
     std::cout << json_text(j) << "\n";
     return kOk;
   }
@@ -92,6 +111,16 @@ int stats(const CacheOptions& o) {
   }
   std::cout << fmt::format("{:<22}{}\n", "entries", s.entries);
   for (const auto& [arch, n] : by_arch) std::cout << fmt::format("  {:<20}{}\n", arch, n);
+  if (!s.untrusted.empty()) {  // as a compile: neither loaded nor replaced (found by user testing)
+    std::cout << fmt::format(
+        "{:<22}{} in {} the cache does not use (neither loaded, listed nor removed):\n", "ignored",
+        counted(static_cast<int64_t>(ignored), "entry", "entries"),
+        counted(static_cast<int64_t>(s.untrusted.size()), "shard folder", "shard folders"));
+    for (const CacheUntrustedShard& u : s.untrusted) {
+      std::cout << fmt::format(
+          "  {}: {}\n", counted(static_cast<int64_t>(u.entries), "entry", "entries"), u.reason);
+    }
+  }
   std::cout << fmt::format("{:<22}{}\n", "cache size", human_bytes(s.bytes));
   std::cout << fmt::format(
       "{:<22}{}{}\n", "size limit", limit_text(s.max_bytes),
@@ -103,6 +132,7 @@ int list(const CacheOptions& o) {
   DiskCache cache(CacheConfig::from_env());
   require_usable(cache);
   std::vector<CacheEntryInfo> entries = cache.list();
+  note_untrusted(cache, "listed");
   if (o.json) {
     nlohmann::json all = nlohmann::json::array();
     for (const CacheEntryInfo& e : entries) {
@@ -150,6 +180,7 @@ int remove(const CacheOptions& o, bool prune) {
   require_usable(cache);
   CacheRemoval r = prune ? cache.prune() : cache.clear();
   CacheStats after = cache.stats();
+  note_untrusted(cache, prune ? "counted" : "removed");
   // Entries that stay because they could not be removed make the command fail (exit 1), after
   // its usual report.
   const std::string failed =
