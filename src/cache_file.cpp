@@ -93,6 +93,16 @@ std::string temp_path_for(const std::filesystem::path& path) {
   return fmt::format("{}.tmp.{}.{}.{:x}", path.string(), ::getpid(), counter.fetch_add(1), rng());
 }
 
+// What is in the place of an entry that cannot be opened (open failed with `err`) when it is not
+// an entry file at all, so a damaged entry that a compile removes and replaces (docs/cache.md):
+// a symbolic link that loops. "" otherwise: nothing there (a miss), or an I/O error.
+std::string not_an_entry(const std::filesystem::path& path, int err) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  if (S_ISLNK(st.st_mode) && err == ELOOP) return "a symbolic link that loops";
+  return {};
+}
+
 }  // namespace
 
 std::string xxh128_hex(std::string_view data) {
@@ -176,9 +186,17 @@ ReadResult read_entry(const std::filesystem::path& path, const CacheFaults& faul
   // O_NONBLOCK: a FIFO put in an entry's place must not block the open (regular files ignore it).
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) {
-    if (errno == ENOENT) return r;  // kMissing
+    const int err = errno;
+    // (Found by user testing: a link that loops was an I/O error, "compiling in memory instead",
+    // and then replaced anyway.)
+    if (std::string what = not_an_entry(path, err); !what.empty()) {
+      r.status = ReadResult::kDamaged;
+      r.problem = std::move(what);
+      return r;
+    }
+    if (err == ENOENT) return r;  // kMissing
     r.status = ReadResult::kIoError;
-    r.problem = fmt::format("cannot open {}: {}", path.string(), errno_text(errno));
+    r.problem = fmt::format("cannot open {}: {}", path.string(), errno_text(err));
     return r;
   }
   struct stat st {};

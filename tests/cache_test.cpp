@@ -428,6 +428,24 @@ TEST_F(DamagedEntryTest, FifoInPlaceOfTheEntry) {
       "not a regular file");
 }
 
+// A symbolic link that loops in an entry's place is a damaged entry: the link is removed and a
+// real file stored, with the warning that says so (found by user testing: the warning said the
+// kernel was compiled "in memory instead", and it was stored anyway).
+TEST_F(DamagedEntryTest, SymbolicLinkLoopInPlaceOfTheEntry) {
+  fs::path entry;
+  expect_rebuilt(
+      [&](const fs::path& p) {
+        entry = p;
+        fs::remove(p);
+        fs::create_symlink(p.filename(), p);
+      },
+      "): a symbolic link that loops; compiling it again");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(entry)));
+  for (const std::string& w : warnings()) {
+    EXPECT_EQ(w.find("in memory"), std::string::npos) << w;
+  }
+}
+
 // An empty directory in the entry's place holds nothing of anyone's: removed, and the entry
 // rebuilt, with one warning that says what was removed.
 TEST_F(DamagedEntryTest, EmptyDirectoryInPlaceOfTheEntry) {
