@@ -95,11 +95,17 @@ std::string temp_path_for(const std::filesystem::path& path) {
 
 // What is in the place of an entry that cannot be opened (open failed with `err`) when it is not
 // an entry file at all, so a damaged entry that a compile removes and replaces (docs/cache.md):
-// a symbolic link that loops. "" otherwise: nothing there (a miss), or an I/O error.
+// a symbolic link that loops or points to nothing. "" otherwise: nothing there (a miss), or an
+// I/O error.
 std::string not_an_entry(const std::filesystem::path& path, int err) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return {};
   if (S_ISLNK(st.st_mode) && err == ELOOP) return "a symbolic link that loops";
+  if (S_ISLNK(st.st_mode) && err == ENOENT) {  // (found by user testing: replaced silently)
+    std::error_code ec;
+    const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+    return fmt::format("a symbolic link to {}, which does not exist", target.string());
+  }
   return {};
 }
 

@@ -446,6 +446,23 @@ TEST_F(DamagedEntryTest, SymbolicLinkLoopInPlaceOfTheEntry) {
   }
 }
 
+// A symbolic link to nothing in an entry's place is replaced with the warning docs/cache.md gives
+// for damaged entries (found by user testing: it was replaced silently), and its target is not
+// made.
+TEST_F(DamagedEntryTest, DanglingSymbolicLinkInPlaceOfTheEntry) {
+  const fs::path target = root_ / "missing";
+  fs::path entry;
+  expect_rebuilt(
+      [&](const fs::path& p) {
+        entry = p;
+        fs::remove(p);
+        fs::create_symlink(target, p);
+      },
+      "): a symbolic link to " + target.string() + ", which does not exist; compiling it again");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(entry)));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(target)));
+}
+
 // An empty directory in the entry's place holds nothing of anyone's: removed, and the entry
 // rebuilt, with one warning that says what was removed.
 TEST_F(DamagedEntryTest, EmptyDirectoryInPlaceOfTheEntry) {
