@@ -155,22 +155,40 @@ fs::path default_cache_dir() {
   return home.empty() ? fs::path() : fs::path(home) / ".cache" / "kdsl";
 }
 
+// Logs `message` as a warning the first time it is given in this process (the environment is
+// read once per DiskCache).
+void warn_once(const std::string& message) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (warned.insert(message).second) log().warn("{}", message);
+}
+
 // KDSL_CACHE: off, 0, false or no turn the cache off; on, 1, true, yes or nothing leave it on (any
 // case, spaces around ignored). Another value is warned about once per process and leaves it on.
 bool cache_enabled(const std::string& text) {
   const std::string mode = env_word(text);
   if (mode == "off" || mode == "0" || mode == "false" || mode == "no") return false;
   if (mode.empty() || mode == "on" || mode == "1" || mode == "true" || mode == "yes") return true;
-  static std::mutex mu;
-  static std::set<std::string> warned;
-  std::lock_guard<std::mutex> lock(mu);
-  if (warned.insert(text).second) {
-    log().warn(
-        "kdsl cache: ignoring KDSL_CACHE='{}': expected off (or 0, false, no) or on (or 1, true, "
-        "yes); the disk cache is on",
-        text);
-  }
+  warn_once(fmt::format(
+      "kdsl cache: ignoring KDSL_CACHE='{}': expected off (or 0, false, no) or on (or 1, true, "
+      "yes); the disk cache is on",
+      text));
   return true;
+}
+
+// KDSL_CACHE_FAULT; each unknown item is warned about once per process (found by user testing:
+// they were ignored in silence, so a test ran without the failure it meant to inject).
+CacheFaults cache_faults(const std::string& text) {
+  std::vector<std::string> unknown;
+  CacheFaults faults = CacheFaults::parse(text, &unknown);
+  for (const std::string& item : unknown) {
+    warn_once(fmt::format(
+        "kdsl cache: ignoring '{}' in KDSL_CACHE_FAULT='{}': expected a comma list of read, "
+        "write, rename, lock (tests only)",
+        item, text));
+  }
+  return faults;
 }
 
 }  // namespace
@@ -190,7 +208,7 @@ CacheConfig CacheConfig::from_env() {
           size, c.max_bytes);
     }
   }
-  c.faults = CacheFaults::parse(env("KDSL_CACHE_FAULT"));
+  c.faults = cache_faults(env("KDSL_CACHE_FAULT"));
   return c;
 }
 

@@ -1,4 +1,5 @@
 #include "src/cache_file.h"
+#include "src/text_util.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -173,15 +174,22 @@ std::optional<EntryFile> decode_entry(std::string_view bytes, std::string* probl
   return entry;
 }
 
-CacheFaults CacheFaults::parse(std::string_view list) {
+CacheFaults CacheFaults::parse(std::string_view list, std::vector<std::string>* unknown) {
   CacheFaults f;
   while (!list.empty()) {
     size_t comma = list.find(',');
-    std::string_view item = list.substr(0, comma);
-    f.read |= item == "read";
-    f.write |= item == "write";
-    f.rename |= item == "rename";
-    f.lock |= item == "lock";
+    const std::string item = trim_blanks(std::string(list.substr(0, comma)));
+    const std::string word = env_word(item);
+    bool* flag = word == "read"     ? &f.read
+                 : word == "write"  ? &f.write
+                 : word == "rename" ? &f.rename
+                 : word == "lock"   ? &f.lock
+                                    : nullptr;
+    if (flag != nullptr) {
+      *flag = true;
+    } else if (!item.empty() && unknown != nullptr) {
+      unknown->push_back(item);
+    }
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
   }
   return f;

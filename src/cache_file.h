@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kdsl {
 
@@ -43,7 +44,11 @@ struct CacheFaults {
   bool write = false;
   bool rename = false;
   bool lock = false;
-  static CacheFaults parse(std::string_view comma_list);
+  /// Reads the items of `comma_list` in any case, spaces and tabs around ignored; empty items are
+  /// skipped, and any other item is appended to `*unknown` (when given) as written, less the
+  /// spaces around it.
+  static CacheFaults parse(std::string_view comma_list,
+                           std::vector<std::string>* unknown = nullptr);
 };
 
 /// The outcome of reading one entry file.

@@ -179,6 +179,31 @@ TEST_F(CacheTest, KdslCacheSpellings) {
       << warnings()[0];
 }
 
+// KDSL_CACHE_FAULT: items in any case, spaces around ignored; an unknown one is warned about, named
+// with the accepted ones, once per process (found by user testing: a misspelt fault was ignored
+// in silence, so a test ran without the failure it meant to inject).
+TEST_F(CacheTest, KdslCacheFaultUnknownItemsAreWarnedAbout) {
+  {
+    ScopedEnv env("KDSL_CACHE_FAULT", " Read , WRITE,rename,lock, ");
+    const CacheFaults f = CacheConfig::from_env().faults;
+    EXPECT_TRUE(f.read && f.write && f.rename && f.lock);
+    EXPECT_TRUE(warnings().empty());
+  }
+  ScopedEnv env("KDSL_CACHE_FAULT", "read,wrte, bogus");
+  const CacheFaults f = CacheConfig::from_env().faults;
+  CacheConfig::from_env();  // no second warning
+  EXPECT_TRUE(f.read && !f.write && !f.rename && !f.lock);
+  const auto w = warnings();
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0],
+            "kdsl cache: ignoring 'wrte' in KDSL_CACHE_FAULT='read,wrte, bogus': expected a comma "
+            "list of read, write, rename, lock (tests only)");
+  EXPECT_NE(w[1].find("ignoring 'bogus' in KDSL_CACHE_FAULT="), std::string::npos) << w[1];
+  std::vector<std::string> unknown;
+  EXPECT_TRUE(CacheFaults::parse("lock,,x", &unknown).lock);
+  EXPECT_EQ(unknown, std::vector<std::string>{"x"});
+}
+
 // ----------------------------------------------------------------------------------------------
 // Hits and misses
 
