@@ -96,11 +96,15 @@ std::string temp_path_for(const std::filesystem::path& path) {
 
 // What is in the place of an entry that cannot be opened (open failed with `err`) when it is not
 // an entry file at all, so a damaged entry that a compile removes and replaces (docs/cache.md):
-// a symbolic link that loops or points to nothing. "" otherwise: nothing there (a miss), or an
-// I/O error.
+// a symbolic link that loops or points to nothing, or a socket (or a link to one). "" otherwise:
+// nothing there (a miss), or an I/O error.
 std::string not_an_entry(const std::filesystem::path& path, int err) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return {};
+  struct stat followed {};
+  if (err == ENXIO && ::stat(path.c_str(), &followed) == 0 && S_ISSOCK(followed.st_mode)) {
+    return "not a regular file";  // as a FIFO is (read_entry)
+  }
   if (S_ISLNK(st.st_mode) && err == ELOOP) return "a symbolic link that loops";
   if (S_ISLNK(st.st_mode) && err == ENOENT) {  // (found by user testing: replaced silently)
     std::error_code ec;

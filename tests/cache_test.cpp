@@ -2,9 +2,12 @@
 // Multi-process behavior is in cache_process_test.cpp.
 #include "src/cache.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -451,6 +454,27 @@ TEST_F(DamagedEntryTest, FifoInPlaceOfTheEntry) {
         ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0) << p;
       },
       "not a regular file");
+}
+
+// A socket in an entry's place (opening it fails with ENXIO) is "not a regular file", as
+// docs/cache.md says: removed and replaced, with the warning that says so (it was an I/O error,
+// "compiling in memory instead", and then replaced anyway).
+TEST_F(DamagedEntryTest, SocketInPlaceOfTheEntry) {
+  sockaddr_un addr{};
+  const std::string path = DiskCache(config()).entry_path(cache_key_hex(test_key())).string();
+  if (path.size() >= sizeof(addr.sun_path)) GTEST_SKIP() << "path too long for a socket: " << path;
+  int fd = -1;
+  expect_rebuilt(
+      [&](const fs::path& p) {
+        fs::remove(p);
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, p.c_str(), sizeof(addr.sun_path) - 1);
+        fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)), 0) << p;
+      },
+      "): not a regular file; compiling it again");
+  ::close(fd);
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(path)));
 }
 
 // A symbolic link that loops in an entry's place is a damaged entry: the link is removed and a
