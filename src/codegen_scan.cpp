@@ -469,12 +469,16 @@ void Emitter::emit_finalize() {
     t_.in();
     t_.line("const long long kn = {};", extent_product(kept));
     t_.line("const long long terms = {} * {}LL;", extent_product(omitted), sp.per_row);
+    // f32 partials are summed in f64 (SPEC 11.3, as the row kernels' finalize does: thousands
+    // of partials in f32 would lose digits), then rounded once.
+    const DType sum_t = acc == DType::f32 ? DType::f64 : acc;
     t_.line("const {}* ws = reinterpret_cast<const {}*>({});", cuda::reg_type(acc),
             cuda::reg_type(acc), ws_name(sp.ws));
     t_.line("for (long long kk = warp; kk < kn; kk += warps) {{");
     t_.in();
-    t_.line("{} a = {};", cuda::reg_type(acc), cuda::zero(acc));
-    t_.line("for (long long u = lane; u < terms; u += 32) a = a + ws[u * kn + kk];");
+    t_.line("{} a = {};", cuda::reg_type(sum_t), cuda::zero(sum_t));
+    t_.line("for (long long u = lane; u < terms; u += 32) a = a + {};",
+            cuda::convert(acc, sum_t, "ws[u * kn + kk]"));
     t_.line("a = kdsl_warp_reduce<32>(a, kdsl_op_sum{{}});");
     t_.line("if (lane == 0) {{");
     t_.in();
@@ -495,9 +499,9 @@ void Emitter::emit_finalize() {
     t_.line("{}* out = p.t{} + ({});", cuda::storage_type(tp.dtype), st.tensor, off);
     // (An = overwrites; an element's += adds the old value: sp.add_old.)
     if (tp.role == ir::Role::inout && (st.kind == ir::StoreKind::reduce || sp.add_old)) {
-      t_.line("a = a + {};", cuda::convert(tp.dtype, acc, cuda::from_storage(tp.dtype, "*out")));
+      t_.line("a = a + {};", cuda::convert(tp.dtype, sum_t, cuda::from_storage(tp.dtype, "*out")));
     }
-    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(acc, tp.dtype, "a")));
+    t_.line("*out = {};", cuda::to_storage(tp.dtype, cuda::convert(sum_t, tp.dtype, "a")));
     t_.out();
     t_.line("}}");
     t_.out();

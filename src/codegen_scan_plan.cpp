@@ -57,6 +57,7 @@ class Planner {
     classify();
     find_states();
     plan_stores();
+    check_inout_element_reads();
     for (const State& st : p_.states) {
       for (ir::ValueId a : st.args) need(a, 0, true);
     }
@@ -72,6 +73,7 @@ class Planner {
   void need_scalar(ir::ValueId id);
   void need(ir::ValueId id, int delta, bool phase_a, ir::ValueId shifted_by = -1);
   void check_shifted_inout(ir::ValueId load, ir::ValueId at) const;
+  void check_inout_element_reads() const;
   struct ScaledSum {
     ir::ValueId sum = -1;  // the reduce(sum) node; -1 when the stored value is not one
     std::vector<std::pair<ir::ValueId, bool>> factors;  // (value, divide), innermost first
@@ -204,19 +206,17 @@ Planner::ScaledSum Planner::scaled_sum(const ir::Store& st, std::vector<ir::Valu
   const DType stored = k_.tensors[st.tensor].dtype;
   const bool element = st.kind != ir::StoreKind::reduce;
   auto dtype = [&](ir::ValueId id) { return k_.node(id).type.dtype; };
-  // A cast of a float to a float that cannot change the stored value. In an element store: exact
-  // (f16 or bf16 to f32, any float to f64) or a rounding to the tensor's own type (`top`, above
-  // an add of the old value: the store rounds once, as the casts would); below that add, exact
-  // only. In a column reduction none that changes the type (the terms are summed in their own).
+  // A cast that cannot change the stored value: exact (to the same type, f16 or bf16 to f32, a
+  // float to f64, i32 to i64), or, at the top of an element store (`top`: above an add of the
+  // old value), a conversion to the tensor's own type, which the store makes once anyway.
   auto harmless_cast = [&](ir::ValueId id, bool top) {
     const ir::Node& c = k_.node(id);
-    if (c.op != Op::cast || !is_float(c.type.dtype) || !is_float(dtype(c.args[0]))) return false;
+    if (c.op != Op::cast) return false;
     const DType from = dtype(c.args[0]), to = c.type.dtype;
-    if (from == to) return true;
-    if (!element) return false;
-    const bool exact =
-        to == DType::f64 || (to == DType::f32 && (from == DType::f16 || from == DType::bf16));
-    return exact || (top && to == stored);
+    const bool exact = from == to || (is_float(from) && to == DType::f64) ||
+                       (to == DType::f32 && (from == DType::f16 || from == DType::bf16)) ||
+                       (from == DType::i32 && to == DType::i64);
+    return exact || (top && element && to == stored);
   };
   ir::ValueId at = st.value;
   const ir::Node* n = &k_.node(at);
@@ -231,7 +231,11 @@ Planner::ScaledSum Planner::scaled_sum(const ir::Store& st, std::vector<ir::Valu
     r.why = std::move(why);
     return r;
   };
-  while (harmless_cast(at, true)) step(n->args[0]);
+  bool cast = false;  // a cast was passed
+  while (harmless_cast(at, true)) {
+    step(n->args[0]);
+    cast = true;
+  }
   ir::ValueId added = -1;  // the add of the old value, if any
   if (element && k_.tensors[st.tensor].role == ir::Role::inout && n->op == Op::binary &&
       static_cast<ir::BinaryFn>(n->fn) == ir::BinaryFn::add) {
@@ -241,20 +245,32 @@ Planner::ScaledSum Planner::scaled_sum(const ir::Store& st, std::vector<ir::Valu
       while (harmless_cast(old.back(), false)) old.push_back(k_.node(old.back()).args[0]);
       const ir::Node& load = k_.node(old.back());
       if (load.op == Op::load && load.index == st.tensor && load.view == st.view) {
+        // (The old value's load and casts stay out of the chain: other values may read it too,
+        // as the tiles read the contents on entry and only the follow-up writes.)
         r.add_old = true;
         added = at;
-        chain->insert(chain->end(), old.begin(), old.end());
         step(n->args[1 - side]);
       }
     }
   }
-  while (harmless_cast(at, false)) step(n->args[0]);
-  if (n->op == Op::cast && is_float(n->type.dtype)) {
+  while (harmless_cast(at, false)) {
+    step(n->args[0]);
+    cast = true;
+  }
+  if (n->op == Op::cast) {
+    if (added >= 0) {
+      r.hint = "add the unrounded sum: the store rounds once, after the old value is added";
+      return stop(
+          fmt::format("a sum of a scan's result converted to {} before the old value "
+                      "of the InOut element is added is not supported (a second "
+                      "rounding)",
+                      dtype_name(n->type.dtype)));
+    }
     r.hint = element ? "store the sum into a tensor of that type, or round it in a second kernel"
                      : "drop the cast: the column reduction adds the unrounded terms and "
                        "rounds to the tensor's type once, when it stores";
-    return stop(element ? fmt::format("a sum of a scan's result rounded to {} before it is stored "
-                                      "into a {} tensor is not supported",
+    return stop(element ? fmt::format("a sum of a scan's result converted to {} before it is "
+                                      "stored into a {} tensor is not supported",
                                       dtype_name(n->type.dtype), dtype_name(stored))
                         : "a cast inside a column reduction of a sum of a scan's result rounds "
                           "each term before the reduction adds them: not supported");
@@ -285,12 +301,9 @@ Planner::ScaledSum Planner::scaled_sum(const ir::Store& st, std::vector<ir::Valu
     return stop("");
   }
   const bool plain = at == st.value && st.kind == ir::StoreKind::reduce;
-  // Element stores only where the summed values need a scan's result (else the total is carried,
-  // exactly as written).
-  if (!plain && element && !scan_dep_[n->args[0]]) {
-    r.factors.clear();
-    return r;
-  }
+  // Element stores, and the forms only they need (casts, negation, the old value), only where
+  // the summed values need a scan's result (else the total is carried, exactly as written).
+  if (!plain && (element || cast || r.negate) && !scan_dep_[n->args[0]]) return ScaledSum{};
   if (!r.factors.empty() && !is_float(acc)) {
     // A scaled integer partial would round differently ((7 / 2) + (7 / 2) is not 14 / 2).
     r.hint = "scale the values inside sum(...), or store the sum and scale it in a second kernel";
@@ -494,6 +507,31 @@ void Planner::check_shifted_inout(ir::ValueId load, ir::ValueId at) const {
                           "kernel: on the GPU another thread may have written that position first",
                           k_.tensors[t].name),
               "write the result to an Out tensor, or pass the input as a separate tensor");
+}
+
+// An InOut tensor read at an element (a value the same along the sequence) and written by the
+// main kernel (an element at the sequence's start or end, or a vector along it): the tiles of a
+// row's chunks run in any order, so one may read the element after another wrote it, not the
+// contents on entry the language promises (found by a new-user test). Column reductions and sums
+// through tile partials are written by the follow-up, after every tile has read; a vector read
+// at its own positions is read and written by the same thread.
+void Planner::check_inout_element_reads() const {
+  for (size_t j = 0; j < k_.stores.size(); ++j) {
+    const StorePlan::How how = p_.stores[j].how;
+    if (how != StorePlan::How::scalar && how != StorePlan::How::vector) continue;
+    const int32_t t = k_.stores[j].tensor;
+    if (k_.tensors[t].role != ir::Role::inout) continue;
+    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+      const ir::Node& n = k_.nodes[i];
+      if (n.op != Op::load || n.index != t || p_.where[i] == Where::vec) continue;
+      unsupported(k_, static_cast<ir::ValueId>(i), n.loc,
+                  fmt::format("InOut tensor '{}' is read at an element and written by this kernel "
+                              "(line {}): on the GPU the chunks of a long sequence run in any "
+                              "order, so one may read it after another wrote it",
+                              k_.tensors[t].name, k_.stores[j].loc.line),
+                  "write the result to an Out tensor, or pass the input as a separate tensor");
+    }
+  }
 }
 
 void Planner::need(ir::ValueId id, int delta, bool phase_a, ir::ValueId shifted_by) {

@@ -745,6 +745,24 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
   EXPECT_NE(r.err.find("hint: drop the cast: the column reduction adds the unrounded terms"),
             std::string::npos)
       << r.err;
+  // An InOut element read by the tiles and written by the main kernel (found by a third new-user
+  // test: the chunks after the first read the new value) is refused, at the read.
+  {
+    const std::string inout = path("inout_race.kdsl");
+    std::ofstream(inout) << "@kernel\n"
+                            "def k(x: Tensor[f32, (B, L, D)], *, u: InOut[f32, (B, D)], "
+                            "v: InOut[f32, (B, D)]):\n"
+                            "    for b, d in parallel(B, D):\n"
+                            "        c = cumsum(x[b, :, d])\n"
+                            "        u[b, d] += sum(c) * v[b, d]\n"
+                            "        v[b, d] = first(x[b, :, d])\n";
+    r = kdsl({"compile", inout, "--shape", "L=4097", "--arch", "sm_90"});
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_NE(r.err.find(inout + ":5:29: error: InOut tensor 'v' is read at an element and "
+                                 "written by this kernel (line 6)"),
+              std::string::npos)
+        << r.err;
+  }
   // -sum(c), a cast to the tensor's type and += stay accepted forms.
   write("        dl[d] += -sum(c) * 0.5\n        s[b, d] = f32(sum(c))");
   r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});

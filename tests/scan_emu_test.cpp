@@ -438,9 +438,10 @@ def scaled_rows(x: Tensor[f32, (M, N)], v: Tensor[f32, (M,)], *, y: Out[f32, (M,
 @kernel
 def scaled_more[T: (f32, bf16)](x: Tensor[T, (B, L, D)], w: Tensor[f32, (D,)], *,
                                 u: InOut[f32, (B, D)], ub: InOut[T, (B, D)], sb: Out[T, (B, D)],
-                                n: Out[f32, (D,)], k: f32 = 0.75):
+                                n: Out[f32, (D,)], r: Out[f32, (B, D)], k: f32 = 0.75):
     for b, d in parallel(B, D):
         c = cumsum(f32(x[b, :, d]), reverse=True)
+        r[b, d] = u[b, d] * 2.0
         u[b, d] += w[d] * sum(c)
         ub[b, d] += sum(c) * k
         sb[b, d] += T(sum(c * c) * k)
@@ -495,9 +496,10 @@ TEST_F(ScanEmu, ScaledSumsOfAScanAreStored) {
 }
 
 // The forms a second new-user test found refused: += into an InOut element (old + the sum: the
-// follow-up adds the old value), a cast to the tensor's type with +=, a negated sum, and unscaled
-// sums of integers and complex values stored into elements (exact, or as column reductions'
-// partials are). Reverse scans, several chunks and one, f32 and bf16.
+// follow-up adds the old value; the tiles may read the element too, as r does), a cast to the
+// tensor's type with +=, a negated sum, and unscaled sums of integers and complex values stored
+// into elements (exact, or as column reductions' partials are). Reverse scans, several chunks and
+// one, f32 and bf16.
 TEST_F(ScanEmu, SumsOfAScanIntoInOutElementsNegatedIntegerAndComplex) {
   testing::ScanScheduleEnv env("");
   auto fe = run_front_end(std::make_shared<const SourceFile>("scaled.kdsl", kScaledSums));

@@ -92,7 +92,9 @@ case "${1:-}" in
     cat .device/COMMIT
     nvidia-smi -L
     if nvidia-smi -L | grep -q H200; then
-      KDSL_PRECOMPILE=0 final_run
+      # (Straight into $out, so that what finished comes back if the call's limit cuts it.)
+      OUT="$out" KDSL_PEERS=run KDSL_PRECOMPILE=0 bash scripts/device/final_bench.sh 2>&1 |
+        tail -60
       echo "== variants at ${SECONDS} s"
       [ "$SECONDS" -lt 470 ] && variants 1
     else
