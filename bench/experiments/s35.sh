@@ -132,5 +132,21 @@ case "${1:-}" in
     ;;
   variants) nvidia-smi -L; variants 2; echo "done at ${SECONDS} s" ;;
   more) nvidia-smi -L; more_checks; echo "done at ${SECONDS} s" ;;
+  last)
+    # The session's last device time (too little for the full run): more_checks on any GPU;
+    # on an H200 also `variants` once (the H200 half of the prediction above); else the SASS.
+    cat .device/COMMIT
+    nvidia-smi -L
+    more_checks
+    echo "== at ${SECONDS} s"
+    if nvidia-smi -L | grep -q H200; then
+      variants 1
+    else
+      timeout 60 .device/bin/kdsl emit stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype bf16 \
+        --shape M=4096,N=32768 --sass > "$out/layer_norm_bwd_4096x32768.sass" 2>&1
+      wc -l "$out/layer_norm_bwd_4096x32768.sass"
+    fi
+    echo "done at ${SECONDS} s"
+    ;;
   *) echo "usage: s35.sh first|second|variants|more|precompile"; exit 2 ;;
 esac
