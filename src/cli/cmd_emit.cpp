@@ -28,6 +28,8 @@ int emit(const EmitOptions& o) {
         "--schedule chooses the schedule of the generated code: use it with --cuda, --ptx, "
         "--sass or --explain, not --ir");
   }
+  // A malformed --arch before the kernel and its shapes (as kdsl compile and run check it).
+  if (!o.k.arch.empty()) target_for(o.k.arch, nullptr);
   std::optional<Disassembler> dis;
   if (o.sass) {
     dis = find_disassembler();

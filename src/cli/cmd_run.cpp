@@ -104,6 +104,9 @@ int run(const RunOptions& o) {
                     "that runs",
                     o.verify ? "--verify" : "--bench"));
   }
+  // A malformed --arch is a usage error whatever runs (found by a new-user test: with --device
+  // cpu it was accepted silently), before the kernel and its shapes are looked at.
+  if (!o.k.arch.empty()) target_for(o.k.arch, nullptr);
   nlohmann::json report;
   report["file"] = o.k.file;
   nlohmann::json inputs = nlohmann::json::object();
