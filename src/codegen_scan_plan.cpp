@@ -17,14 +17,10 @@ bool has_kind(const ir::View& v, ir::AxisIndex::Kind kind) {
   return std::any_of(v.begin(), v.end(), [&](const ir::AxisIndex& a) { return a.kind == kind; });
 }
 
-[[noreturn]] void unsupported(const ir::Kernel& k, ir::ValueId id, SourceLoc loc,
-                              const std::string& msg, const std::string& hint) {
-  // Nodes made by sema for an expression may have no location; use the nearest operand's that
-  // has one, depth first and left to right (a select's condition may be a parameter, which has
-  // none). The underline: the span of the node found, or of the node that starts at the given
-  // location.
-  uint32_t length = 1;
-  const bool given = loc.valid();
+// The first of `id` and its operands (depth first, left to right) whose node satisfies `pred`,
+// or -1.
+template <class Pred>
+ir::ValueId find_operand(const ir::Kernel& k, ir::ValueId id, Pred pred) {
   std::vector<ir::ValueId> stack = {id};
   std::vector<bool> seen(k.nodes.size(), false);
   while (!stack.empty()) {
@@ -33,12 +29,25 @@ bool has_kind(const ir::View& v, ir::AxisIndex::Kind kind) {
     if (at < 0 || static_cast<size_t>(at) >= seen.size() || seen[at]) continue;
     seen[at] = true;
     const ir::Node& n = k.node(at);
-    if (n.loc.valid() && (!given || n.loc.offset == loc.offset)) {
-      if (!given) loc = n.loc;
-      length = std::max(n.length, 1u);
-      break;
-    }
+    if (pred(n)) return at;
     for (auto a = n.args.rbegin(); a != n.args.rend(); ++a) stack.push_back(*a);
+  }
+  return -1;
+}
+
+[[noreturn]] void unsupported(const ir::Kernel& k, ir::ValueId id, SourceLoc loc,
+                              const std::string& msg, const std::string& hint) {
+  // Nodes made by sema for an expression may have no location; use the nearest operand's that
+  // has one (a select's condition may be a parameter, which has none). The underline: the span
+  // of the node found, or of the node that starts at the given location.
+  const bool given = loc.valid();
+  const ir::ValueId found = find_operand(k, id, [&](const ir::Node& n) {
+    return n.loc.valid() && (!given || n.loc.offset == loc.offset);
+  });
+  uint32_t length = 1;
+  if (found >= 0) {
+    if (!given) loc = k.node(found).loc;
+    length = std::max(k.node(found).length, 1u);
   }
   Diagnostic d;
   d.loc = loc;
@@ -345,20 +354,12 @@ void Planner::refuse_scan_sum(ir::ValueId sum) const {
     std::vector<ir::ValueId> chain;
     const ScaledSum ss = scaled_sum(st, &chain);
     if (ss.bad < 0 || !uses(st.value)) continue;
-    // Nodes sema made without a location of their own take their nearest operand's
-    // (unsupported), unless that is on another line than the store (the sum's first use, shared
-    // by CSE): then the store's.
-    SourceLoc at = k_.node(ss.bad).loc;
-    if (!at.valid()) {
-      std::vector<ir::ValueId> stack = {ss.bad};
-      while (!stack.empty() && !at.valid()) {
-        const ir::Node& n = k_.node(stack.back());
-        stack.pop_back();
-        at = n.loc;
-        for (auto a = n.args.rbegin(); a != n.args.rend(); ++a) stack.push_back(*a);
-      }
-      at = at.valid() && at.line == st.loc.line ? SourceLoc{} : st.loc;
-    }
+    // At the refused node, or its nearest located operand (unsupported), where that is on the
+    // store's line; else at the store (the operand may be the sum's first use on another line,
+    // shared by CSE).
+    const ir::ValueId near =
+        find_operand(k_, ss.bad, [](const ir::Node& n) { return n.loc.valid(); });
+    const SourceLoc at = near >= 0 && k_.node(near).loc.line == st.loc.line ? SourceLoc{} : st.loc;
     unsupported(k_, ss.bad, at, ss.why.empty() ? what : ss.why, ss.hint.empty() ? hint : ss.hint);
   }
   unsupported(k_, sum, k_.node(sum).loc, what, hint);

@@ -711,11 +711,13 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
                            "        y[b, :, d] = c\n"
                         << line << "\n";
   };
-  write("        dl[d] += 2.0 * sum(c)\n        s[b, d] = 0.0");
-  CliResult r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  auto compile = [&](const std::string& lines) {
+    write(lines);
+    return kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  };
+  CliResult r = compile("        dl[d] += 2.0 * sum(c)\n        s[b, d] = 0.0");
   EXPECT_EQ(r.code, 0) << show(r);
-  write("        dl[d] += sum(c) + 1.0\n        s[b, d] = 0.0");
-  r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  r = compile("        dl[d] += sum(c) + 1.0\n        s[b, d] = 0.0");
   EXPECT_EQ(r.code, 1) << show(r);
   EXPECT_NE(r.err.find(file + ":6:18: error: a reduction along the sequence of a scan's result "
                               "can only be stored: a sum, as a column reduction"),
@@ -728,15 +730,13 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
       << r.err;
   // A sum shared by a valid store and an invalid one (one node after CSE): the diagnostic at the
   // invalid store's line, not at the sum's first use (found by a second new-user test).
-  write("        dl[d] += 2.0 * sum(c)\n        s[b, d] = sum(c) + 1.0");
-  r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  r = compile("        dl[d] += 2.0 * sum(c)\n        s[b, d] = sum(c) + 1.0");
   EXPECT_EQ(r.code, 1) << show(r);
   EXPECT_NE(r.err.find(file + ":7:9: error: a reduction along the sequence of a scan's result"),
             std::string::npos)
       << r.err;
   // A cast inside a column reduction rounds each term: its own message and hint.
-  write("        dl[d] += f32(bf16(2.0 * sum(c)))\n        s[b, d] = 0.0");
-  r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  r = compile("        dl[d] += f32(bf16(2.0 * sum(c)))\n        s[b, d] = 0.0");
   EXPECT_EQ(r.code, 1) << show(r);
   EXPECT_NE(r.err.find("error: a cast inside a column reduction of a sum of a scan's result "
                        "rounds each term"),
@@ -764,8 +764,7 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
         << r.err;
   }
   // -sum(c), a cast to the tensor's type and += stay accepted forms.
-  write("        dl[d] += -sum(c) * 0.5\n        s[b, d] = f32(sum(c))");
-  r = kdsl({"compile", file, "--shape", "L=4097", "--arch", "sm_90"});
+  r = compile("        dl[d] += -sum(c) * 0.5\n        s[b, d] = f32(sum(c))");
   EXPECT_EQ(r.code, 0) << show(r);
 }
 

@@ -96,12 +96,12 @@ int compile(const CompileOptions& o) {
   // A malformed --arch is reported before the kernel and its shapes are looked at (found by a
   // new-user test: it was reported only once every shape symbol had a value).
   std::vector<DeviceTarget> targets;
-  for (const std::string& a : o.archs.empty() ? std::vector<std::string>{} : split_archs(o.archs)) {
-    targets.push_back(target_for(a, nullptr));
+  if (!o.archs.empty()) {
+    for (const std::string& a : split_archs(o.archs)) targets.push_back(target_for(a, nullptr));
   }
   SpecList list = expand_specs(o.specs, /*all_symbols=*/false);
   ScheduleHint hint = parse_schedule(o.specs.schedule);
-  if (o.archs.empty()) {
+  if (targets.empty()) {
     std::string note;
     targets.push_back(target_for("", &note));
     print_note(note);
