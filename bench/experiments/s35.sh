@@ -148,5 +148,6 @@ case "${1:-}" in
     fi
     echo "done at ${SECONDS} s"
     ;;
+  lib) ;;  # `source s35.sh lib` (s36.sh) takes the functions above alone
   *) echo "usage: s35.sh first|second|variants|more|precompile"; exit 2 ;;
 esac

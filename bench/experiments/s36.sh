@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Thirty-sixth session, on the GPU machine after `s36.sh precompile` here and
+# `KDSL_KEEP_CACHE=1 scripts/device/stage.sh build` (carry .device). The cache of the thirty-
+# fifth session's way (every test specialization, 143 MB) is over the 64 MiB a call may carry, so
+# `precompile` fills it with the benchmark's specializations alone. Predictions written before
+# the run:
+#   s36.sh run  On an H200: the full benchmark with the peers (final_bench.sh, KDSL_PEERS=run,
+#               KDSL_PRECOMPILE=0), the first H200 run with the 25 ms warm-up (aa226f8).
+#               Prediction as s34.sh's and s35.sh's: 2^27-byte bf16 forward rows 0.87-0.90 ->
+#               0.92-0.95 of copy, 2^27-byte scans 3-10% above AM3, rg_lru_bwd bf16 0.54 ->
+#               0.56-0.59, rows of 2^28 bytes and more within 1.5% of AM3. Then s35.sh's
+#               `variants` once (LayerNorm backward bf16 4096 x 32768 on two rows per SM:
+#               290 -> 220-250 us predicted on the H200), then s35.sh's `more_checks` (verify ok
+#               on every output, memcheck 0 errors, racecheck 0 hazards) with the time left.
+#               On any other GPU: `more_checks`, then the SASS of LayerNorm backward's default at
+#               bf16 4096 x 32768 (s35.sh second's other half).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source bench/experiments/s35.sh lib
+case "${1:-}" in
+  precompile)  # on the CPU machine: KDSL_CACHE_DIR=.device/cache s36.sh precompile
+    k=build/kdsl
+    norm=(rms_norm:rms_norm rms_norm:rms_norm_bwd layer_norm:layer_norm layer_norm:layer_norm_bwd
+          softmax:softmax softmax:softmax_bwd)
+    for kn in "${norm[@]}"; do
+      $k -q compile "stdlib/${kn%%:*}.kdsl" -k "${kn#*:}" --dtype bf16 --shape N=8192,4096,32768,1024 \
+        --arch sm_90 | tail -1
+      $k -q compile "stdlib/${kn%%:*}.kdsl" -k "${kn#*:}" --dtype f32 --shape N=10240 --arch sm_90 |
+        tail -1
+    done
+    for kn in linear_recurrence:linear_recurrence linear_recurrence:linear_recurrence_bwd \
+              rg_lru:rg_lru rg_lru:rg_lru_bwd scan:cumsum_mid; do
+      $k -q compile "stdlib/${kn%%:*}.kdsl" -k "${kn#*:}" --dtype bf16,f32 --shape L=2048,8192,32768 \
+        --arch sm_90 | tail -1
+    done
+    $k -q compile stdlib/linear_recurrence.kdsl -k linear_recurrence --dtype c64 \
+      --shape L=2048,8192,32768 --arch sm_90 | tail -1
+    $k -q compile stdlib/linear_recurrence.kdsl -k complex_linear_recurrence_bwd \
+      --shape L=2048,8192,32768 --arch sm_90 | tail -1
+    $k -q compile stdlib/scan.kdsl -k cumsum --dtype bf16,f32 --shape N=2048,8192,32768 \
+      --arch sm_90 | tail -1
+    precompile  # s35.sh's variants
+    for c in "scaled_more f32 B=2,L=4097,D=258" "scaled_more bf16 B=1,L=32768,D=256" \
+             "scaled_more bf16 B=2,L=4097,D=258" "int_sums - B=2,L=4097,D=258" \
+             "complex_sums - B=2,L=4097,D=258"; do
+      set -- $c
+      dt=(); [ "$2" != - ] && dt=(--dtype "$2")
+      $k -q compile bench/experiments/scaled_more.kdsl -k $1 "${dt[@]}" --shape $3 --arch sm_90 |
+        tail -1
+    done
+    ;;
+  run)
+    cat .device/COMMIT
+    nvidia-smi -L
+    if nvidia-smi -L | grep -q H200; then
+      # (Straight into $out, so that what finished comes back if the call's limit cuts it.)
+      OUT="$out" KDSL_PEERS=run KDSL_PRECOMPILE=0 bash scripts/device/final_bench.sh 2>&1 |
+        tail -60
+      echo "== variants at ${SECONDS} s"
+      [ "$SECONDS" -lt 470 ] && variants 1
+      echo "== more_checks at ${SECONDS} s"
+      [ "$SECONDS" -lt 520 ] && more_checks
+    else
+      more_checks
+      echo "== sass at ${SECONDS} s"
+      timeout 60 .device/bin/kdsl emit stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype bf16 \
+        --shape M=4096,N=32768 --sass > "$out/layer_norm_bwd_4096x32768.sass" 2>&1
+      wc -l "$out/layer_norm_bwd_4096x32768.sass"
+    fi
+    echo "done at ${SECONDS} s"
+    ;;
+  *) echo "usage: s36.sh precompile|run"; exit 2 ;;
+esac
