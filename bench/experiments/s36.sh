@@ -11,12 +11,34 @@
 #               0.56-0.59, rows of 2^28 bytes and more within 1.5% of AM3. Then s35.sh's
 #               `variants` once (LayerNorm backward bf16 4096 x 32768 on two rows per SM:
 #               290 -> 220-250 us predicted on the H200), then s35.sh's `more_checks` (verify ok
-#               on every output, memcheck 0 errors, racecheck 0 hazards) with the time left.
-#               On any other GPU: `more_checks`, then the SASS of LayerNorm backward's default at
-#               bf16 4096 x 32768 (s35.sh second's other half).
+#               on every output, memcheck 0 errors, racecheck 0 hazards) with the time left;
+#               `wide` (below) once before `variants`.
+#               On any other GPU: `more_checks`, `wide` twice, then the SASS of LayerNorm
+#               backward's default at bf16 4096 x 32768 (s35.sh second's other half).
+#   wide        Any GPU. AR1 found LayerNorm backward bf16 4096 x 32768 near issue-bound on the
+#               H100 (issue active 0.73). Its default gives each thread 8 elements of a row
+#               (4096 threads a row), so the per-row chain (two warp reductions, the pushes,
+#               the mbarrier wait, the 128-partial sums, 64-bit row offsets) is spread over 8
+#               elements only. 2048 threads a row (16 elements each, 111-116 registers, no spill;
+#               ptxas here) halve that share. Cases: cluster=4 x 512 (one CTA an SM, 16 warps),
+#               stage 2 and 3; cluster=8 x 256 with min_ctas=2 (two rows an SM); the same for
+#               RMSNorm backward (87-96 registers). Prediction: LayerNorm backward on the H100
+#               323 -> 295-315 us, on the H200 290 -> 235-260 us; RMSNorm backward within 3% on
+#               the H100 (already 0.81 of its copy there), 232 -> 215-230 on the H200. Two rounds,
+#               --verify on the hinted cases in round 1.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s35.sh lib
+wide_cases=(
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 default"
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=4,group=2048,cache_rows=1,stage=2,smem_columns=0"
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=4,group=2048,cache_rows=1,stage=3,smem_columns=0"
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=8,group=2048,cache_rows=1,stage=2,smem_columns=0,min_ctas=2"
+  "rms_norm rms_norm_bwd bf16 M=4096,N=32768 default"
+  "rms_norm rms_norm_bwd bf16 M=4096,N=32768 cluster=4,group=2048,cache_rows=1,stage=2,smem_columns=0"
+  "rms_norm rms_norm_bwd bf16 M=4096,N=32768 cluster=8,group=2048,cache_rows=1,stage=2,smem_columns=0,min_ctas=2"
+)
+wide() { cases=("${wide_cases[@]}"); rounds "${1:-2}" first; }
 case "${1:-}" in
   precompile)  # on the CPU machine: KDSL_CACHE_DIR=.device/cache s36.sh precompile
     k=build/kdsl
@@ -40,6 +62,8 @@ case "${1:-}" in
     $k -q compile stdlib/scan.kdsl -k cumsum --dtype bf16,f32 --shape N=2048,8192,32768 \
       --arch sm_90 | tail -1
     precompile  # s35.sh's variants
+    cases=("${wide_cases[@]}")
+    precompile
     for c in "scaled_more f32 B=2,L=4097,D=258" "scaled_more bf16 B=1,L=32768,D=256" \
              "scaled_more bf16 B=2,L=4097,D=258" "int_sums - B=2,L=4097,D=258" \
              "complex_sums - B=2,L=4097,D=258"; do
@@ -56,12 +80,16 @@ case "${1:-}" in
       # (Straight into $out, so that what finished comes back if the call's limit cuts it.)
       OUT="$out" KDSL_PEERS=run KDSL_PRECOMPILE=0 bash scripts/device/final_bench.sh 2>&1 |
         tail -60
+      echo "== wide at ${SECONDS} s"
+      [ "$SECONDS" -lt 450 ] && wide 1
       echo "== variants at ${SECONDS} s"
-      [ "$SECONDS" -lt 470 ] && variants 1
+      [ "$SECONDS" -lt 500 ] && variants 1
       echo "== more_checks at ${SECONDS} s"
-      [ "$SECONDS" -lt 520 ] && more_checks
+      [ "$SECONDS" -lt 530 ] && more_checks
     else
       more_checks
+      echo "== wide at ${SECONDS} s"
+      wide 2
       echo "== sass at ${SECONDS} s"
       timeout 60 .device/bin/kdsl emit stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype bf16 \
         --shape M=4096,N=32768 --sass > "$out/layer_norm_bwd_4096x32768.sass" 2>&1
@@ -69,5 +97,6 @@ case "${1:-}" in
     fi
     echo "done at ${SECONDS} s"
     ;;
-  *) echo "usage: s36.sh precompile|run"; exit 2 ;;
+  wide) nvidia-smi -L; wide "${2:-2}"; echo "done at ${SECONDS} s" ;;
+  *) echo "usage: s36.sh precompile|run|wide [ROUNDS]"; exit 2 ;;
 esac
