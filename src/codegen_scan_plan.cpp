@@ -285,7 +285,14 @@ Planner::ScaledSum Planner::scaled_sum(const ir::Store& st, std::vector<ir::Valu
                           "each term before the reduction adds them: not supported");
   }
   const DType acc = n->type.dtype;
-  if (added >= 0 && dtype(added) != acc) return stop("");  // (old + v in another type than v's)
+  if (added >= 0 && dtype(added) != acc) {
+    // old + T(v), v in another type than the element's: the follow-up adds in v's type.
+    r.hint = fmt::format("sum in the element's type: sum({}(...))", dtype_name(dtype(added)));
+    return stop(
+        fmt::format("a sum of {} values of a scan's result added to an InOut {} element "
+                    "is not supported (the old value is added in the sum's type)",
+                    dtype_name(acc), dtype_name(dtype(added))));
+  }
   while (true) {
     ir::ValueId next = -1;
     if (n->op == Op::unary && static_cast<ir::UnaryFn>(n->fn) == ir::UnaryFn::neg) {
@@ -305,6 +312,23 @@ Planner::ScaledSum Planner::scaled_sum(const ir::Store& st, std::vector<ir::Valu
     if (next < 0) break;
     if (dtype(next) != acc) return stop("");
     step(next);
+  }
+  // The innermost of the casts from `id` down to a sum (that of the sum itself), or -1.
+  auto cast_of_sum = [&](ir::ValueId id) {
+    ir::ValueId inner = -1;
+    for (; k_.node(id).op == Op::cast; id = k_.node(id).args[0]) inner = id;
+    const ir::Node& s = k_.node(id);
+    return s.op == Op::reduce && static_cast<ir::ReduceKind>(s.fn) == ir::ReduceKind::sum ? inner
+                                                                                          : -1;
+  };
+  if (const ir::ValueId c = cast_of_sum(at); c >= 0) {
+    // Under a negation, factor or divisor (casts above them were passed): each tile's partial
+    // would be converted, not the sum.
+    r.hint = "convert the whole stored value (T(-sum(...))), or sum in the wanted type";
+    return stop(
+        fmt::format("a sum of a scan's result converted to {} under a negation, factor "
+                    "or divisor is not supported",
+                    dtype_name(dtype(c))));
   }
   if (n->op != Op::reduce || static_cast<ir::ReduceKind>(n->fn) != ir::ReduceKind::sum) {
     return stop("");

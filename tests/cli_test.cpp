@@ -763,6 +763,42 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
               std::string::npos)
         << r.err;
   }
+  // A cast under a negation or factor, and an f32 sum added to an f64 InOut element: their own
+  // messages (both had the generic one). (Casts have no location: the caret is at the sum.)
+  r = compile("        dl[d] += 0.0\n        s[b, d] = -f32(bf16(sum(c)))");
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find(file + ":7:29: error: a sum of a scan's result converted to bf16 under a "
+                              "negation, factor or divisor is not supported"),
+            std::string::npos)
+      << r.err;
+  {
+    const std::string wide = path("wide_inout.kdsl");
+    std::ofstream(wide) << "@kernel\n"
+                           "def k(x: Tensor[f32, (B, L, D)], *, y: Out[f32, (B, L, D)], "
+                           "u: InOut[f64, (B, D)]):\n"
+                           "    for b, d in parallel(B, D):\n"
+                           "        c = cumsum(x[b, :, d])\n"
+                           "        y[b, :, d] = c\n"
+                           "        u[b, d] += f64(sum(c))\n";
+    r = kdsl({"compile", wide, "--shape", "L=4097", "--arch", "sm_90"});
+    EXPECT_EQ(r.code, 1) << show(r);
+    EXPECT_NE(r.err.find("error: a sum of f32 values of a scan's result added to an InOut f64 "
+                         "element is not supported"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("hint: sum in the element's type: sum(f64(...))"), std::string::npos)
+        << r.err;
+    // The suggested form compiles.
+    std::ofstream(wide) << "@kernel\n"
+                           "def k(x: Tensor[f32, (B, L, D)], *, y: Out[f32, (B, L, D)], "
+                           "u: InOut[f64, (B, D)]):\n"
+                           "    for b, d in parallel(B, D):\n"
+                           "        c = cumsum(x[b, :, d])\n"
+                           "        y[b, :, d] = c\n"
+                           "        u[b, d] += sum(f64(c))\n";
+    r = kdsl({"compile", wide, "--shape", "L=4097", "--arch", "sm_90"});
+    EXPECT_EQ(r.code, 0) << show(r);
+  }
   // -sum(c), a cast to the tensor's type and += stay accepted forms.
   r = compile("        dl[d] += -sum(c) * 0.5\n        s[b, d] = f32(sum(c))");
   EXPECT_EQ(r.code, 0) << show(r);
