@@ -11,10 +11,9 @@
 #               0.56-0.59, rows of 2^28 bytes and more within 1.5% of AM3. Then s35.sh's
 #               `variants` once (LayerNorm backward bf16 4096 x 32768 on two rows per SM:
 #               290 -> 220-250 us predicted on the H200), then s35.sh's `more_checks` (verify ok
-#               on every output, memcheck 0 errors, racecheck 0 hazards) with the time left;
-#               `wide` (below) once before `variants`.
-#               On any other GPU: `more_checks`, `wide` twice, then the SASS of LayerNorm
-#               backward's default at bf16 4096 x 32768 (s35.sh second's other half).
+#               on every output, memcheck 0 errors, racecheck 0 hazards) with the time left.
+#               (AS1, an H100, ran `more_checks`, `wide` and the SASS.) Since AS1: `ab` (below)
+#               twice before `variants`; on any other GPU `ab` three times.
 #   wide        Any GPU. AR1 found LayerNorm backward bf16 4096 x 32768 near issue-bound on the
 #               H100 (issue active 0.73). Its default gives each thread 8 elements of a row
 #               (4096 threads a row), so the per-row chain (two warp reductions, the pushes,
@@ -26,6 +25,15 @@
 #               323 -> 295-315 us, on the H200 290 -> 235-260 us; RMSNorm backward within 3% on
 #               the H100 (already 0.81 of its copy there), 232 -> 215-230 on the H200. Two rounds,
 #               --verify on the hinted cases in round 1.
+#   ab          Any GPU, after a856647's change (lanes 0..K-1 of a warp each push its row partial to
+#               one CTA of the cluster, instead of lane 0 pushing to each in turn; .device/bin/
+#               kdsl_old is 14b64c2's binary): old against new, alternating, --verify on the new
+#               binary in round 1, on the three benchmark rows whose code changed (LayerNorm,
+#               RMSNorm and softmax backward bf16 4096 x 32768). The warp issues one push block
+#               instead of K = 4 (LayerNorm backward: about 2 x 22 of its loop's 363 instructions
+#               a row). Prediction: LayerNorm backward 0-4% faster on the H100 (311-313 us),
+#               290 -> 265-285 us on the H200; RMSNorm and softmax backward (one push a row)
+#               0-2% faster.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s35.sh lib
@@ -39,6 +47,12 @@ wide_cases=(
   "rms_norm rms_norm_bwd bf16 M=4096,N=32768 cluster=8,group=2048,cache_rows=1,stage=2,smem_columns=0,min_ctas=2"
 )
 wide() { cases=("${wide_cases[@]}"); rounds "${1:-2}" first; }
+ab_cases=(
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 default"
+  "rms_norm rms_norm_bwd bf16 M=4096,N=32768 default"
+  "softmax softmax_bwd bf16 M=4096,N=32768 default"
+)
+ab() { cases=("${ab_cases[@]}"); ab_rounds "${1:-2}"; }
 case "${1:-}" in
   precompile)  # on the CPU machine: KDSL_CACHE_DIR=.device/cache s36.sh precompile
     k=build/kdsl
@@ -80,23 +94,18 @@ case "${1:-}" in
       # (Straight into $out, so that what finished comes back if the call's limit cuts it.)
       OUT="$out" KDSL_PEERS=run KDSL_PRECOMPILE=0 bash scripts/device/final_bench.sh 2>&1 |
         tail -60
-      echo "== wide at ${SECONDS} s"
-      [ "$SECONDS" -lt 450 ] && wide 1
+      echo "== ab at ${SECONDS} s"
+      [ "$SECONDS" -lt 470 ] && ab 2
       echo "== variants at ${SECONDS} s"
       [ "$SECONDS" -lt 500 ] && variants 1
       echo "== more_checks at ${SECONDS} s"
       [ "$SECONDS" -lt 530 ] && more_checks
     else
-      more_checks
-      echo "== wide at ${SECONDS} s"
-      wide 2
-      echo "== sass at ${SECONDS} s"
-      timeout 60 .device/bin/kdsl emit stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype bf16 \
-        --shape M=4096,N=32768 --sass > "$out/layer_norm_bwd_4096x32768.sass" 2>&1
-      wc -l "$out/layer_norm_bwd_4096x32768.sass"
+      ab 3
     fi
     echo "done at ${SECONDS} s"
     ;;
   wide) nvidia-smi -L; wide "${2:-2}"; echo "done at ${SECONDS} s" ;;
-  *) echo "usage: s36.sh precompile|run|wide [ROUNDS]"; exit 2 ;;
+  ab) nvidia-smi -L; ab "${2:-2}"; echo "done at ${SECONDS} s" ;;
+  *) echo "usage: s36.sh precompile|run|wide|ab [ROUNDS]"; exit 2 ;;
 esac
