@@ -94,6 +94,7 @@ class Planner {
   };
   ScaledSum scaled_sum(const ir::Store& st, std::vector<ir::ValueId>* chain) const;
   [[noreturn]] void refuse_scan_sum(ir::ValueId sum) const;
+  std::string scan_schedule_hint(const std::string& rule) const;
 
   const ir::Kernel& k_;
   const ScanSchedule& s_;
@@ -105,6 +106,30 @@ class Planner {
   std::vector<ScaledSum> scaled_;  // per store: its tile-partial sum (sum -1: none)
   std::set<ir::ValueId> scalars_seen_;
 };
+
+// A hint that gives `rule` with the reason the kernel is in the scan schedule: its scans (shift,
+// first, last), or, in a kernel without them, a column reduction over part of the loop
+// (needs_scan_schedule), which a user would not connect with scans.
+std::string Planner::scan_schedule_hint(const std::string& rule) const {
+  for (const ir::Node& n : k_.nodes) {
+    const bool ends =
+        n.op == Op::reduce && (static_cast<ir::ReduceKind>(n.fn) == ir::ReduceKind::first ||
+                               static_cast<ir::ReduceKind>(n.fn) == ir::ReduceKind::last);
+    if (n.op == Op::scan || n.op == Op::shift || n.op == Op::extract || ends) {
+      return "in a kernel with scans (or shift, first, last), " + rule;
+    }
+  }
+  for (const ir::Store& st : k_.stores) {
+    if (st.kind == ir::StoreKind::reduce && has_kind(st.view, ir::AxisIndex::Kind::loop) &&
+        st.loc.valid()) {
+      return fmt::format(
+          "the column reduction over part of the loop at line {} puts this kernel in the GPU "
+          "scan schedule (SPEC 11.3), where {}; compute it in a second kernel",
+          st.loc.line, rule);
+    }
+  }
+  return "in the GPU scan schedule " + rule;
+}
 
 Where Planner::join(Where a, Where b, ir::ValueId at) {
   if (a == Where::vec || b == Where::vec) {
@@ -124,8 +149,8 @@ Where Planner::join(Where a, Where b, ir::ValueId at) {
                   "a value computed along the whole sequence (first, last or a reduction) is "
                   "used with the sequence's per-position values (in vector math, or in a "
                   "condition choosing between them)",
-                  "in a kernel with scans, such values can only be stored (or combined into "
-                  "stored scalars)");
+                  scan_schedule_hint("such values can only be stored (or combined into stored "
+                                     "scalars)"));
     }
     return Where::vec;
   }

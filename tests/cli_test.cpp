@@ -804,6 +804,27 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
   EXPECT_EQ(r.code, 0) << show(r);
 }
 
+// A kernel without scans that a column reduction over part of the loop puts in the scan schedule
+// (`cnt[g] += 1` in parallel(B, G)): the hint names that store, not scans (found by a new-user
+// test: "in a kernel with scans" for a kernel with none).
+TEST_F(CliTest, ScanScheduleHintNamesThePartialColumnReduction) {
+  const std::string file = path("groups.kdsl");
+  std::ofstream(file) << "@kernel\n"
+                         "def k(x: Tensor[f32, (B, G, K)], *, y: Out[f32, (B, G, K)], "
+                         "cnt: Out[i64, (G,)]):\n"
+                         "    for s, g in parallel(B, G):\n"
+                         "        xf = x[s, g, :]\n"
+                         "        y[s, g, :] = xf - mean(xf)\n"
+                         "        cnt[g] += 1\n";
+  CliResult r = kdsl({"compile", file, "--shape", "K=4096", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find("hint: the column reduction over part of the loop at line 6 puts this "
+                       "kernel in the GPU scan schedule (SPEC 11.3)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("kernel with scans"), std::string::npos) << r.err;
+}
+
 // A schedule diagnostic whose value was made by sema without a location (a where() choosing
 // between first() and last(): its condition, a parameter, has none either) takes the nearest
 // located operand's (found by a new-user test: the message came bare, without "kdsl: error:",
