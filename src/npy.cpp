@@ -304,6 +304,16 @@ HostTensor read_npy(const std::string& path, DType want) {
                           overflow ? std::string("more than 2^64") : std::to_string(need),
                           static_cast<uint64_t>(end_pos - data_start)));
   }
+  // Bytes after the data mean the header does not describe the file (a mislabelled dtype, as
+  // f4 over float64 data): reading its first bytes would give wrong values, silently.
+  auto extra = [&](uint64_t have) {
+    bad(path, fmt::format("{} bytes after the data of shape ({}) {} ({} bytes): the header's "
+                          "dtype or shape does not describe the file",
+                          have - need, dims, dtype_name(t), need));
+  };
+  if (seekable && need < static_cast<uint64_t>(end_pos - data_start)) {
+    extra(static_cast<uint64_t>(end_pos - data_start));
+  }
   if (!seekable) {
     // Read what the pipe holds (in pieces, so a header that claims more than it sends allocates
     // no more than was sent), then check it is the whole tensor.
@@ -316,6 +326,7 @@ HostTensor read_npy(const std::string& path, DType want) {
       bad(path, fmt::format("truncated data: shape ({}) needs {} bytes, the stream had {}", dims,
                             need, data.size()));
     }
+    if (data.size() > need) extra(data.size());
     HostTensor out(t, shape);
     std::copy_n(data.begin(), out.bytes.size(), reinterpret_cast<char*>(out.bytes.data()));
     return out;

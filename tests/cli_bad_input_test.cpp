@@ -166,6 +166,16 @@ TEST(CliBadInput, NpyFiles) {
   expect_clean_failure(
       run + npy("shape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 8), }", 96),
       "shape.npy");
+  // Data beyond what the header describes (an f4 header over float64 data: found by a new-user
+  // test, it ran on the first half of the bytes), from a file and from a pipe.
+  const std::string f8 =
+      npy("f8.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 8), }", 128);
+  expect_clean_failure(run + f8, "64 bytes after the data of shape (2, 8) f32");
+  expect_clean_failure(
+      "run stdlib/rms_norm.kdsl -k rms_norm --dtype f32 --device cpu --shape "
+      "M=2,N=8 --in x=/dev/stdin < " +
+          f8,
+      "64 bytes after the data");
   expect_clean_failure(
       run + npy("unclosed.npy", "{'descr': '<f4', 'shape': (" + std::string(60000, '1') + ", ", 0),
       "unclosed.npy");
