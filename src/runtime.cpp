@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -338,7 +339,10 @@ void KernelImpl::bind(std::span<const Arg> args, BoundArgs& b) const {
     const DType t = p.generic >= 0 ? b.binding[p.generic] : p.dtype;
     double& v = b.scalars[slot_[i]];
     if (const std::string why = value_fit_problem(v, t); !why.empty()) {
-      fail(i, fmt::format("{} does not fit {}, {}", v, dtype_name(t), why));
+      // (fmt prints a NaN with its sign bit as "-nan"; the user passed a NaN either way.)
+      fail(i, fmt::format("{} does not fit {}, {}",
+                          std::isnan(v) ? std::string("NaN") : fmt::format("{}", v), dtype_name(t),
+                          why));
     }
     if (t == DType::f16 || t == DType::bf16) v = round_to(t, v);
   }

@@ -283,6 +283,11 @@ def sc[T: (f32, f16, bf16)](x: Tensor[T, (M, N)], k: i32, h: T, *, y: Out[T, (M,
             std::string::npos)
       << error(DType::f16, 1, 1e6);
   EXPECT_EQ(error(DType::f16, 1, INFINITY), "(no error)");
+  // A NaN for an integer: named NaN whatever its sign bit (fmt printed -nan; a new-user test).
+  EXPECT_NE(
+      error(DType::f32, -std::nan(""), 1).find("argument 'k' (2nd of 5): NaN does not fit i32"),
+      std::string::npos)
+      << error(DType::f32, -std::nan(""), 1);
 }
 
 TEST_F(LaunchArgs, MissingDefault) {
