@@ -61,6 +61,9 @@ class Indenter {
   struct Level {
     uint32_t indent;
     bool real;  // false: a level opened by an "unexpected indent" (no block, no depth)
+    // The smallest indentation that continues this level: `indent`, or less after a line
+    // whose unindent matched no outer level rejoined it (both widths then continue it).
+    uint32_t low;
   };
 
   void open_block(LogicalLine& line);
@@ -71,7 +74,7 @@ class Indenter {
 
   const SourceFile& file_;
   Diagnostics& diags_;
-  std::vector<Level> levels_{{0, true}};
+  std::vector<Level> levels_{{0, true, 0}};
   uint32_t depth_ = 0;
   // The previous line opens a block: whether to report a missing block, and where.
   bool pending_ = false;
@@ -92,7 +95,7 @@ void Indenter::add(LogicalLine& line) {
     }
   } else if (line.indent > top) {
     error(start, "unexpected indent");
-    levels_.push_back({line.indent, false});
+    levels_.push_back({line.indent, false, line.indent});
   }
   if (line.indent < top) dedent(line);
   line.depth = depth_;
@@ -109,7 +112,7 @@ void Indenter::add(LogicalLine& line) {
 }
 
 void Indenter::open_block(LogicalLine& line) {
-  levels_.push_back({line.indent, true});
+  levels_.push_back({line.indent, true, line.indent});
   ++depth_;
   if (depth_ == max_block_depth + 1) {
     error(line.offset_at(0),
@@ -119,14 +122,16 @@ void Indenter::open_block(LogicalLine& line) {
 
 void Indenter::dedent(LogicalLine& line) {
   Level popped = levels_.back();
-  while (levels_.back().indent > line.indent) {
+  while (levels_.back().low > line.indent) {
     popped = levels_.back();
     levels_.pop_back();
     if (popped.real) --depth_;
   }
   if (levels_.back().indent < line.indent) {
+    // The line rejoins the block it closed last; the lines after it continue that block at
+    // either indentation, so the mistake is reported once.
     error(line.offset_at(0), "unindent does not match any outer indentation level");
-    levels_.push_back({line.indent, popped.real});
+    levels_.push_back({popped.indent, popped.real, line.indent});
     if (popped.real) ++depth_;
   }
 }

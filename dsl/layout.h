@@ -50,9 +50,10 @@ struct LogicalLine {
 /// been reported to `diags` at its exact line:col, the lines containing one are marked
 /// `broken`, and depths follow the indentation (a line indented deeper than its predecessor
 /// without a header before it keeps its predecessor's depth; a line whose unindent matches no
-/// outer level joins the innermost block it closed). Depths increase by at most one from a
-/// line to the next, and only after a line that ends in ':', starts with def, for, if, elif or
-/// else, or is broken.
+/// outer level joins the innermost block it closed, and the lines after it continue that block
+/// at its indentation or at the line's own). Depths increase by at most one from a line to the
+/// next, and only after a line that ends in ':', starts with def, for, if, elif or else, or is
+/// broken.
 std::vector<LogicalLine> layout(const SourceFile& file, Diagnostics& diags);
 
 }  // namespace kdsl

@@ -162,6 +162,16 @@ TEST(Layout, UnindentMustMatchAnOuterLevel) {
   EXPECT_EQ(l.depths(), (std::vector<uint32_t>{0, 1, 1, 1, 0}));  // y joins f's block
 }
 
+TEST(Layout, LinesAfterAMismatchedUnindentContinueTheBlockItClosed) {
+  // The block it closed is at 8; the mis-indented line (at 7) rejoins it, and the lines after
+  // it, at 8 or at 7, are no further error.
+  Layout l(
+      "def f():\n    for m in x:\n        v = 1\n       s = 2\n        y = 3\n"
+      "       z = 4\n    w = 5\n");
+  EXPECT_EQ(l.errors(), (Strings{"4:8: unindent does not match any outer indentation level"}));
+  EXPECT_EQ(l.depths(), (std::vector<uint32_t>{0, 1, 2, 2, 2, 2, 1}));
+}
+
 TEST(Layout, HeaderNeedsAnIndentedBlock) {
   EXPECT_EQ(Layout("def f():\nx = 1\n").errors(),
             (Strings{"2:1: expected an indented block after 'def'"}));
