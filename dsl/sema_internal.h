@@ -133,6 +133,11 @@ std::string c64_scalar_message(const std::string& param);
 inline constexpr const char* c64_scalar_hint =
     "pass the real and imaginary parts as two f32 scalars and build the value with c64(re, im)";
 
+/// True when `s` is a `for ... in parallel(...)` loop.
+bool is_parallel_loop(const ast::Stmt& s);
+/// Reports `s`, a for loop over anything but parallel(...) (SPEC section 7.1), at its `for`.
+void report_non_parallel_for(Diagnostics& diags, const ast::Stmt& s);
+
 /// Builds the signature of a kernel's header (generics, parameters, shape symbols, vector axis).
 /// Reports errors and returns nullopt when the header is malformed.
 std::optional<KernelSignature> build_signature(ModuleScope& scope, const ast::FunctionDef& fn);

@@ -373,12 +373,7 @@ struct HeaderBuilder {
 
   const ast::Stmt* find_loop() {
     for (const auto& s : fn.body) {
-      if (s->kind != ast::StmtKind::for_) continue;
-      const ast::Expr* it = s->value.get();
-      if (it && it->kind == ast::ExprKind::call && it->args[0]->kind == ast::ExprKind::name &&
-          it->args[0]->name == "parallel") {
-        return s.get();
-      }
+      if (is_parallel_loop(*s)) return s.get();
     }
     return nullptr;
   }
@@ -386,12 +381,19 @@ struct HeaderBuilder {
   void loop() {
     const ast::Stmt* s = find_loop();
     if (!s) {
+      ok = false;
+      // A loop over something else (range(M), say) is the mistake to report, at that loop.
+      for (const auto& other : fn.body) {
+        if (other->kind == ast::StmtKind::for_) {
+          report_non_parallel_for(diags(), *other);
+          return;
+        }
+      }
       diags().error(fn.loc,
                     fmt::format("kernel '{}' has no parallel loop; its body needs "
                                 "`for i in parallel(M):` over the independent indices",
                                 fn.name),
                     static_cast<uint32_t>(fn.name.size()));
-      ok = false;
       return;
     }
     const ast::Expr& call = *s->value;

@@ -13,6 +13,16 @@ using ir::Form;
 using ir::Op;
 using Kind = Value::Kind;
 
+bool is_parallel_loop(const ast::Stmt& s) {
+  return s.kind == ast::StmtKind::for_ && s.value && s.value->kind == ast::ExprKind::call &&
+         s.value->args[0]->kind == ast::ExprKind::name && s.value->args[0]->name == "parallel";
+}
+
+void report_non_parallel_for(Diagnostics& diags, const ast::Stmt& s) {
+  auto& d = diags.error(s.loc, "for loops iterate over parallel(...) only", 3);
+  d.hint = "work along the vector axis is written with vectors, reductions and scans";
+}
+
 bool StoreKey::operator<(const StoreKey& o) const {
   if (tensor != o.tensor) return tensor < o.tensor;
   return std::lexicographical_compare(view.begin(), view.end(), o.view.begin(), o.view.end(),
@@ -35,11 +45,6 @@ const char* stmt_keyword(const ast::Stmt& s) {
     default:
       return "statement";
   }
-}
-
-bool is_parallel_loop(const ast::Stmt& s) {
-  return s.kind == ast::StmtKind::for_ && s.value && s.value->kind == ast::ExprKind::call &&
-         s.value->args[0]->kind == ast::ExprKind::name && s.value->args[0]->name == "parallel";
 }
 
 // Two views of one tensor are disjoint when some axis has different constant positions.
@@ -479,8 +484,7 @@ void Lowerer::skip_stores(const std::vector<ast::StmtPtr>& body) {
 
 void Lowerer::for_stmt(const ast::Stmt& s) {
   if (!is_parallel_loop(s)) {
-    auto& d = diags().error(s.loc, "for loops iterate over parallel(...) only", 3);
-    d.hint = "work along the vector axis is written with vectors, reductions and scans";
+    report_non_parallel_for(diags(), s);
     skip_stores(s.body);
     return;
   }
