@@ -396,8 +396,13 @@ Value Lowerer::vector_of_tensor(int32_t tensor, const ast::Expr& at) {
 bool Lowerer::expect_node(const Value& v, const ast::Expr& at, const char* what) {
   if (v.kind == Kind::node || v.kind == Kind::weak) return true;
   if (v.is_error()) return false;
-  diags().error(at.loc, fmt::format("{} needs a number or a vector, not {}", what, describe(v)),
-                at.span());
+  auto& d = diags().error(
+      at.loc, fmt::format("{} needs a scalar or a vector, not {}", what, describe(v)), at.span());
+  if (v.kind == Kind::loopvar) {
+    d.hint =
+        "a loop variable only indexes tensors; to use a row's position as a value, pass it in a "
+        "tensor";
+  }
   return false;
 }
 
@@ -593,13 +598,15 @@ Value Lowerer::select(const Value& c0, const Value& a0, const Value& b0, const a
   return Value::of(builder_->add(std::move(n)), t);
 }
 
-Value Lowerer::binary(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at,
-                      const char* spelling) {
-  if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, operand(at, 0));
-  if (b.kind == Kind::tensor) b = vector_of_tensor(b.index, operand(at, 1));
+Value Lowerer::binary(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at, const char* spelling,
+                      const ast::Expr* lhs, const ast::Expr* rhs) {
+  const ast::Expr& a_at = lhs ? *lhs : operand(at, 0);
+  const ast::Expr& b_at = rhs ? *rhs : operand(at, 1);
+  if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, a_at);
+  if (b.kind == Kind::tensor) b = vector_of_tensor(b.index, b_at);
   if (a.is_error() || b.is_error()) return Value::error();
   std::string what = fmt::format("'{}'", spelling);
-  if (!expect_node(a, at, what.c_str()) || !expect_node(b, at, what.c_str())) {
+  if (!expect_node(a, a_at, what.c_str()) || !expect_node(b, b_at, what.c_str())) {
     return Value::error();
   }
   if (a.kind == Kind::weak && b.kind == Kind::weak) {
@@ -649,7 +656,8 @@ Value Lowerer::compare(ir::CompareFn fn, Value a, Value b, const ast::Expr& at,
   if (b.kind == Kind::tensor) b = vector_of_tensor(b.index, operand(at, 1));
   if (a.is_error() || b.is_error()) return Value::error();
   std::string what = fmt::format("'{}'", spelling);
-  if (!expect_node(a, at, what.c_str()) || !expect_node(b, at, what.c_str())) {
+  if (!expect_node(a, operand(at, 0), what.c_str()) ||
+      !expect_node(b, operand(at, 1), what.c_str())) {
     return Value::error();
   }
   if (a.kind == Kind::weak && b.kind == Kind::weak) {
@@ -696,8 +704,10 @@ Value Lowerer::unary_math(ir::UnaryFn fn, const Value& a0, const ast::Expr& at) 
   Value a = a0;
   if (a.kind == Kind::tensor) a = vector_of_tensor(a.index, at);
   const char* fname = ir::name(fn);
-  std::string what = fmt::format("{}()", fname);
-  if (!expect_node(a, at, what.c_str())) return Value::error();
+  // `at` is the argument of a call such as exp(x), or the expression -x.
+  const bool op = at.kind == ast::ExprKind::unary;
+  std::string what = op ? "unary '-'" : fmt::format("{}()", fname);
+  if (!expect_node(a, op ? *at.args[0] : at, what.c_str())) return Value::error();
   if (a.kind == Kind::weak) {
     if (is_bool_result(fn)) return constant(ref_unary(fn, a.num), DType::b8);
     // -1 is an integer as 1 is (an integer tensor's operand, a shift() offset).
@@ -812,7 +822,7 @@ Value Lowerer::expr(const ast::Expr& e) {
     case EK::unary: {
       Value a = expr(*e.args[0]);
       if (static_cast<ast::UnaryOp>(e.op) == ast::UnaryOp::pos) {
-        return expect_node(a, e, "unary '+'") ? a : Value::error();
+        return expect_node(a, *e.args[0], "unary '+'") ? a : Value::error();
       }
       return unary_math(ir::UnaryFn::neg, a, e);
     }

@@ -189,7 +189,10 @@ class Lowerer {
   /// where(c, a, b); `spelling` names it in a dtype mismatch ("if ... else" for a ? : b).
   Value select(const Value& c, const Value& a, const Value& b, const ast::Expr* at,
                const char* spelling = "where");
-  Value binary(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at, const char* spelling);
+  /// a OP b at `at`; a message about an operand points at `lhs` or `rhs` when given, else at
+  /// that operand of `at` (an operator or a call such as min(a, b)).
+  Value binary(ir::BinaryFn fn, Value a, Value b, const ast::Expr& at, const char* spelling,
+               const ast::Expr* lhs = nullptr, const ast::Expr* rhs = nullptr);
 
   // Statements (sema_stmt.cpp).
   void lower_kernel_body(const ast::FunctionDef& fn);
@@ -236,6 +239,8 @@ class Lowerer {
   int32_t combine_region(const ast::FunctionDef& fn, const ast::Expr& e,
                          const std::vector<Value>& values, bool tuple);
   bool unify(Value& a, Value& b, const ast::Expr& at, const char* spelling);
+  /// True when `v` is a number, scalar or vector; otherwise reports `what` needs one, at `at`
+  /// (the operand that is `v`), and returns false.
   bool expect_node(const Value& v, const ast::Expr& at, const char* what);
   std::string describe(const Value& v) const;
   /// How tensor `tensor` could be indexed here, for hints: `x[m, :]`, `rstd[m]`; nullopt when

@@ -197,7 +197,11 @@ void Lowerer::aug_assign(const ast::Stmt& s) {
   }
   Value old = lookup(target);
   auto op = static_cast<uint8_t>(s.aug_op);
-  bind(target.name, binary(static_cast<ir::BinaryFn>(op), old, v, *s.value, spellings[op]), target);
+  // bind() reports an assignment to a loop variable; it is not also reported as an operand.
+  Value sum = old.kind == Kind::loopvar ? Value::error()
+                                        : binary(static_cast<ir::BinaryFn>(op), old, v, *s.value,
+                                                 spellings[op], &target, s.value.get());
+  bind(target.name, sum, target);
 }
 
 void Lowerer::store(const ast::Expr& target, Value v, bool accumulate, const ast::Stmt& s) {
