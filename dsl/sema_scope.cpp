@@ -298,6 +298,15 @@ struct HeaderBuilder {
       ok = false;
       return;
     }
+    if (p->generic < 0 && p->dtype == DType::b8 && v->dtype != DType::b8) {
+      // SPEC section 6.2: no number adapts to bool.
+      error(*ap.default_value,
+            fmt::format(
+                "the default of '{}' must be a bool, not {}", ap.name,
+                v->dtype ? fmt::format("a value of dtype {}", dtype_name(*v->dtype)) : "a number"),
+            "write True or False");
+      return;
+    }
     if (p->generic < 0 && is_int(p->dtype) && !v->is_int) {
       error(*ap.default_value, fmt::format("the default of '{}' must be an integer ({})", ap.name,
                                            dtype_name(p->dtype)));
