@@ -55,35 +55,6 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-// The length (2 to 4) of the well-formed UTF-8 sequence at text[i], with its code point in *cp;
-// 0 if the bytes there are not one (a lone continuation byte, an overlong form, a surrogate, a
-// value above U+10FFFF, a truncated sequence).
-size_t utf8_sequence(std::string_view text, size_t i, char32_t* cp) {
-  const auto at = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
-  const unsigned char b = at(0);
-  size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
-  if (b >= 0xc2 && b <= 0xdf) {
-    n = 2;
-  } else if (b >= 0xe0 && b <= 0xef) {
-    n = 3;
-    if (b == 0xe0) lo = 0xa0;
-    if (b == 0xed) hi = 0x9f;
-  } else if (b >= 0xf0 && b <= 0xf4) {
-    n = 4;
-    if (b == 0xf0) lo = 0x90;
-    if (b == 0xf4) hi = 0x8f;
-  }
-  if (n == 0 || i + n > text.size() || at(1) < lo || at(1) > hi) return 0;
-  char32_t c = b & (0xff >> (n + 1));
-  for (size_t k = 1; k < n; ++k) {
-    if (k > 1 && (at(k) & 0xc0) != 0x80) return 0;
-    c = (c << 6) | (at(k) & 0x3f);
-  }
-  *cp = c;
-  return n;
-}
-
 // Code points a terminal would act on rather than show: C1 controls, and the invisible marks
 // that reorder or hide text (bidirectional controls, zero-width characters, line separators, the
 // byte-order mark).
@@ -126,6 +97,32 @@ std::vector<Piece> pieces(std::string_view line) {
 }
 
 }  // namespace
+
+size_t utf8_sequence(std::string_view text, size_t i, char32_t* cp) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const unsigned char b = at(0);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (b >= 0xc2 && b <= 0xdf) {
+    n = 2;
+  } else if (b >= 0xe0 && b <= 0xef) {
+    n = 3;
+    if (b == 0xe0) lo = 0xa0;
+    if (b == 0xed) hi = 0x9f;
+  } else if (b >= 0xf0 && b <= 0xf4) {
+    n = 4;
+    if (b == 0xf0) lo = 0x90;
+    if (b == 0xf4) hi = 0x8f;
+  }
+  if (n == 0 || i + n > text.size() || at(1) < lo || at(1) > hi) return 0;
+  char32_t c = b & (0xff >> (n + 1));
+  for (size_t k = 1; k < n; ++k) {
+    if (k > 1 && (at(k) & 0xc0) != 0x80) return 0;
+    c = (c << 6) | (at(k) & 0x3f);
+  }
+  *cp = c;
+  return n;
+}
 
 std::string terminal_safe(std::string_view text) {
   std::string out;

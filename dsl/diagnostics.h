@@ -24,6 +24,11 @@ struct Diagnostic {
 /// Renders one diagnostic compiler-style. With `color`, uses ANSI colors (for terminals).
 std::string render_diagnostic(const Diagnostic& d, bool color = false);
 
+/// The length (2 to 4) of the well-formed UTF-8 sequence at text[i] (a byte >= 0x80), with its
+/// code point in *cp; 0 if the bytes there are not one (a lone continuation byte, an overlong
+/// form, a surrogate, a value above U+10FFFF, a truncated sequence).
+size_t utf8_sequence(std::string_view text, size_t i, char32_t* cp);
+
 /// `text` safe to print on a terminal: control bytes (newlines and tabs kept), bytes that are not
 /// well-formed UTF-8 and code points that reorder or hide text are shown as \xHH or \u{HHHH},
 /// as the source lines of diagnostics are. For messages that echo what a user or a file gave (a

@@ -166,6 +166,7 @@ class Scanner {
   }
 
   bool skip_blank_line();
+  void check_utf8(size_t begin, size_t end, const char* where);
   uint32_t scan_indent();
   void scan_line(LogicalLine& line);
   bool scan_string(LogicalLine& line);
@@ -183,6 +184,7 @@ class Scanner {
   Diagnostics& diags_;
   size_t pos_ = 0;
   std::vector<size_t> brackets_;  // offsets of the brackets open in the current logical line
+  bool bad_utf8_seen_ = false;    // reported once per file
 };
 
 std::vector<LogicalLine> Scanner::run() {
@@ -216,8 +218,31 @@ bool Scanner::skip_blank_line() {
   if (!at_line_break(p) && text_[p] != '#') return false;
   pos_ = p;
   skip_to_line_break();
+  check_utf8(p, pos_, "a comment");
   skip_line_break();
   return true;
+}
+
+/// Reports the first byte in [begin, end) that is not part of well-formed UTF-8 (the grammar
+/// rejects any non-ASCII byte outside comments and strings), once per file.
+void Scanner::check_utf8(size_t begin, size_t end, const char* where) {
+  for (size_t i = begin; i < end && !bad_utf8_seen_;) {
+    const auto b = static_cast<unsigned char>(text_[i]);
+    char32_t cp = 0;
+    const size_t n = b < 0x80 ? 1 : utf8_sequence(std::string_view(text_).substr(0, end), i, &cp);
+    if (n > 0) {
+      i += n;
+      continue;
+    }
+    static const char* hex = "0123456789abcdef";
+    auto& d = diags_.error(
+        SourceLoc::at(&file_, static_cast<uint32_t>(i)),
+        std::string("invalid UTF-8 byte \\x") + hex[b >> 4] + hex[b & 15] + " in " + where);
+    d.hint =
+        ".kdsl files are UTF-8 text (was this one saved in another encoding, such as "
+        "Latin-1?)";
+    bad_utf8_seen_ = true;
+  }
 }
 
 /// Consumes the indentation of a non-blank physical line; reports its first tab.
@@ -246,7 +271,9 @@ void Scanner::scan_line(LogicalLine& line) {
       append(line, ' ', pos_);
       skip_line_break();
     } else if (c == '#') {
+      const size_t comment = pos_;
       skip_to_line_break();
+      check_utf8(comment, pos_, "a comment");
     } else if (c == '\\' && at_line_break(pos_ + 1)) {
       append(line, ' ', pos_);
       ++pos_;
@@ -293,6 +320,7 @@ bool Scanner::scan_string(LogicalLine& line) {
     if (c == quote && (!triple || (pos_ + 2 < text_.size() && text_[pos_ + 1] == quote &&
                                    text_[pos_ + 2] == quote))) {
       for (size_t i = 0; i < quotes; ++i) append(line, quote, pos_++);
+      check_utf8(open, pos_, "a string");
       return true;
     }
     append(line, c, pos_++);

@@ -46,14 +46,14 @@ struct LogicalLine {
 };
 
 /// Splits `file` into logical lines, in file order; blank and comment-only lines are dropped.
-/// Before: nothing (any bytes are accepted). After: every layout error of SPEC section 2 has
-/// been reported to `diags` at its exact line:col, the lines containing one are marked
-/// `broken`, and depths follow the indentation (a line indented deeper than its predecessor
-/// without a header before it keeps its predecessor's depth; a line whose unindent matches no
-/// outer level joins the innermost block it closed, and the lines after it continue that block
-/// at its indentation or at the line's own). Depths increase by at most one from a line to the
-/// next, and only after a line that ends in ':', starts with def, for, if, elif or else, or is
-/// broken.
+/// Before: nothing (any bytes are accepted). After: every layout error of SPEC section 2 (and
+/// the first byte of a comment or string that is not well-formed UTF-8) has been reported to
+/// `diags` at its exact line:col, the lines containing one are marked `broken`, and depths follow
+/// the indentation (a line indented deeper than its predecessor without a header before it keeps
+/// its predecessor's depth; a line whose unindent matches no outer level joins the innermost block
+/// it closed, and the lines after it continue that block at its indentation or at the line's own).
+/// Depths increase by at most one from a line to the next, and only after a line that ends in ':',
+/// starts with def, for, if, elif or else, or is broken.
 std::vector<LogicalLine> layout(const SourceFile& file, Diagnostics& diags);
 
 }  // namespace kdsl

@@ -172,6 +172,19 @@ TEST(Layout, LinesAfterAMismatchedUnindentContinueTheBlockItClosed) {
   EXPECT_EQ(l.depths(), (std::vector<uint32_t>{0, 1, 2, 2, 2, 2, 1}));
 }
 
+TEST(Layout, CommentsAndStringsMustBeUtf8) {
+  EXPECT_EQ(Layout("x = 1  # caf\xe9\n").errors(),
+            (Strings{"1:13: invalid UTF-8 byte \\xe9 in a comment"}));
+  EXPECT_EQ(Layout("# \xff\nx = 1\n").errors(),
+            (Strings{"1:3: invalid UTF-8 byte \\xff in a comment"}));
+  EXPECT_EQ(Layout("def f():\n    \"\"\"doc\n    \xc3(\"\"\"\n    pass\n").errors(),
+            (Strings{"3:5: invalid UTF-8 byte \\xc3 in a string"}));
+  EXPECT_EQ(Layout("x = '\xed\xa0\x80'  # \xfe\n").errors(),  // a surrogate; once per file
+            (Strings{"1:6: invalid UTF-8 byte \\xed in a string"}));
+  Layout ok("x = 'caf\xc3\xa9'  # \xe2\x82\xac, \xf0\x9f\x98\x80\n");  // well-formed UTF-8
+  EXPECT_TRUE(ok.errors().empty());
+}
+
 TEST(Layout, HeaderNeedsAnIndentedBlock) {
   EXPECT_EQ(Layout("def f():\nx = 1\n").errors(),
             (Strings{"2:1: expected an indented block after 'def'"}));
