@@ -756,17 +756,17 @@ void RowEmitter::emit_phase(int p) {
       // of a buffer two rows later is safe without a barrier: a CTA pushes row r + 2 into buffer b
       // only after its own mbarrier saw every warp's row r + 1 partials, and each warp pushes row r
       // + 1 only after it has read (and used) row r's from buffer b; the
-      // __syncwarp orders the other lanes' reads before the pushes in the memory model too
-      // (their values reach the pushing lanes through shuffles, which do not order memory).
-      // After the butterfly every lane holds the warp's partial: lane q pushes it to CTA q, so
-      // the warp issues one push's instructions (address mapping, st.async) instead of K
-      // (lane 0 pushing to each CTA in turn: two blocks of about 30 instructions per row in
-      // LayerNorm backward's loop of 363, thirty-sixth session's SASS).
+      // __syncwarp orders the other lanes' reads before lane 0's push in the memory model too
+      // (their values reach lane 0 through shuffles, which do not order memory).
       t_.line("__syncwarp();");
+      t_.line("if ((tl & 31) == 0) {{");
+      t_.in();
+      t_.line("#pragma unroll");
       t_.line(
-          "if ((tl & 31) < K) kdsl_push_async(&red{0}[buf][group][lane >> 5], acc{0}, "
-          "&kdsl_full[{1}][buf], tl & 31);",
+          "for (int q = 0; q < K; ++q) kdsl_push_async(&red{0}[buf][group][lane >> 5], acc{0}, "
+          "&kdsl_full[{1}][buf], q);",
           r, p);
+      t_.close();
     }
   }
   if (g_ > 32 && push_ && !reductions.empty()) {

@@ -1104,7 +1104,7 @@ TEST(RowSchedule, AClusterKernelDeclaresItsClusterAndCountsPartialsPerCluster) {
   // st.async, counted on an mbarrier of the receiving CTA (no cluster barrier per row, no CTA
   // barrier, no remote load); without them (softmax backward) the CTA's total is read by the
   // others after the cluster barrier.
-  EXPECT_NE(gen.source.find("if ((tl & 31) < K) kdsl_push_async(&red"), std::string::npos);
+  EXPECT_NE(gen.source.find("for (int q = 0; q < K; ++q) kdsl_push_async(&red"), std::string::npos);
   EXPECT_NE(gen.source.find("if (threadIdx.x == 0) kdsl_mbar_expect(&kdsl_full[0][buf], "),
             std::string::npos);
   EXPECT_NE(gen.source.find("kdsl_mbar_wait(&kdsl_full[0][buf], kdsl_ph);"), std::string::npos);
