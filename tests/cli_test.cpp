@@ -753,22 +753,27 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
       << r.err;
   // An InOut element read by the tiles and written by the main kernel (found by a third new-user
   // test: the chunks after the first read the new value) is refused, at the read.
-  {
-    const std::string inout = path("inout_race.kdsl");
-    std::ofstream(inout) << "@kernel\n"
-                            "def k(x: Tensor[f32, (B, L, D)], *, u: InOut[f32, (B, D)], "
-                            "v: InOut[f32, (B, D)]):\n"
-                            "    for b, d in parallel(B, D):\n"
-                            "        c = cumsum(x[b, :, d])\n"
-                            "        u[b, d] += sum(c) * v[b, d]\n"
-                            "        v[b, d] = first(x[b, :, d])\n";
-    r = kdsl({"compile", inout, "--shape", "L=4097", "--arch", "sm_90"});
-    EXPECT_EQ(r.code, 1) << show(r);
-    EXPECT_NE(r.err.find(inout + ":5:29: error: InOut tensor 'v' is read at an element and "
-                                 "written by this kernel (line 6)"),
-              std::string::npos)
-        << r.err;
-  }
+  // A kernel of its own parameters (after x) and lines (after c = cumsum(...)), in its own file.
+  auto compile_kernel = [&](const std::string& name, const std::string& params,
+                            const std::string& lines) {
+    std::ofstream(path(name)) << "@kernel\n"
+                                 "def k(x: Tensor[f32, (B, L, D)], *, "
+                              << params
+                              << "):\n"
+                                 "    for b, d in parallel(B, D):\n"
+                                 "        c = cumsum(x[b, :, d])\n"
+                              << lines;
+    return kdsl({"compile", path(name), "--shape", "L=4097", "--arch", "sm_90"});
+  };
+  r = compile_kernel("inout_race.kdsl", "u: InOut[f32, (B, D)], v: InOut[f32, (B, D)]",
+                     "        u[b, d] += sum(c) * v[b, d]\n"
+                     "        v[b, d] = first(x[b, :, d])\n");
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find(path("inout_race.kdsl") +
+                       ":5:29: error: InOut tensor 'v' is read at an element and written by "
+                       "this kernel (line 6)"),
+            std::string::npos)
+      << r.err;
   // A cast under a negation or factor, and an f32 sum added to an f64 InOut element: their own
   // messages (both had the generic one). (Casts have no location: the caret is at the sum.)
   r = compile("        dl[d] += 0.0\n        s[b, d] = -f32(bf16(sum(c)))");
@@ -777,34 +782,18 @@ TEST_F(CliTest, ScaledSumOfAScanCompilesOtherArithmeticIsADiagnostic) {
                               "negation, factor or divisor is not supported"),
             std::string::npos)
       << r.err;
-  {
-    const std::string wide = path("wide_inout.kdsl");
-    std::ofstream(wide) << "@kernel\n"
-                           "def k(x: Tensor[f32, (B, L, D)], *, y: Out[f32, (B, L, D)], "
-                           "u: InOut[f64, (B, D)]):\n"
-                           "    for b, d in parallel(B, D):\n"
-                           "        c = cumsum(x[b, :, d])\n"
-                           "        y[b, :, d] = c\n"
-                           "        u[b, d] += f64(sum(c))\n";
-    r = kdsl({"compile", wide, "--shape", "L=4097", "--arch", "sm_90"});
-    EXPECT_EQ(r.code, 1) << show(r);
-    EXPECT_NE(r.err.find("error: a sum of f32 values of a scan's result added to an InOut f64 "
-                         "element is not supported"),
-              std::string::npos)
-        << r.err;
-    EXPECT_NE(r.err.find("hint: sum in the element's type: sum(f64(...))"), std::string::npos)
-        << r.err;
-    // The suggested form compiles.
-    std::ofstream(wide) << "@kernel\n"
-                           "def k(x: Tensor[f32, (B, L, D)], *, y: Out[f32, (B, L, D)], "
-                           "u: InOut[f64, (B, D)]):\n"
-                           "    for b, d in parallel(B, D):\n"
-                           "        c = cumsum(x[b, :, d])\n"
-                           "        y[b, :, d] = c\n"
-                           "        u[b, d] += sum(f64(c))\n";
-    r = kdsl({"compile", wide, "--shape", "L=4097", "--arch", "sm_90"});
-    EXPECT_EQ(r.code, 0) << show(r);
-  }
+  const std::string wide = "y: Out[f32, (B, L, D)], u: InOut[f64, (B, D)]";
+  r = compile_kernel("wide.kdsl", wide, "        y[b, :, d] = c\n        u[b, d] += f64(sum(c))\n");
+  EXPECT_EQ(r.code, 1) << show(r);
+  EXPECT_NE(r.err.find("error: a sum of f32 values of a scan's result added to an InOut f64 "
+                       "element is not supported"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("hint: sum in the element's type: sum(f64(...))"), std::string::npos)
+      << r.err;
+  // The suggested form compiles.
+  r = compile_kernel("wide.kdsl", wide, "        y[b, :, d] = c\n        u[b, d] += sum(f64(c))\n");
+  EXPECT_EQ(r.code, 0) << show(r);
   // -sum(c), a cast to the tensor's type and += stay accepted forms.
   r = compile("        dl[d] += -sum(c) * 0.5\n        s[b, d] = f32(sum(c))");
   EXPECT_EQ(r.code, 0) << show(r);
