@@ -306,10 +306,12 @@ HostTensor read_npy(const std::string& path, DType want) {
   }
   // Bytes after the data mean the header does not describe the file (a mislabelled dtype, as
   // f4 over float64 data): reading its first bytes would give wrong values, silently.
+  // (Lambdas do not capture the structured bindings under C++17 clang: the text is made here.)
+  const std::string described = fmt::format("shape ({}) {}", dims, dtype_name(t));
   auto extra = [&](uint64_t have) {
-    bad(path, fmt::format("{} bytes after the data of shape ({}) {} ({} bytes): the header's "
-                          "dtype or shape does not describe the file",
-                          have - need, dims, dtype_name(t), need));
+    bad(path, fmt::format("{} bytes after the data of {} ({} bytes): the header's dtype or "
+                          "shape does not describe the file",
+                          have - need, described, need));
   };
   if (seekable && need < static_cast<uint64_t>(end_pos - data_start)) {
     extra(static_cast<uint64_t>(end_pos - data_start));
