@@ -108,27 +108,15 @@ class Planner {
 };
 
 // A hint that gives `rule` with the reason the kernel is in the scan schedule: its scans (shift,
-// first, last), or, in a kernel without them, a column reduction over part of the loop
-// (needs_scan_schedule), which a user would not connect with scans.
+// first, last), or, in a kernel without them, a column reduction over part of the loop, which a
+// user would not connect with scans.
 std::string Planner::scan_schedule_hint(const std::string& rule) const {
-  for (const ir::Node& n : k_.nodes) {
-    const bool ends =
-        n.op == Op::reduce && (static_cast<ir::ReduceKind>(n.fn) == ir::ReduceKind::first ||
-                               static_cast<ir::ReduceKind>(n.fn) == ir::ReduceKind::last);
-    if (n.op == Op::scan || n.op == Op::shift || n.op == Op::extract || ends) {
-      return "in a kernel with scans (or shift, first, last), " + rule;
-    }
-  }
-  for (const ir::Store& st : k_.stores) {
-    if (st.kind == ir::StoreKind::reduce && has_kind(st.view, ir::AxisIndex::Kind::loop) &&
-        st.loc.valid()) {
-      return fmt::format(
-          "the column reduction over part of the loop at line {} puts this kernel in the GPU "
-          "scan schedule (SPEC 11.3), where {}; compute it in a second kernel",
-          st.loc.line, rule);
-    }
-  }
-  return "in the GPU scan schedule " + rule;
+  const ir::Store* partial = has_scan_ops(k_) ? nullptr : partial_column_reduction(k_);
+  if (!partial) return "in a kernel with scans (or shift, first, last), " + rule;
+  return fmt::format(
+      "the column reduction over part of the loop{} puts this kernel in the GPU scan schedule "
+      "(SPEC 11.3), where {}; compute it in a second kernel",
+      partial->loc.valid() ? fmt::format(" at line {}", partial->loc.line) : "", rule);
 }
 
 Where Planner::join(Where a, Where b, ir::ValueId at) {

@@ -306,7 +306,7 @@ HostTensor read_npy(const std::string& path, DType want) {
   }
   // Bytes after the data mean the header does not describe the file (a mislabelled dtype, as
   // f4 over float64 data): reading its first bytes would give wrong values, silently.
-  // (Lambdas do not capture the structured bindings under C++17 clang: the text is made here.)
+  // (clang 14 does not let a lambda capture the structured bindings: the text is made here.)
   const std::string described = fmt::format("shape ({}) {}", dims, dtype_name(t));
   auto extra = [&](uint64_t have) {
     bad(path, fmt::format("{} bytes after the data of {} ({} bytes): the header's dtype or "

@@ -282,7 +282,7 @@ bool is_transcendental(const ir::Node& n) {
   }
 }
 
-bool needs_scan_schedule(const ir::Kernel& k) {
+bool has_scan_ops(const ir::Kernel& k) {
   for (const ir::Node& n : k.nodes) {
     if (n.op == ir::Op::scan || n.op == ir::Op::shift || n.op == ir::Op::extract) return true;
     if (n.op == ir::Op::reduce && (static_cast<ir::ReduceKind>(n.fn) == ir::ReduceKind::first ||
@@ -290,15 +290,23 @@ bool needs_scan_schedule(const ir::Kernel& k) {
       return true;
     }
   }
+  return false;
+}
+
+const ir::Store* partial_column_reduction(const ir::Kernel& k) {
   // Column reductions over part of the loop (dlam[d] += sum(v) in parallel(B, D)); those of vectors
   // (GroupNorm's dw[g, :] += v) stay with the row schedule, which reduces along rows.
   for (const ir::Store& s : k.stores) {
     if (s.kind == ir::StoreKind::reduce && has_kind(s.view, ir::AxisIndex::Kind::loop) &&
         !has_kind(s.view, ir::AxisIndex::Kind::vector)) {
-      return true;
+      return &s;
     }
   }
-  return false;
+  return nullptr;
+}
+
+bool needs_scan_schedule(const ir::Kernel& k) {
+  return has_scan_ops(k) || partial_column_reduction(k) != nullptr;
 }
 
 ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spec,

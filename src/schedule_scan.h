@@ -130,6 +130,11 @@ bool is_transcendental(const ir::Node& n);
 /// True when `k` needs the scan schedule: it scans, shifts, takes first/last, or reduces scalars
 /// over some but not all of its loop variables.
 bool needs_scan_schedule(const ir::Kernel& k);
+/// Whether `k` has a scan, shift, extract, first or last (the scan schedule's own reasons).
+bool has_scan_ops(const ir::Kernel& k);
+/// The first column reduction of a scalar over part of the parallel loop (`dlam[d] += ...` in
+/// parallel(B, D)), which also puts a kernel in the scan schedule; nullptr if none.
+const ir::Store* partial_column_reduction(const ir::Kernel& k);
 
 /// Chooses the scan schedule for `k` (specialized). Deterministic for a given environment: the
 /// variable KDSL_SCAN_SCHEDULE ("t=4,lp=2,wp=8,vr=4,pipeline=2,window=8,ctas=3") overrides the
