@@ -267,6 +267,11 @@ HostTensor read_npy(const std::string& path, DType want) {
   in.read(magic, 8);
   if (!in || std::memcmp(magic, kMagic, 6) != 0) bad(path, "not a .npy file (bad magic)");
   uint32_t header_len = 0;
+  // NumPy writes versions 1.0, 2.0 and 3.0 and reads no other (numpy/lib/format.py).
+  if (magic[7] != 0) {
+    bad(path, fmt::format("unsupported .npy format version {}.{}", static_cast<int>(magic[6]),
+                          static_cast<int>(static_cast<unsigned char>(magic[7]))));
+  }
   if (magic[6] == 1) {
     unsigned char b[2];
     in.read(reinterpret_cast<char*>(b), 2);

@@ -137,11 +137,12 @@ TEST(CliBadInput, NpyFiles) {
   expect_clean_failure(run + "/nonexistent/x.npy", "x.npy");
   expect_clean_failure(run + t.write("empty.npy", ""), "empty.npy");
   expect_clean_failure(run + t.write("text.npy", "not numpy at all"), "text.npy");
-  auto npy = [&](const std::string& name, const std::string& header, size_t data_bytes) {
+  auto npy = [&](const std::string& name, const std::string& header, size_t data_bytes,
+                 char minor = 0) {
     std::string h = header;
     h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
     h += '\n';
-    std::string f = std::string("\x93NUMPY\x01\x00", 8);
+    std::string f = std::string("\x93NUMPY\x01", 7) + minor;
     f += static_cast<char>(h.size() & 0xff);
     f += static_cast<char>(h.size() >> 8);
     return t.write(name, f + h + std::string(data_bytes, '\0'));
@@ -176,6 +177,10 @@ TEST(CliBadInput, NpyFiles) {
       "M=2,N=8 --in x=/dev/stdin < " +
           f8,
       "64 bytes after the data");
+  // Version 1.1 does not exist (NumPy reads 1.0, 2.0 and 3.0 only).
+  expect_clean_failure(
+      run + npy("v11.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 8), }", 64, 1),
+      "unsupported .npy format version 1.1");
   expect_clean_failure(
       run + npy("unclosed.npy", "{'descr': '<f4', 'shape': (" + std::string(60000, '1') + ", ", 0),
       "unclosed.npy");
