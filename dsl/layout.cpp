@@ -81,6 +81,7 @@ class Indenter {
   bool pending_silent_ = false;
   std::string pending_keyword_;
   uint32_t pending_end_ = 0;
+  uint32_t pending_indent_ = 0;  // the header's own indentation
 };
 
 void Indenter::add(LogicalLine& line) {
@@ -88,7 +89,9 @@ void Indenter::add(LogicalLine& line) {
   const uint32_t start = line.offset_at(0);
   if (pending_) {
     pending_ = false;
-    if (line.indent > top) {
+    // A header on a line whose unindent matched no outer level (reported there) sits below the
+    // level it rejoined: a line deeper than the header itself is its block.
+    if (line.indent > top || (line.indent > pending_indent_ && pending_indent_ < top)) {
       open_block(line);
     } else if (!pending_silent_) {
       error(start, "expected an indented block after '" + pending_keyword_ + "'");
@@ -108,6 +111,7 @@ void Indenter::add(LogicalLine& line) {
     pending_ = true;
     pending_silent_ = line.broken || !line.opens_block || pending_keyword_.empty();
     pending_end_ = line.offsets.back();
+    pending_indent_ = line.indent;
   }
 }
 

@@ -172,6 +172,16 @@ TEST(Layout, LinesAfterAMismatchedUnindentContinueTheBlockItClosed) {
   EXPECT_EQ(l.depths(), (std::vector<uint32_t>{0, 1, 2, 2, 2, 2, 1}));
 }
 
+TEST(Layout, AHeaderOnAMismatchedUnindentLineKeepsItsBlock) {
+  // The header at 6 rejoins the block at 8 it closed; its body, at 8, is deeper than the header
+  // and is its block (once reported as "expected an indented block" as well).
+  Layout l(
+      "def f():\n    for m in x:\n        if c:\n            v = 1\n      for n in y:\n"
+      "        w = 2\n        u = 3\n    z = 4\n");
+  EXPECT_EQ(l.errors(), (Strings{"5:7: unindent does not match any outer indentation level"}));
+  EXPECT_EQ(l.depths(), (std::vector<uint32_t>{0, 1, 2, 3, 2, 3, 3, 1}));
+}
+
 TEST(Layout, CommentsAndStringsMustBeUtf8) {
   EXPECT_EQ(Layout("x = 1  # caf\xe9\n").errors(),
             (Strings{"1:13: invalid UTF-8 byte \\xe9 in a comment"}));
