@@ -2,8 +2,7 @@
 # Thirty-seventh session, on the GPU machine after `s36.sh precompile` here and
 # `KDSL_KEEP_CACHE=1 scripts/device/stage.sh build` (carry .device). Predictions written before
 # the run:
-#   s37.sh run  On an H200 only (on any other GPU it prints the device and stops, to keep the
-#               budget for another H200 request): the full benchmark with the peers
+#   s37.sh run  On an H200: the full benchmark with the peers
 #               (final_bench.sh, KDSL_PEERS=run, KDSL_PRECOMPILE=0), the first H200 run since
 #               AM3 and the first with the 25 ms warm-up (aa226f8). Prediction (as s34-s36):
 #               2^27-byte bf16 forward rows 0.87-0.90 -> 0.92-0.95 of copy, 2^27-byte scans 3-10%
@@ -13,14 +12,41 @@
 #               Compute's stall reasons on LayerNorm backward's default there (on the H100 it
 #               ran at 0.85 of copy, on the H200 at 0.65: prediction, long scoreboard and
 #               barrier/membar waits over half the stall cycles, issue active under 0.5).
+#               On any other GPU (the H100s lent since the thirty-first session), `rows`:
+#               softmax backward and RMSNorm forward bf16 4096 x 32768, the two rows furthest
+#               behind torch.compile on the H100 in AT1 (274.2 against 265.4 us and 186.3
+#               against 181.7), under other layouts, two rounds, --verify on the hinted cases in
+#               round 1. Prediction: softmax backward on 1 or 2 CTAs a row (no cluster, or a
+#               cluster of 2) within 3% of the default cluster of 4, `stage=2` 0-3% faster,
+#               streamed rows (`cache_rows=0`, the second read from L2, as torch.compile) 5-15%
+#               slower as on the H200 (twenty-sixth session); RMSNorm forward on 1024 threads a
+#               row or on two rows' cp.async staging within 2% of its default (512 threads).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source bench/experiments/s35.sh lib
+rows_cases=(
+  "softmax softmax_bwd bf16 M=4096,N=32768 default"
+  "softmax softmax_bwd bf16 M=4096,N=32768 cluster=2,group=1024"
+  "softmax softmax_bwd bf16 M=4096,N=32768 cluster=1,group=1024"
+  "softmax softmax_bwd bf16 M=4096,N=32768 cluster=8,group=1024"
+  "softmax softmax_bwd bf16 M=4096,N=32768 stage=2"
+  "softmax softmax_bwd bf16 M=4096,N=32768 cluster=1,group=1024,cache_rows=0"
+  "rms_norm rms_norm bf16 M=4096,N=32768 default"
+  "rms_norm rms_norm bf16 M=4096,N=32768 group=1024"
+  "rms_norm rms_norm bf16 M=4096,N=32768 persistent=1,stage=2"
+)
+rows() { cases=("${rows_cases[@]}"); rounds "${1:-2}" first; }
 case "${1:-}" in
+  precompile)  # on the CPU machine, after s36.sh precompile: KDSL_CACHE_DIR=.device/cache
+    k=build/kdsl
+    cases=("${rows_cases[@]}")
+    precompile
+    ;;
+  rows) nvidia-smi -L; rows "${2:-2}"; echo "done at ${SECONDS} s" ;;
   run)
     cat .device/COMMIT
     nvidia-smi -L
-    if ! nvidia-smi -L | grep -q H200; then echo "not an H200: stopping"; exit 0; fi
+    if ! nvidia-smi -L | grep -q H200; then rows 2; echo "done at ${SECONDS} s"; exit 0; fi
     # (Straight into $out, so that what finished comes back if the call's limit cuts it.)
     OUT="$out" KDSL_PEERS=run KDSL_PRECOMPILE=0 bash scripts/device/final_bench.sh 2>&1 | tail -60
     echo "== variants at ${SECONDS} s"
@@ -29,5 +55,5 @@ case "${1:-}" in
     [ "$SECONDS" -lt 480 ] && stalls lnbwd_h200 stdlib/layer_norm.kdsl layer_norm_bwd ""
     echo "done at ${SECONDS} s"
     ;;
-  *) echo "usage: s37.sh run"; exit 2 ;;
+  *) echo "usage: s37.sh precompile|run|rows [ROUNDS]"; exit 2 ;;
 esac
