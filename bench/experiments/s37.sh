@@ -46,7 +46,8 @@ case "${1:-}" in
   run)
     cat .device/COMMIT
     nvidia-smi -L
-    if ! nvidia-smi -L | grep -q H200; then rows 2; echo "done at ${SECONDS} s"; exit 0; fi
+    # (AT2 ran `rows` on an H100; later landings on any other GPU stop at once.)
+    if ! nvidia-smi -L | grep -q H200; then echo "not an H200: stopping"; exit 0; fi
     # (Straight into $out, so that what finished comes back if the call's limit cuts it.)
     OUT="$out" KDSL_PEERS=run KDSL_PRECOMPILE=0 bash scripts/device/final_bench.sh 2>&1 | tail -60
     echo "== variants at ${SECONDS} s"
