@@ -26,7 +26,7 @@ constexpr double kBF16Max = 3.38953138925153547590470800371487866880e38;
 
 double saturate_int(double v, double lo, double hi) {
   if (std::isnan(v)) return 0;
-  double t = std::trunc(v);
+  double t = std::trunc(v) + 0.0;  // -0.5 truncates to 0, not -0.0 (integers have no -0)
   return t < lo ? lo : (t > hi ? hi : t);
 }
 

@@ -54,7 +54,7 @@ struct Value {
   static Value weak(double num, bool is_int) {
     Value v;
     v.kind = Kind::weak;
-    v.num = num;
+    v.num = is_int ? num + 0.0 : num;  // an integer has no -0: -0 is 0 (SPEC 6.2)
     v.is_int = is_int;
     return v;
   }

@@ -100,6 +100,15 @@ std::optional<ConstValue> ModuleScope::constant(const std::string& name) {
     if (!t) {
       diags_->error(a.loc, "a constant's type must be a dtype such as f32 or i32", a.span());
       v = std::nullopt;
+    } else if (*t == DType::b8 && v->dtype != DType::b8) {
+      // SPEC section 6.2: no number adapts to bool (as for a bool parameter's default).
+      diags_->error(def->value->loc,
+                    fmt::format("constant '{}' is declared bool but its value is {}", name,
+                                v->dtype ? fmt::format("of dtype {}", dtype_name(*v->dtype))
+                                         : "a number"),
+                    def->value->span())
+          .hint = "write True or False";
+      v = std::nullopt;
     } else if (is_int(*t) && !v->is_int) {
       diags_->error(def->value->loc,
                     fmt::format("constant '{}' is declared {} but its value is not an integer",

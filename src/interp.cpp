@@ -291,7 +291,24 @@ std::vector<uint8_t> reachable_offsets(const Shared& sh, const ir::Store& st) {
 
 namespace interp_detail {
 
+namespace {
+
+Cplx eval_elementwise_raw(const ir::Node& n, DType at, const Cplx* args);
+
+}  // namespace
+
 Cplx eval_elementwise(const ir::Node& n, DType at, const Cplx* args) {
+  Cplx r = eval_elementwise_raw(n, at, args);
+  // Integers have no negative zero: 0 * -5, -4 % 2 or i32(-0.5) is the 0 that the GPU's integer
+  // arithmetic gives, not the -0.0 of double arithmetic (which f32(...) would carry on: 1 / -0.0
+  // is -inf where the GPU gives +inf; found by a new-user test).
+  if (is_int(n.type.dtype)) r.re += 0.0;
+  return r;
+}
+
+namespace {
+
+Cplx eval_elementwise_raw(const ir::Node& n, DType at, const Cplx* args) {
   const Cplx& a = args[0];
   Cplx out;
   switch (n.op) {
@@ -364,6 +381,8 @@ Cplx eval_elementwise(const ir::Node& n, DType at, const Cplx* args) {
       throw InternalError(fmt::format("interpreter: unexpected {}", ir::name(n.op)));
   }
 }
+
+}  // namespace
 
 }  // namespace interp_detail
 

@@ -74,6 +74,28 @@ def k(x: Tensor[f32, (M, N)], s: f16, i: i32, *, y: Out[f64, (M, N)], j: Out[i64
   EXPECT_EQ(r.at("j", 0), -2.0);             // toward zero
 }
 
+TEST(InterpSemantics, IntegersHaveNoNegativeZero) {
+  // i32(-0.5), 0 * -5, -4 % 2, an i32 scalar given as -0 and the constant -0 are all the integer
+  // 0, which f32() makes +0 (1 / 0 = +inf, as the GPU's integer arithmetic gives). The
+  // interpreter's float64 arithmetic made each -0.0 (-inf here; found by a new-user test).
+  Ran r(R"(C = -0
+
+@kernel
+def k(x: Tensor[f32, (M, 1)], *, y: Out[f32, (M, 5)], n: i32):
+    for m in parallel(M):
+        i = i32(x[m, 0])
+        y[m, 0] = 1.0 / f32(i32(x[m, 0] * -1.0))
+        y[m, 1] = 1.0 / f32(i * -5)
+        y[m, 2] = 1.0 / f32((i - 4) % 2)
+        y[m, 3] = 1.0 / f32(n)
+        y[m, 4] = 1.0 / f32(C)
+)",
+        {{"M", 1}}, {{"x", f32_row({0.5})}}, {{"n", -0.0}});
+  for (int64_t j = 0; j < 5; ++j) {
+    EXPECT_EQ(r.at("y", j), std::numeric_limits<double>::infinity()) << "element " << j;
+  }
+}
+
 TEST(InterpSemantics, ReductionsAndTheirNanAndTieRules) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const char* text = R"(@kernel
