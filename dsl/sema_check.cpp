@@ -114,7 +114,13 @@ class HelperNames {
                    "unknown decorator; kernels are marked @kernel and helpers have no decorator",
                    d->span());
     }
-    for (const auto& p : fn.params) defined_.insert(p.name);
+    for (const auto& p : fn.params) {
+      defined_.insert(p.name);
+      if (const char* what = sema::reserved_name(scope_, p.name)) {
+        diags_.error(p.loc, fmt::format("parameter '{}' cannot take the name of {}", p.name, what),
+                     static_cast<uint32_t>(p.name.size()));
+      }
+    }
     collect(fn.body);
     for (const auto& p : fn.params) {
       if (p.default_value) use(*p.default_value);

@@ -90,6 +90,17 @@ bool is_builtin(const std::string& name) {
   return false;
 }
 
+const char* reserved_name(const ModuleScope& scope, const std::string& name) {
+  if (scope.has_constant(name)) return "a module constant";
+  // (A kernel's name is no callable function: a parameter may take it, as `def k(..., k: i32)`.)
+  if (const ast::FunctionDef* fn = scope.function(name); fn && !fn->is_kernel())
+    return "a function";
+  if (parse_dtype(name)) return "a dtype";
+  if (is_builtin(name)) return "a built-in function";
+  if (name == "inf" || name == "nan" || name == "pi") return "a built-in constant";
+  return nullptr;
+}
+
 std::vector<std::string> builtin_names() {
   std::vector<std::string> out;
   for (const auto& b : kUnaryBuiltins) out.push_back(b.name);

@@ -102,11 +102,12 @@ std::optional<ConstValue> ModuleScope::constant(const std::string& name) {
       v = std::nullopt;
     } else if (*t == DType::b8 && v->dtype != DType::b8) {
       // SPEC section 6.2: no number adapts to bool (as for a bool parameter's default).
-      diags_->error(def->value->loc,
-                    fmt::format("constant '{}' is declared bool but its value is {}", name,
-                                v->dtype ? fmt::format("of dtype {}", dtype_name(*v->dtype))
-                                         : "a number"),
-                    def->value->span())
+      diags_
+          ->error(def->value->loc,
+                  fmt::format(
+                      "constant '{}' is declared bool but its value is {}", name,
+                      v->dtype ? fmt::format("of dtype {}", dtype_name(*v->dtype)) : "a number"),
+                  def->value->span())
           .hint = "write True or False";
       v = std::nullopt;
     } else if (is_int(*t) && !v->is_int) {
@@ -341,6 +342,12 @@ struct HeaderBuilder {
         ok = false;
         return;
       }
+    }
+    if (const char* what = reserved_name(scope, ap.name)) {
+      diags().error(ap.loc, fmt::format("parameter '{}' cannot take the name of {}", ap.name, what),
+                    static_cast<uint32_t>(ap.name.size()));
+      ok = false;
+      return;
     }
     if (!ap.annotation) {
       diags().error(ap.loc,

@@ -79,11 +79,15 @@ void Lowerer::bind(const std::string& name, Value v, const ast::Expr& at) {
       if (g.first == name) what = "a generic";
     }
   }
-  if (!what && scope_.has_constant(name)) what = "a module constant";
-  if (!what && scope_.function(name)) what = "a function";
-  if (!what && parse_dtype(name)) what = "a dtype";
+  // (Built-ins as well: `mean = ...` used to be accepted, and a later mean(v) then said only "a
+  // number is not a function"; found by a new-user test.)
+  if (!what && scope_.function(name)) what = "a function";  // a kernel's name too
+  if (!what) what = reserved_name(scope_, name);
   if (what) {
     diags().error(at.loc, fmt::format("cannot assign to '{}': it is {}", name, what), at.span());
+    // Later uses of the name are not reported again (`helper = 2.0` then `s + helper` used to
+    // add "'+' needs a scalar or a vector, not helper function 'helper'"; SPEC 15).
+    frames_.back().locals[name] = Value::error();
     return;
   }
   if (v.kind == Kind::helper || v.kind == Kind::dtype || v.kind == Kind::loopvar) {

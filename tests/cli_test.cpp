@@ -183,6 +183,27 @@ TEST_F(CliTest, EchoedTextIsTerminalSafeAndJsonSurvivesBadUtf8) {
   EXPECT_NE(missing.err.find("no\\x1b[2Jfile.kdsl"), std::string::npos) << missing.err;
 }
 
+// A c64 output's summary is of its elements' moduli, and says so; it was of the real parts alone,
+// unlabelled (found by a new-user test). |1.5 + 3i| = 3.3541.
+TEST_F(CliTest, ComplexOutputsAreSummarizedByModulus) {
+  const std::string f = path("cz.kdsl");
+  std::ofstream(f) << "@kernel\ndef k(x: Tensor[f32, (M, N)], *, y: Out[c64, (M, N)]):\n"
+                      "    for m in parallel(M):\n"
+                      "        y[m, :] = c64(x[m, :], 2.0 * x[m, :])\n";
+  CliResult r =
+      kdsl({"run", f, "-k", "k", "--device", "cpu", "--shape", "M=1,N=3", "--in", "x=const:1.5"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("y: c64 (1, 3): |z| min 3.3541, max 3.3541, mean 3.3541\n"),
+            std::string::npos)
+      << show(r);
+  CliResult j = kdsl({"run", f, "-k", "k", "--device", "cpu", "--shape", "M=1,N=3", "--in",
+                      "x=const:1.5", "--json"});
+  ASSERT_EQ(j.code, 0) << show(j);
+  const auto y = nlohmann::json::parse(j.out)["outputs"]["y"];
+  EXPECT_EQ(y["of"], "modulus") << j.out;
+  EXPECT_NEAR(y["max"].get<double>(), std::sqrt(1.5 * 1.5 + 3.0 * 3.0), 1e-6) << j.out;
+}
+
 // A failed write of --out (here a full device) is an error, not a success with a short file.
 TEST_F(CliTest, RunOutWriteFailureIsAnError) {
   if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "skipped: no /dev/full";

@@ -292,6 +292,15 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
     if (ps.scalars.count(name)) throw UsageError(fmt::format("--arg sets '{}' twice", name));
     ps.scalars[name] = v;
   }
+  // A scalar without a default is a value the command line leaves out: a usage error (exit code
+  // 2, as for a shape symbol), naming the option that gives it.
+  for (const SignatureParam& p : sig.params) {
+    if (!p.is_tensor && !p.default_value && !ps.scalars.count(p.name)) {
+      throw UsageError(
+          fmt::format("scalar parameter '{}' has no default: give its value with --arg {}=VALUE",
+                      p.name, p.name));
+    }
+  }
   return make_problem(sel.fe, ps);
 }
 
@@ -395,8 +404,12 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
 nlohmann::json summarize(const HostTensor& t) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0;
   int64_t finite = 0, nans = 0, infs = 0;
+  // A c64 output is summarized by its elements' moduli |z| (the real parts alone, as before,
+  // said nothing of the imaginary ones; found by a new-user test).
+  const bool complex = t.dtype == DType::c64;
   for (int64_t i = 0; i < t.numel(); ++i) {
-    double v = t.get(i);
+    double v = complex ? std::hypot(t.get(i), t.get_imag(i)) : t.get(i);
+    if (complex && (std::isnan(t.get(i)) || std::isnan(t.get_imag(i)))) v = NAN;
     if (std::isnan(v)) {
       ++nans;
     } else if (std::isinf(v)) {
@@ -410,6 +423,7 @@ nlohmann::json summarize(const HostTensor& t) {
   }
   nlohmann::json j = {
       {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"nan", nans}, {"inf", infs}};
+  if (complex) j["of"] = "modulus";
   if (finite) {
     j["min"] = lo;
     j["max"] = hi;
@@ -429,8 +443,8 @@ std::string summary_line(const std::string& name, const nlohmann::json& s) {
       const double v = s[key].get<double>();
       return whole ? fmt::format("{:.0f}", v) : fmt::format("{:.6g}", v);
     };
-    line += fmt::format(": min {}, max {}, mean {:.6g}", value("min"), value("max"),
-                        s["mean"].get<double>());
+    line += fmt::format(": {}min {}, max {}, mean {:.6g}", s.contains("of") ? "|z| " : "",
+                        value("min"), value("max"), s["mean"].get<double>());
   }
   if (s["nan"].get<int64_t>()) line += fmt::format(", {} NaN", s["nan"].get<int64_t>());
   if (s["inf"].get<int64_t>()) line += fmt::format(", {} infinite", s["inf"].get<int64_t>());
