@@ -95,6 +95,11 @@ TEST_F(CliTest, CheckCleanFiles) {
   EXPECT_EQ(r.code, 0) << show(r);
   EXPECT_EQ(r.out, kRms + ": ok (4 kernels)\n" + kColSum + ": ok (1 kernel)\n");
   EXPECT_EQ(r.err, "");
+  // -v logs the front end's time per file, as docs/cli.md says (check logged nothing).
+  CliResult v = kdsl({"-v", "check", kRms});
+  EXPECT_EQ(v.code, 0) << show(v);
+  EXPECT_NE(v.err.find("kdsl: info: " + kRms + ": parsed and checked in "), std::string::npos)
+      << show(v);
 }
 
 TEST_F(CliTest, CheckReportsErrorsWithPositionAndCaretAndGoesOn) {

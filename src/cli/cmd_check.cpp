@@ -1,6 +1,7 @@
 // kdsl check, kdsl list.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include "cli.h"
 #include "dsl/diagnostics.h"
 #include "dsl/parser.h"
+#include "src/log.h"
 
 namespace kdsl::cli {
 
@@ -26,8 +28,13 @@ bool check_file(const std::string& path) {
     return false;
   }
   Diagnostics diags;
+  const auto t0 = std::chrono::steady_clock::now();
   auto m = parse_module(file, diags);
   if (!diags.has_errors()) check_module(*m, diags);
+  // -v: the front end's time, as the other commands log it (docs/cli.md).
+  log().info(
+      "{}: parsed and checked in {:.1f} ms", terminal_safe(path),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   std::cerr << diags.render(use_color());
   if (diags.has_errors()) {
     std::cerr << fmt::format("{}: {} error{}\n", terminal_safe(path), diags.error_count(),
