@@ -326,12 +326,17 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
                 s.rows_per_cta == 1 ? "" : "s")
           : fmt::format("{} thread{} per row, {} row{} per CTA", s.group, s.group == 1 ? "" : "s",
                         s.rows_per_cta, s.rows_per_cta == 1 ? "" : "s");
+  // (A kernel without a vector axis has no N and no vector accesses: found by a new-user test,
+  // its explain read "N = 1: VEC = 1 (16-byte accesses)".)
+  const std::string axis_text =
+      k.vector_symbol < 0
+          ? std::string("no vector axis: element accesses (each row's elements read one by one)")
+          : fmt::format("N = {}: VEC = {} ({}{}-byte accesses{}), {} vector{} per row", n, s.vec,
+                        accesses > 1 ? fmt::format("{} x ", accesses) : "", access,
+                        accesses > 1 ? " per vector" : "", vectors, vectors == 1 ? "" : "s");
   s.reasons.push_back(fmt::format(
-      "N = {}: VEC = {} ({}{}-byte accesses{}), {} vector{} per row -> {} ({}, {} chunk{} per "
-      "thread), {}",
-      n, s.vec, accesses > 1 ? fmt::format("{} x ", accesses) : "", access,
-      accesses > 1 ? " per vector" : "", vectors, vectors == 1 ? "" : "s", s.name, rows_text,
-      s.chunks, s.chunks == 1 ? "" : "s",
+      "{} -> {} ({}, {} chunk{} per thread), {}", axis_text, s.name, rows_text, s.chunks,
+      s.chunks == 1 ? "" : "s",
       !s.persistent      ? (cluster > 1 ? "one cluster per row group (no state across rows)"
                                         : "one CTA per row group (no state across rows)")
       : column_reduction ? "persistent grid (column reductions accumulate across a CTA's rows)"
@@ -458,7 +463,9 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
           : fmt::format("budget {:.0f}", budget);
   std::string held = fmt::format("{:.0f}", need);  // "about N registers per thread hold"
   held += held == "1" ? " register per thread holds" : " registers per thread hold";
-  if (s.cache_rows) {
+  if (s.cache_rows && need < 0.5) {
+    s.reasons.push_back("register-resident: no vector to hold; each element is read once");
+  } else if (s.cache_rows) {
     s.reasons.push_back(fmt::format(
         "register-resident: about {} the cached vectors{}{} ({}); each element is read once", held,
         packed, s.prefetch ? ", the next row prefetched" : "", budget_text));

@@ -209,6 +209,25 @@ TEST_F(CliTest, ComplexOutputsAreSummarizedByModulus) {
   EXPECT_NEAR(y["max"].get<double>(), std::sqrt(1.5 * 1.5 + 3.0 * 3.0), 1e-6) << j.out;
 }
 
+// The explain of a kernel without a vector axis says so; it read "N = 1: VEC = 1 (16-byte
+// accesses)" and "about 0 registers per thread hold the cached vectors" (new-user test).
+TEST_F(CliTest, ExplainOfAKernelWithoutAVectorAxis) {
+  const std::string f = path("elem.kdsl");
+  std::ofstream(f) << "@kernel\ndef e[T: (f32, f16)](x: Tensor[T, (M, 2)], *, y: Out[T, (M,)]):\n"
+                      "    for m in parallel(M):\n"
+                      "        y[m] = x[m, 0] * x[m, 1]\n";
+  CliResult r = kdsl({"emit", f, "-k", "e", "--dtype", "f16", "--explain", "--arch", "sm_90"});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("  no vector axis: element accesses (each row's elements read one by one) "
+                       "-> rows.subwarp"),
+            std::string::npos)
+      << show(r);
+  EXPECT_NE(r.out.find("register-resident: no vector to hold; each element is read once"),
+            std::string::npos)
+      << show(r);
+  EXPECT_EQ(r.out.find("VEC ="), std::string::npos) << show(r);
+}
+
 // A failed write of --out (here a full device) is an error, not a success with a short file.
 TEST_F(CliTest, RunOutWriteFailureIsAnError) {
   if (!fs::is_character_file("/dev/full")) GTEST_SKIP() << "skipped: no /dev/full";
