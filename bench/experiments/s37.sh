@@ -46,8 +46,13 @@ case "${1:-}" in
   run)
     cat .device/COMMIT
     nvidia-smi -L
-    # (AT2 ran `rows` on an H100; later landings on any other GPU stop at once.)
-    if ! nvidia-smi -L | grep -q H200; then echo "not an H200: stopping"; exit 0; fi
+    # (AT2 ran `rows` on an H100; a later landing on any other GPU runs the GPU tests of the
+    # CLI, the runtime and the numerics on this session's code, then stops.)
+    if ! nvidia-smi -L | grep -q H200; then
+      OUT="$out" KDSL_PRECOMPILE=0 KDSL_TEST_TIMEOUT=150 bash scripts/device/gpu_checks.sh \
+        cli_gpu_test runtime_gpu_test numerics_gpu_test 2>&1 | tail -25
+      echo "done at ${SECONDS} s"; exit 0
+    fi
     # (Straight into $out, so that what finished comes back if the call's limit cuts it.)
     OUT="$out" KDSL_PEERS=run KDSL_PRECOMPILE=0 bash scripts/device/final_bench.sh 2>&1 | tail -60
     echo "== variants at ${SECONDS} s"
