@@ -209,6 +209,34 @@ TEST_F(CliTest, ComplexOutputsAreSummarizedByModulus) {
   EXPECT_NEAR(y["max"].get<double>(), std::sqrt(1.5 * 1.5 + 3.0 * 3.0), 1e-6) << j.out;
 }
 
+// --out naming the file of another tensor's --in would lose that input: refused before the run
+// (found by a new-user test: it was overwritten silently); an InOut tensor updates its own file.
+TEST_F(CliTest, OutputOverAnInputFileIsRefusedButInOutUpdatesItsOwn) {
+  const std::string f = path("acc.kdsl");
+  std::ofstream(f) << "@kernel\ndef acc(x: Tensor[f32, (M, N)], *, y: InOut[f32, (M, N)], "
+                      "z: Out[f32, (M, N)]):\n"
+                      "    for m in parallel(M):\n"
+                      "        y[m, :] += x[m, :]\n"
+                      "        z[m, :] = x[m, :]\n";
+  const std::string x = path("x.npy"), y = path("y.npy");
+  ASSERT_EQ(kdsl({"run", f, "-k", "acc", "--device", "cpu", "--shape", "M=2,N=4", "--in",
+                  "x=const:1.5", "--in", "y=const:2", "--out", "z=" + x, "--out", "y=" + y})
+                .code,
+            0);
+  const std::string x_before = read_text(x), y_before = read_text(y);
+  CliResult r = kdsl({"run", f, "-k", "acc", "--device", "cpu", "--in", "x=" + x, "--in", "y=" + y,
+                      "--out", "z=" + path(".") + "/x.npy"});
+  EXPECT_EQ(r.code, 2) << show(r);
+  EXPECT_NE(r.err.find("would overwrite the input file of --in x=" + x), std::string::npos)
+      << show(r);
+  EXPECT_EQ(read_text(x), x_before);
+  CliResult inout = kdsl({"run", f, "-k", "acc", "--device", "cpu", "--in", "x=" + x, "--in",
+                          "y=" + y, "--out", "y=" + y, "--json"});
+  EXPECT_EQ(inout.code, 0) << show(inout);
+  EXPECT_NE(read_text(y), y_before);  // 3.5 (the first run: 2 + 1.5) + 1.5
+  EXPECT_EQ(nlohmann::json::parse(inout.out)["outputs"]["y"]["max"], 5.0) << inout.out;
+}
+
 // The explain of a kernel without a vector axis says so; it read "N = 1: VEC = 1 (16-byte
 // accesses)" and "about 0 registers per thread hold the cached vectors" (new-user test).
 TEST_F(CliTest, ExplainOfAKernelWithoutAVectorAxis) {

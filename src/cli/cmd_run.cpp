@@ -111,7 +111,7 @@ int run(const RunOptions& o) {
   report["file"] = o.k.file;
   nlohmann::json inputs = nlohmann::json::object();
   Problem p = build_problem(o.k, o.data, inputs);
-  auto files = resolve_outputs(p, o.out);
+  auto files = resolve_outputs(p, o.out, o.data.in);
   report["kernel"] = p.ir.name;
   report["dtype"] = binding_text(*p.sig, p.spec.binding);
   std::map<std::string, int64_t> shape;

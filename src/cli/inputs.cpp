@@ -331,10 +331,20 @@ std::filesystem::path written_file(const std::string& path, bool* loop) {
 }  // namespace
 
 std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
-                                                         const std::vector<std::string>& out) {
+                                                         const std::vector<std::string>& out,
+                                                         const std::vector<std::string>& in) {
   std::vector<std::pair<int, std::string>> files;
   std::map<std::string, std::string> given;              // output name -> its --out
   std::map<std::filesystem::path, std::string> targets;  // file (absolute, normal) -> its --out
+  // The input files (--in NAME=FILE.npy), by the file they read: an output written over one
+  // would lose it (found by a new-user test), unless it is an InOut tensor's own file.
+  std::map<std::filesystem::path, std::pair<std::string, std::string>> sources;  // (name, item)
+  for (const std::string& item : in) {
+    auto [name, path] = split_assign(item, "--in", "NAME=FILE.npy or NAME=const:VALUE");
+    if (path.starts_with("const:")) continue;
+    bool loop = false;
+    sources.emplace(written_file(path, &loop), std::make_pair(name, item));
+  }
   for (const std::string& item : out) {
     auto [name, path] = split_assign(item, "--out", "NAME=FILE.npy");
     if (auto [first, fresh] = given.emplace(name, item); !fresh) {
@@ -351,6 +361,11 @@ std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
       throw UsageError(
           fmt::format("--out {} and {} name the same file; one would overwrite the other",
                       first->second, item));
+    }
+    if (auto src = sources.find(target); src != sources.end() && src->second.first != name) {
+      throw UsageError(fmt::format(
+          "--out {} would overwrite the input file of --in {}; write the output elsewhere", item,
+          src->second.second));
     }
     int index = -1;
     for (size_t t = 0; t < p.ir.tensors.size(); ++t) {

@@ -28,10 +28,13 @@ struct DataOptions {
 Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::json& report);
 
 /// Checks --out NAME=PATH against the kernel's outputs (before anything runs): UsageError for a
-/// NAME given twice, Error for a PATH that is a directory or in a directory that cannot be
-/// written. Returns (IR tensor index, path) pairs.
+/// NAME given twice, for two PATHs of one file, and for a PATH that is the file of an `in`
+/// (--in NAME=FILE.npy) other than NAME's own (an InOut tensor may update its file in place);
+/// Error for a PATH that is a directory or in a directory that cannot be written. Returns (IR
+/// tensor index, path) pairs.
 std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
-                                                         const std::vector<std::string>& out);
+                                                         const std::vector<std::string>& out,
+                                                         const std::vector<std::string>& in = {});
 
 /// Summary of a tensor's values: dtype, shape, min, max, mean over the finite values, NaN and
 /// infinity counts.
