@@ -192,9 +192,10 @@ TEST_F(CliTest, EchoedTextIsTerminalSafeAndJsonSurvivesBadUtf8) {
 // unlabelled (found by a new-user test). |1.5 + 3i| = 3.3541.
 TEST_F(CliTest, ComplexOutputsAreSummarizedByModulus) {
   const std::string f = path("cz.kdsl");
-  std::ofstream(f) << "@kernel\ndef k(x: Tensor[f32, (M, N)], *, y: Out[c64, (M, N)]):\n"
-                      "    for m in parallel(M):\n"
-                      "        y[m, :] = c64(x[m, :], 2.0 * x[m, :])\n";
+  write_file(f,
+             "@kernel\ndef k(x: Tensor[f32, (M, N)], *, y: Out[c64, (M, N)]):\n"
+             "    for m in parallel(M):\n"
+             "        y[m, :] = c64(x[m, :], 2.0 * x[m, :])\n");
   CliResult r =
       kdsl({"run", f, "-k", "k", "--device", "cpu", "--shape", "M=1,N=3", "--in", "x=const:1.5"});
   EXPECT_EQ(r.code, 0) << show(r);
@@ -213,11 +214,12 @@ TEST_F(CliTest, ComplexOutputsAreSummarizedByModulus) {
 // (found by a new-user test: it was overwritten silently); an InOut tensor updates its own file.
 TEST_F(CliTest, OutputOverAnInputFileIsRefusedButInOutUpdatesItsOwn) {
   const std::string f = path("acc.kdsl");
-  std::ofstream(f) << "@kernel\ndef acc(x: Tensor[f32, (M, N)], *, y: InOut[f32, (M, N)], "
-                      "z: Out[f32, (M, N)]):\n"
-                      "    for m in parallel(M):\n"
-                      "        y[m, :] += x[m, :]\n"
-                      "        z[m, :] = x[m, :]\n";
+  write_file(f,
+             "@kernel\ndef acc(x: Tensor[f32, (M, N)], *, y: InOut[f32, (M, N)], "
+             "z: Out[f32, (M, N)]):\n"
+             "    for m in parallel(M):\n"
+             "        y[m, :] += x[m, :]\n"
+             "        z[m, :] = x[m, :]\n");
   const std::string x = path("x.npy"), y = path("y.npy");
   ASSERT_EQ(kdsl({"run", f, "-k", "acc", "--device", "cpu", "--shape", "M=2,N=4", "--in",
                   "x=const:1.5", "--in", "y=const:2", "--out", "z=" + x, "--out", "y=" + y})
@@ -241,9 +243,10 @@ TEST_F(CliTest, OutputOverAnInputFileIsRefusedButInOutUpdatesItsOwn) {
 // accesses)" and "about 0 registers per thread hold the cached vectors" (new-user test).
 TEST_F(CliTest, ExplainOfAKernelWithoutAVectorAxis) {
   const std::string f = path("elem.kdsl");
-  std::ofstream(f) << "@kernel\ndef e[T: (f32, f16)](x: Tensor[T, (M, 2)], *, y: Out[T, (M,)]):\n"
-                      "    for m in parallel(M):\n"
-                      "        y[m] = x[m, 0] * x[m, 1]\n";
+  write_file(f,
+             "@kernel\ndef e[T: (f32, f16)](x: Tensor[T, (M, 2)], *, y: Out[T, (M,)]):\n"
+             "    for m in parallel(M):\n"
+             "        y[m] = x[m, 0] * x[m, 1]\n");
   CliResult r = kdsl({"emit", f, "-k", "e", "--dtype", "f16", "--explain", "--arch", "sm_90"});
   EXPECT_EQ(r.code, 0) << show(r);
   EXPECT_NE(r.out.find("  no vector axis: element accesses (each row's elements read one by one) "
