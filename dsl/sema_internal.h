@@ -82,10 +82,9 @@ std::string int_misfit(DType t, double v);
 /// scopes.
 bool is_builtin(const std::string& name);
 class ModuleScope;
-/// What `name` already names at module level, as "a module constant", "a function" (a helper;
-/// not a kernel),
-/// "a dtype", "a built-in function" or "a built-in constant" (inf, nan, pi); nullptr when
-/// nothing. Locals and parameters cannot take such a name (SPEC 12.2).
+/// What `name` already names at module level, as "a module constant", "a function" (a helper,
+/// not a kernel), "a dtype", "a built-in function" or "a built-in constant" (inf, nan, pi);
+/// nullptr when nothing. Locals and parameters cannot take such a name (SPEC 12.2).
 const char* reserved_name(const ModuleScope& scope, const std::string& name);
 std::vector<std::string> builtin_names();
 

@@ -208,6 +208,18 @@ TEST_F(CliTest, ComplexOutputsAreSummarizedByModulus) {
   const auto y = nlohmann::json::parse(j.out)["outputs"]["y"];
   EXPECT_EQ(y["of"], "modulus") << j.out;
   EXPECT_NEAR(y["max"].get<double>(), std::sqrt(1.5 * 1.5 + 3.0 * 3.0), 1e-6) << j.out;
+  // An element with a NaN part is NaN, though |inf + NaN i| would be inf (hypot).
+  const std::string g = path("cnan.kdsl");
+  write_file(g,
+             "@kernel\ndef k(x: Tensor[f32, (M, N)], *, y: Out[c64, (M, N)]):\n"
+             "    for m in parallel(M):\n"
+             "        y[m, :] = c64(x[m, :], x[m, :] - x[m, :])\n");
+  CliResult n = kdsl({"run", g, "-k", "k", "--device", "cpu", "--shape", "M=1,N=2", "--in",
+                      "x=const:inf", "--json"});
+  ASSERT_EQ(n.code, 0) << show(n);
+  const auto yn = nlohmann::json::parse(n.out)["outputs"]["y"];
+  EXPECT_EQ(yn["nan"], 2) << n.out;
+  EXPECT_EQ(yn["inf"], 0) << n.out;
 }
 
 // --out naming the file of another tensor's --in would lose that input: refused before the run

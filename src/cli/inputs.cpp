@@ -423,8 +423,9 @@ nlohmann::json summarize(const HostTensor& t) {
   // said nothing of the imaginary ones; found by a new-user test).
   const bool complex = t.dtype == DType::c64;
   for (int64_t i = 0; i < t.numel(); ++i) {
-    double v = complex ? std::hypot(t.get(i), t.get_imag(i)) : t.get(i);
-    if (complex && (std::isnan(t.get(i)) || std::isnan(t.get_imag(i)))) v = NAN;
+    const double re = t.get(i), im = complex ? t.get_imag(i) : 0;
+    // (hypot(inf, NaN) is inf: an element with a NaN part counts as NaN.)
+    const double v = std::isnan(im) ? im : complex && !std::isnan(re) ? std::hypot(re, im) : re;
     if (std::isnan(v)) {
       ++nans;
     } else if (std::isinf(v)) {

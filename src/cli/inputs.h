@@ -34,7 +34,7 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
 /// tensor index, path) pairs.
 std::vector<std::pair<int, std::string>> resolve_outputs(const Problem& p,
                                                          const std::vector<std::string>& out,
-                                                         const std::vector<std::string>& in = {});
+                                                         const std::vector<std::string>& in);
 
 /// Summary of a tensor's values: dtype, shape, min, max, mean over the finite values, NaN and
 /// infinity counts.
