@@ -15,7 +15,9 @@
 #                 spilled instead of 12). Two rounds, --verify in round 1. Prediction: 4 CTAs of 4
 #                 warps within -5% to +10% of the default (a look-back stalls 4 warps, not 8, but
 #                 the chunks double: AP2's `wp=4` on 2 CTAs was +11%); rescan alone +2 to +6%
-#                 (phase B evaluates sigmoid and exp again: about 8 more instructions per element).
+#                 (phase B evaluates sigmoid and exp again: about 8 more instructions per element);
+#                 per-row-tile tickets with 4-step tiles on 3 CTAs (AP2: t=4,ctas=3 +21% with a
+#                 tile's row values computed per tile) within -3% to +15%.
 #   s38.sh ab     rg_lru_bwd from stdlib/rg_lru.kdsl against bench/experiments/rg_lru_s38.kdsl
 #                 (sqrt(u) as u * rsqrt(max(u, 1e-30)), sharing the rsqrt with the bounded
 #                 derivative's min(rsqrt, 2000); x (1 - i) and base (1 - r) as one fma each), bf16
@@ -54,6 +56,7 @@ rg_variants=(
   "t=8,vr=2,lp=1,wp=4,ctas=4"
   "t=8,vr=2,lp=1,wp=4,ctas=4,rescan=1"
   "rescan=1"
+  "rowtk=1,t=4,vr=2,lp=1,wp=8,ctas=3"
 )
 rgvar() {
   local round v extra
