@@ -58,10 +58,6 @@ void Emitter::plan_params() {
       flags.bytes_per_row = static_cast<uint64_t>(nch) * 16;
       flags.bytes_fixed = 16 + static_cast<uint64_t>(nch) * td_max * 16;
     }
-    if (row_tickets()) {  // then (16-byte aligned) a ticket counter per row tile
-      flags.bytes_per_row += 8;
-      flags.bytes_fixed += 24;
-    }
     flags.zeroed = true;
     plan_.workspaces.push_back(flags);
     slots.add(ParamSlot::Kind::workspace, ws++, 0, 8, DType::i64);
@@ -277,7 +273,6 @@ void Emitter::emit_smem() {
   t_.line("struct kdsl_smem_{} {{", sym_);
   t_.in();
   t_.line("long long ticket;");
-  if (row_tickets()) t_.line("long long ticket_rt;  // the ticket's row tile");
   if (packed()) {
     t_.line("uint4 lbp[{}][{}];  // packed look-back: the aggregates passed, per row",
             lookback_window(), s_.td());
@@ -338,13 +333,6 @@ void Emitter::emit_run() {
       "{{",
       sym_);
   t_.in();
-  if (row_tickets()) {
-    emit_row_tickets_run();
-    t_.out();
-    t_.line("}}");
-    t_.line("");
-    return;
-  }
   if (!pipelined()) {
     t_.line("constexpr int TD = {} * VRT;", s_.wr * s_.lr);
     t_.line("const long long tiles = (p.rows + TD - 1) / TD * {}LL;", s_.chunks);

@@ -51,9 +51,6 @@ class Emitter {
   /// Pipelined with the next tile's phase-A loads copied by cp.async into shared memory (staging
   /// arrays stg<a>), read into registers when the tile starts.
   bool staged() const { return pipelined() && s_.async_copy; }
-  /// Look-back mode without pipelining, with a ticket counter per row tile
-  /// (ScanSchedule::row_tickets): the row tile's values are computed when it changes.
-  bool row_tickets() const { return p_.lookback && !pipelined() && s_.row_tickets; }
   // Phase B scans the thread's elements again from its prefix (ScanSchedule::rescan; the
   // scheduler keeps it only for scan.columns without pipelining).
   bool rescan() const { return s_.rescan; }
@@ -78,8 +75,6 @@ class Emitter {
   std::vector<ir::ValueId> row_nodes() const;
   void emit_row_decls(const std::string& sfx);
   void emit_row_assign(const std::string& sfx, const std::string& tile);
-  void emit_row_scalars(const std::string& sfx);
-  void emit_row_tickets_run();
   void emit_row_copy();
   void emit_uniforms();
   void emit_tile_body(const std::function<void()>& between);

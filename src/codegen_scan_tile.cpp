@@ -214,11 +214,6 @@ void Emitter::emit_row_assign(const std::string& sfx, const std::string& tile) {
       t_.line("so{0}{2} = kdsl_so{0}_{1}(p, r0{2});", j, sym_, sfx);
     }
   }
-  emit_row_scalars(sfx);
-}
-
-// The per-row scalars rs<id><sfx>[v] of rows r0<sfx> + v (loads of row tensors and their math).
-void Emitter::emit_row_scalars(const std::string& sfx) {
   std::vector<ir::ValueId> rows = row_nodes();
   if (rows.empty()) return;
   t_.line("#pragma unroll");
@@ -1211,84 +1206,10 @@ void Emitter::emit_tile_body(const std::function<void()>& between) {
   emit_tile_partials();
 }
 
-// The loop over tiles with a ticket counter per row tile (ScanSchedule::row_tickets), the tile
-// inline. Thread 0 takes the next chunk of the CTA's row tile (blockIdx.x % RT at first), moving
-// on to the next row tile with chunks left when it has none, and returns when none has. The row
-// tile's indices and per-row scalars are computed when the row tile changes; per tile only the
-// offsets (multiply-adds of the cached indices) and the chunk's first position.
-void Emitter::emit_row_tickets_run() {
-  emit_constants();
-  emit_uniforms();
-  t_.line("const long long RT = (p.rows + TD - 1) / TD;");
-  t_.line("constexpr long long NCH = {}LL;", s_.chunks);
-  // After the look-back words (packed: 16 per row and chunk; else a 4-byte flag per tile).
-  if (packed()) {
-    t_.line(
-        "unsigned long long* rtc = reinterpret_cast<unsigned long long*>(p.ws0 + 16 + NCH * RT * "
-        "TD * 16);");
-  } else {
-    t_.line(
-        "unsigned long long* rtc = reinterpret_cast<unsigned long long*>(p.ws0 + 16 + ((NCH * "
-        "RT * 4 + 15) / 16) * 16);");
-  }
-  emit_row_decls("");
-  for (size_t l = 0; l < k_.loop.size(); ++l) t_.line("long long i{}_r = 0;", l);
-  t_.line("long long crt = -1;  // the row tile whose values are set");
-  t_.line("long long want = static_cast<long long>(blockIdx.x) % RT;");
-  t_.line("for (;;) {{");
-  t_.in();
-  t_.line("if (tid == 0) {{");
-  t_.in();
-  t_.line("long long tc = -1, trt = want;");
-  t_.line("for (long long k = 0; k < RT; ++k) {{");
-  t_.in();
-  t_.line("const long long cc = static_cast<long long>(atomicAdd(rtc + trt, 1ULL));");
-  t_.line("if (cc < NCH) {{");
-  t_.line("  tc = cc;");
-  t_.line("  break;");
-  t_.line("}}");
-  t_.line("trt = trt + 1 == RT ? 0 : trt + 1;");
-  t_.out();
-  t_.line("}}");
-  t_.line("sm.ticket = tc;");
-  t_.line("sm.ticket_rt = trt;");
-  t_.out();
-  t_.line("}}");
-  t_.line("__syncthreads();  // also: the previous tile is done with shared memory");
-  t_.line("c = sm.ticket;");
-  t_.line("if (c < 0) return;");
-  t_.line("rt = sm.ticket_rt;");
-  t_.line("want = rt;");
-  t_.line("if (rt != crt) {{  // a new row tile: its indices and per-row scalars");
-  t_.in();
-  t_.line("crt = rt;");
-  t_.line("r0 = rt * TD + rr0;");
-  t_.line("#pragma unroll");
-  t_.line("for (int v = 0; v < VR; ++v) rv[v] = r0 < p.rows;  // VR divides the rows");
-  row_index_code("r0", "i", "_r");
-  emit_row_scalars("");
-  t_.out();
-  t_.line("}}");
-  t_.line("qt = static_cast<kdsl_pos>(c * CL);  // the tile's first position");
-  for (size_t a = 0; a < p_.accesses.size(); ++a) {
-    t_.line("ao{} = {};", a, offset(p_.accesses[a].tensor, p_.accesses[a].view, "_r"));
-  }
-  for (size_t j = 0; j < k_.stores.size(); ++j) {
-    if (p_.stores[j].how == StorePlan::How::vector) {
-      t_.line("so{} = {};", j, offset(k_.stores[j].tensor, k_.stores[j].view, "_r"));
-    }
-  }
-  t_.line("// every load of the tile, issued at once");
-  emit_loads(true, "", true);
-  emit_tile_body([] {});
-  t_.out();
-  t_.line("}}");
-}
-
 // Unless pipelined, a function per tile, called from the loop over tiles (kdsl_run).
 void Emitter::emit_tile() {
   emit_row_functions();
-  if (pipelined() || row_tickets()) return;
+  if (pipelined()) return;
   t_.line("template <int VRT>");
   t_.line(
       "__device__ __forceinline__ void kdsl_tile_{0}(const kdsl_params_{0}& p, kdsl_smem_{0}& sm,",

@@ -111,15 +111,6 @@ struct ScanSchedule {
   // 64-bit add per access, where NVVM otherwise rebuilds an element index and scales it per
   // access (4 SASS instructions, not 2). Set where the kernel has much math per element.
   bool byte_steps = false;
-  // Look-back mode without pipelining: a CTA keeps to one row tile, taking that row tile's chunks
-  // in order from a ticket counter of its own (one per row tile, after the look-back words), and
-  // moves to the next row tile with chunks left when its own has none. Tickets still come in
-  // processing order within each row tile, which is all the look-back needs to be deadlock-free
-  // (a tile waits only for its row tile's earlier chunks, whose CTAs took their tickets first and
-  // so are running). The row tile's values (row indices, the offsets' row part, per-row scalars
-  // such as RG-LRU's softplus(-Lambda)) are computed when the CTA's row tile changes, not per
-  // tile: no 64-bit division and no per-row math per tile. KDSL_SCAN_SCHEDULE rowtk=1.
-  bool row_tickets = false;
   // Who set the tile's layout keys (t, lp, wp, vr): "" the scheduler, else "KDSL_SCAN_SCHEDULE"
   // or "schedule hint ..." (layout_hint: the caller's hint), for errors the layout causes later
   // (codegen: a tile whose shared memory exceeds the static limit).
@@ -152,8 +143,7 @@ const ir::Store* partial_column_reduction(const ir::Kernel& k);
 /// pipelining (pipeline=1: the next tile's loads into registers, 2: into
 /// shared memory by cp.async, 0: none), the rescanning tile (rescan=1, ScanSchedule::rescan),
 /// 64-bit positions (pos64=1), keeping phase A's transcendental results for phase B (keep=1, the
-/// default; ScanSchedule::keep_math), per-row-tile tickets (rowtk=1, ScanSchedule::row_tickets)
-/// and the CTAs per SM the registers must allow, for experiments
+/// default; ScanSchedule::keep_math) and the CTAs per SM the registers must allow, for experiments
 /// (the source, hence the cache key, changes with them). `hint`'s t, lp, wp and vr
 /// (`--schedule`, `kdsl tune`'s record) override the same keys of the variable, the same way.
 /// Throws kdsl::SourceError when the kernel's scans cannot run in one pass (e.g. scans in

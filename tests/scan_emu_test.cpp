@@ -565,42 +565,6 @@ TEST_F(ScanEmu, RescanningTilesMatchTheInterpreter) {
   }
 }
 
-// A ticket counter per row tile (ScanSchedule::row_tickets, KDSL_SCAN_SCHEDULE rowtk=1): CTAs
-// keep to a row tile and move to the next with chunks left, so the rows' values are computed once
-// per row tile. Shapes with more row tiles than the emulation's CTAs and fewer, several chunks
-// and a partial one, rows that are not a multiple of the tile's (D = 130: 2-row accesses; D = 5:
-// element accesses), an initial state, a reverse scan with shifted inputs and per-row scalars
-// and a column reduction (rg_lru_bwd), rescanning, lanes along the positions and the fenced
-// look-back (packed=0).
-TEST_F(ScanEmu, RowTicketsMatchTheInterpreter) {
-  testing::ScanScheduleEnv env("");
-  std::vector<std::pair<std::string, DType>> cases = {{"cumsum_mid", DType::bf16},
-                                                      {"cumsum_reverse_exclusive_mid", DType::f32},
-                                                      {"linear_recurrence_h0_bwd", DType::bf16},
-                                                      {"rg_lru_bwd", DType::bf16},
-                                                      {"rg_lru_bwd", DType::f32}};
-  std::vector<const char*> hints = {"rowtk=1", "rowtk=1,vr=2,lp=2,t=4", "rowtk=1,packed=0"};
-  if (kAsan) {
-    cases = {{"rg_lru_bwd", DType::bf16}};
-    hints = {"rowtk=1", "rowtk=1,packed=0"};
-  }
-  uint64_t seed = 1500;
-  for (const char* hint : hints) {
-    env.set(hint);
-    for (const auto& [name, dtype] : cases) {
-      std::optional<testing::ScanKernel> k = stdlib_middle_kernel(name);
-      ASSERT_TRUE(k) << name;
-      auto fe = testing::front_end(k->file);
-      for (auto [b, l, d] : {std::tuple<int64_t, int64_t, int64_t>{3, 333, 130}, {2, 700, 5}}) {
-        Problem p = testing::scan_problem(fe, *k, dtype, b, l, d, seed++);
-        emu::expect_emulated_matches_reference(
-            p, fmt::format("{} {} ({}, {}, {}) with {}", name, dtype_name(dtype), b, l, d, hint));
-        if (HasFailure()) return;
-      }
-    }
-  }
-}
-
 // Phase A's transcendental results kept for phase B (ScanSchedule::keep_math: RG-LRU backward's
 // sigmoid and exp of gate_a, computed by phase A at t + 1 and read by phase B one step on, and
 // computed again at each thread's last step): the default layouts (bf16: 2-row accesses, D even,

@@ -1231,17 +1231,6 @@ TEST(ScanSchedule, KeepsPhaseAMathUnlessToldNotTo) {
   EXPECT_THROW(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::f32, 32768), ArgumentError);
 }
 
-// Per-row-tile tickets (ScanSchedule::row_tickets) are off by default; KDSL_SCAN_SCHEDULE rowtk=1
-// turns them on, and the generated kernel then takes its chunks from a counter per row tile.
-TEST(ScanSchedule, RowTicketsOnlyWhenAsked) {
-  ScanScheduleEnv env("");
-  EXPECT_FALSE(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768).row_tickets);
-  env.set("rowtk=1");
-  EXPECT_TRUE(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768).row_tickets);
-  env.set("rowtk=2");
-  EXPECT_THROW(choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768), ArgumentError);
-}
-
 TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
   ScanScheduleEnv none("");
   testing::ScopedEnv math("KDSL_MATH", nullptr);
