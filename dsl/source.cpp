@@ -24,6 +24,24 @@ namespace {
                           SourceFile::max_bytes >> 20, SourceFile::max_bytes >> 20));
 }
 
+// What a file that is not a regular file is, for the message refusing it.
+const char* file_kind(std::filesystem::file_type t) {
+  switch (t) {
+    case std::filesystem::file_type::directory:
+      return "a directory";
+    case std::filesystem::file_type::fifo:
+      return "a FIFO (named pipe)";
+    case std::filesystem::file_type::character:
+      return "a character device";
+    case std::filesystem::file_type::block:
+      return "a block device";
+    case std::filesystem::file_type::socket:
+      return "a socket";
+    default:
+      return "a file of an unknown kind";
+  }
+}
+
 }  // namespace
 
 SourceFile::SourceFile(std::string path, std::string text)
@@ -36,16 +54,24 @@ SourceFile::SourceFile(std::string path, std::string text)
 }
 
 std::shared_ptr<const SourceFile> SourceFile::read(const std::string& path) {
+  // Only a regular file (or a link to one) is opened: opening a FIFO waits for a writer, for good
+  // if none comes, and a device (/dev/zero) need not end. Its size is checked before reading.
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec) throw Error("cannot open '" + path + "': " + ec.message());
+  if (st.type() == std::filesystem::file_type::directory) {
     throw Error("cannot read '" + path + "': it is a directory, not a .kdsl file");
+  }
+  if (st.type() != std::filesystem::file_type::regular) {
+    throw Error("cannot read '" + path + "': it is " + file_kind(st.type()) +
+                ", not a regular file");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
   uintmax_t bytes = std::filesystem::file_size(path, ec);
   if (!ec && bytes > max_bytes) too_large(path, bytes);  // before reading any of it
-  // Read at most max_bytes + 1 bytes: a pipe, a device (/dev/zero) or a file still growing has
-  // no size to check first.
+  // Read at most max_bytes + 1 bytes: a file still growing (or replaced since it was checked)
+  // may be longer than its size said.
   std::string text;
   char chunk[1 << 16];
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {

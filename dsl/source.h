@@ -17,7 +17,8 @@ class SourceFile {
   SourceFile(std::string path, std::string text);
 
   /// Reads a file; throws kdsl::Error naming the path and the OS error when it cannot, and when
-  /// it is a directory or larger than max_bytes.
+  /// it is larger than max_bytes or not a regular file (or a link to one): a directory, a FIFO, a
+  /// device or a socket is refused before it is opened, naming what it is.
   static std::shared_ptr<const SourceFile> read(const std::string& path);
 
   /// Largest source text (bytes): positions are 32-bit offsets, and no real module comes near.

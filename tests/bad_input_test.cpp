@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "src/runtime_impl.h"
+#include "tests/fifo_writer.h"
 #include "tests/ieee_cases.h"
 
 namespace kdsl {
@@ -131,11 +132,28 @@ TEST(BadModule, HugeFileIsRefusedBeforeReading) {
             "'" + path + "' is 5368709120 bytes; a .kdsl module may be at most 16 MiB");
 }
 
-// A file with no size to check first (a device, a pipe) is read only to the limit.
-TEST(BadModule, EndlessFileIsRefusedAtTheLimit) {
+// Only a regular file (or a link to one) is read; anything else is refused before it is opened:
+// opening a FIFO without a writer blocked for good, and a device has no end (found by a new-user
+// test).
+TEST(BadModule, FifoIsRefusedBeforeOpening) {
+  TempDir d;
+  testing::FifoWriter fifo(d.path("pipe.kdsl"));
+  ASSERT_TRUE(fifo.ok());
+  EXPECT_EQ(error_of<Error>([&] { Module::load(fifo.path()); }),
+            "cannot read '" + fifo.path() + "': it is a FIFO (named pipe), not a regular file");
+}
+
+TEST(BadModule, DeviceIsRefusedBeforeReading) {
   if (!fs::exists("/dev/zero")) GTEST_SKIP() << "skipped: no /dev/zero";
   EXPECT_EQ(error_of<Error>([&] { Module::load("/dev/zero"); }),
-            "'/dev/zero' goes on past 16 MiB; a .kdsl module may be at most 16 MiB");
+            "cannot read '/dev/zero': it is a character device, not a regular file");
+}
+
+TEST(BadModule, LinkToARegularFileIsRead) {
+  TempDir d;
+  const std::string file = d.file("real.kdsl", "X = 1\n");
+  fs::create_symlink(file, d.path("link.kdsl"));
+  EXPECT_TRUE(Module::load(d.path("link.kdsl")).kernel_names().empty());
 }
 
 TEST(BadModule, HugeSourceInMemory) {

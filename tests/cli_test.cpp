@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "cli_test_util.h"
+#include "fifo_writer.h"
 #include "kdsl/error.h"
 #include "src/driver.h"
 #include "src/host_tensor.h"
@@ -137,6 +138,38 @@ TEST_F(CliTest, CheckReportsTypeErrors) {
       kdsl({"run", bad, "-k", "scale", "--dtype", "f32", "--shape", "M=1,N=2", "--device", "cpu"});
   EXPECT_EQ(run.code, 1);
   EXPECT_NE(run.err.find("unknown name 'factor'"), std::string::npos) << show(run);
+}
+
+// A .kdsl path that is not a regular file is refused before it is opened, naming what it is:
+// `kdsl check` of a FIFO without a writer blocked for good (found by a new-user test). Every
+// command loads its file the same way; a link to a regular file is still read.
+TEST_F(CliTest, FilesThatAreNotRegularFilesAreRefusedBeforeOpening) {
+  FifoWriter fifo(path("pipe.kdsl"));
+  ASSERT_TRUE(fifo.ok());
+  const std::string refused = "kdsl: error: cannot read '" + fifo.path() +
+                              "': it is a FIFO (named pipe), not a regular file\n";
+  CliResult check = kdsl({"check", fifo.path(), kColSum});
+  EXPECT_EQ(check.code, 1) << show(check);
+  EXPECT_EQ(check.err, refused);
+  EXPECT_EQ(check.out, kColSum + ": ok (1 kernel)\n");  // the files after it are checked
+  for (const std::vector<std::string>& cmd :
+       {std::vector<std::string>{"list", fifo.path()},
+        {"emit", fifo.path(), "-k", "col_sum", "--dtype", "f32", "--shape", "N=16"},
+        {"run", fifo.path(), "-k", "col_sum", "--dtype", "f32", "--shape", "M=2,N=16", "--device",
+         "cpu"},
+        {"compile", fifo.path(), "--shape", "N=16", "--arch", "sm_90"}}) {
+    CliResult r = kdsl(cmd);
+    EXPECT_EQ(r.code, 1) << cmd[0] << show(r);
+    EXPECT_EQ(r.err, refused) << cmd[0];
+  }
+  CliResult dir = kdsl({"check", tmp().string()});
+  EXPECT_EQ(dir.code, 1) << show(dir);
+  EXPECT_EQ(dir.err, "kdsl: error: cannot read '" + tmp().string() +
+                         "': it is a directory, not a .kdsl file\n");
+  fs::create_symlink(src(kColSum), path("link.kdsl"));
+  CliResult link = kdsl({"check", path("link.kdsl")});
+  EXPECT_EQ(link.code, 0) << show(link);
+  EXPECT_EQ(link.out, path("link.kdsl") + ": ok (1 kernel)\n");
 }
 
 TEST_F(CliTest, ListShowsSignaturesDocsAndSpecializedSymbols) {

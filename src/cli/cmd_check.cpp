@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -19,10 +18,7 @@ namespace {
 bool check_file(const std::string& path) {
   std::shared_ptr<const SourceFile> file;
   try {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-      throw Error("cannot read '" + path + "': it is a directory");
-    file = SourceFile::read(path);
+    file = SourceFile::read(path);  // refuses a directory, a FIFO, a device
   } catch (const Error& e) {
     std::cerr << "kdsl: error: " << terminal_safe(e.what()) << "\n";
     return false;

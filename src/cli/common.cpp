@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -367,10 +366,6 @@ void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch, bool wi
 }
 
 std::shared_ptr<const FrontEnd> load_module(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw Error(fmt::format("cannot read '{}': it is a directory", path));
-  }
   auto t0 = std::chrono::steady_clock::now();
   auto fe = run_front_end(SourceFile::read(path));
   log().info(
