@@ -389,8 +389,16 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   if (!s.cache_invariant) need -= elems * w.invariant;
   s.cache_rows = hint.cache_rows.value_or(need <= budget);
   if (!s.cache_rows) need -= elems * w.row;
-  s.prefetch = s.persistent && s.cache_rows &&
+  // A prefetch issues the next row's cached row loads early. A kernel without row loads (element
+  // accesses only, or vectors it only stores) has none to issue: prefetching would add dead index
+  // arithmetic and nothing else, and kdsl tune would time one launch twice (found by a new-user
+  // test: `tune --list` of a kernel without a vector axis listed prefetch=0 and prefetch=1).
+  const bool row_loads = w.row > 0;
+  s.prefetch = s.persistent && s.cache_rows && row_loads &&
                hint.prefetch.value_or(!column_reduction && need + elems * w.row <= budget);
+  if (!internal && hint.prefetch && *hint.prefetch && !row_loads) {
+    s.reasons.push_back("prefetch=1 does not apply: the kernel has no row loads to prefetch");
+  }
   // The shared-memory pipeline: each thread copies its 16-byte chunks of the next stage - 1 rows
   // into shared memory with cp.async (sm_80), so those bytes are in flight without registers.
   // Per-row scalars of 4 or 8 bytes (RMSNorm backward's rstd) are loaded a row ahead into
@@ -632,7 +640,8 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   RowSchedule s = choose_row_schedule_unchecked(k, spec, target, hint);
   // Checked on the final schedule: the measured rules' re-choice can make rows register-resident
   // (a cluster, column accumulators in registers), which a prefetch needs.
-  if (hint.prefetch && *hint.prefetch && !s.prefetch) {
+  if (hint.prefetch && *hint.prefetch && !s.prefetch &&
+      cached_words(k, spec, s.pack, s.vec).row > 0) {  // without row loads: moot, said above
     throw ScheduleHintError(fmt::format(
         "schedule hint prefetch=1: prefetching the next row needs {}",
         !s.persistent   ? "a persistent grid (persistent=1)"

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "cli_test_util.h"
 #include "fifo_writer.h"
@@ -1820,6 +1822,57 @@ TEST_F(CliTest, TuneListsItsCandidatesWithoutAGpu) {
     EXPECT_EQ(timed.code, 2) << opt << show(timed);
     EXPECT_NE(timed.err.find("usage error: --list excludes"), std::string::npos) << timed.err;
   }
+}
+
+// Candidates that generate one kernel are listed (and timed) once: a kernel without a vector axis
+// has no row loads to prefetch, and its prefetch=0 and prefetch=1 candidates were one launch
+// listed twice, with an empty layout column (found by a new-user test).
+TEST_F(CliTest, TuneListsEachScheduleOnce) {
+  const std::string f = path("elem.kdsl");
+  write_file(f,
+             "@kernel\ndef e[T: (f32, f16)](x: Tensor[T, (M, 2)], *, y: Out[T, (M,)]):\n"
+             "    for m in parallel(M):\n"
+             "        y[m] = x[m, 0] * x[m, 1]\n");
+  const std::vector<std::string> spec = {"-k", "e", "--dtype", "f16", "--arch", "sm_90"};
+  std::vector<std::string> tune = {"tune", f, "--shape", "M=4096", "--list", "--json"};
+  tune.insert(tune.end(), spec.begin(), spec.end());
+  CliResult r = kdsl(tune);
+  ASSERT_EQ(r.code, 0) << show(r);
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  std::vector<std::string> hints;
+  for (const auto& c : doc["candidates"]) {
+    hints.push_back(c["hint"]);
+    EXPECT_TRUE(c["summary"].get<std::string>().starts_with("no vector axis: ")) << c.dump();
+  }
+  EXPECT_EQ(hints,
+            (std::vector<std::string>{"", "group=1,prefetch=0,persistent=1",
+                                      "group=2,prefetch=0,persistent=1", "group=2,persistent=0"}));
+  // The CUDA of each, comments (which name the hint) aside: all different.
+  auto code = [&](const std::string& hint) {
+    std::vector<std::string> emit = {"emit", f};
+    emit.insert(emit.end(), spec.begin(), spec.end());
+    if (!hint.empty()) emit.insert(emit.end(), {"--schedule", hint});
+    CliResult e = kdsl(emit);
+    EXPECT_EQ(e.code, 0) << hint << show(e);
+    std::string text, line;
+    std::istringstream in(e.out);
+    while (std::getline(in, line)) {
+      if (line.find_first_not_of(' ') != line.find("//")) text += line + "\n";
+    }
+    return text;
+  };
+  std::set<std::string> seen;
+  for (const std::string& h : hints) EXPECT_TRUE(seen.insert(code(h)).second) << h;
+  // prefetch=1 there is the kernel of prefetch=0, and the explain says why.
+  EXPECT_TRUE(code("group=1,prefetch=1,persistent=1") == code("group=1,prefetch=0,persistent=1"));
+  std::vector<std::string> explain = {"emit", f, "--explain", "--schedule",
+                                      "prefetch=1,persistent=1"};
+  explain.insert(explain.end(), spec.begin(), spec.end());
+  CliResult x = kdsl(explain);
+  EXPECT_EQ(x.code, 0) << show(x);
+  EXPECT_NE(x.out.find("prefetch=1 does not apply: the kernel has no row loads to prefetch"),
+            std::string::npos)
+      << x.out;
 }
 
 // ---------------------------------------------------------------------------------------------

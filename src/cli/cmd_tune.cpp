@@ -77,10 +77,12 @@ int list_candidates(const TuneOptions& o, const Selected& sel, const std::string
     const GeneratedKernel gen = generate(k, spec, target, h);
     const std::string label = h.empty() ? "default" : h.str();
     // The line of --explain that gives the layout: rows "N = ...: ... -> rows.cta (...)",
-    // scans "scan.columns: ...".
+    // scans "scan.columns: ...", rows without a vector axis "no vector axis: ... ->
+    // rows.subwarp (...)" (their lines were empty).
     std::string summary;
     for (const std::string& r : gen.plan.reasons) {
-      if (r.rfind("N = ", 0) == 0 || r.rfind(gen.plan.schedule + ":", 0) == 0) {
+      if (r.rfind("N = ", 0) == 0 || r.rfind(gen.plan.schedule + ":", 0) == 0 ||
+          r.find("-> " + gen.plan.schedule + " (") != std::string::npos) {
         summary = r;
         break;
       }
