@@ -564,6 +564,41 @@ TEST_F(CliTest, CompileAListOfSpecializationsInOrder) {
   EXPECT_EQ(report["results"][3]["shape"], nlohmann::json({{"N", 64}}));
 }
 
+// --no-progress and --force-progress contradict each other: a usage error naming both, in either
+// order (both were accepted, the bar silently off; found by a new-user test). --progress, the
+// default, contradicts --no-progress alike and goes with --force-progress.
+TEST_F(CliTest, NoProgressAndForceProgressExcludeEachOther) {
+  const std::vector<std::string> compile = {"compile", kColSum, "--dtype", "f32",
+                                            "--shape", "N=16",  "--arch",  "sm_90"};
+  for (const auto& [a, b] :
+       {std::pair<std::string, std::string>{"--no-progress", "--force-progress"},
+        {"--force-progress", "--no-progress"},
+        {"--progress", "--no-progress"}}) {
+    std::vector<std::string> cmd = compile;
+    cmd.insert(cmd.end(), {a, b});
+    CliResult r = kdsl(cmd);
+    EXPECT_EQ(r.code, 2) << a << " " << b << show(r);
+    EXPECT_EQ(r.out, "");
+    const std::string first = a == "--progress" ? a : "--no-progress";
+    const std::string second = a == "--progress" ? b : "--force-progress";
+    EXPECT_EQ(r.err, "kdsl compile: usage error: " + first + " excludes " + second +
+                         " (see kdsl compile --help)\n")
+        << a << " " << b;
+  }
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{"--no-progress"},
+                                                {"--force-progress"},
+                                                {"--progress"},
+                                                {"--progress", "--force-progress"}}) {
+    std::vector<std::string> cmd = compile;
+    cmd.insert(cmd.end(), flags.begin(), flags.end());
+    CliResult r = kdsl(cmd);
+    EXPECT_EQ(r.code, 0) << flags[0] << show(r);
+    EXPECT_EQ(r.err.find("] 1/1 ") != std::string::npos,
+              std::find(flags.begin(), flags.end(), "--force-progress") != flags.end())
+        << r.err;
+  }
+}
+
 TEST_F(CliTest, CompileAWholeFileTakesEveryKernelAndAllowedDtype) {
   CliResult r = kdsl({"compile", kColSum, "--shape", "N=32", "--arch", "sm_90"});
   EXPECT_EQ(r.code, 0) << show(r);

@@ -24,7 +24,8 @@ struct CompileOptions {
   std::string archs;  // --arch sm_90,sm_100
   int jobs = 0;
   bool json = false;
-  bool progress = true;
+  bool progress = false;  // --progress: the default, said
+  bool no_progress = false;
   bool force_progress = false;
 };
 
@@ -119,7 +120,7 @@ int compile(const CompileOptions& o) {
   size_t threads =
       o.jobs > 0 ? static_cast<size_t>(o.jobs) : std::max(1u, std::thread::hardware_concurrency());
   threads = std::min(threads, jobs.size());
-  const bool bar_on = o.progress && !o.json &&
+  const bool bar_on = !o.no_progress && !o.json &&
                       (o.force_progress || (stderr_is_tty() && jobs.size() > 4)) &&
                       log().should_log(spdlog::level::warn);
   // With the bar on a terminal that is also stdout, only failures and the summary are printed.
@@ -266,10 +267,16 @@ Command register_compile(CLI::App& app) {
   sub->add_option("-j,--jobs", o->jobs, "Parallel NVRTC compiles (default: one per CPU core)")
       ->check(CLI::Range(0, 4096));
   sub->add_flag("--json", o->json, "Print a JSON report instead of text");
-  sub->add_flag("--progress,!--no-progress", o->progress,
-                "Progress bar on stderr when it is a terminal and more than 4 specializations "
-                "are compiled (default on)");
-  sub->add_flag("--force-progress", o->force_progress, "Draw the progress bar even off a terminal");
+  // Three flags, so that the contradictory pairs are usage errors naming both (CLI11 excludes
+  // whole options: one --progress,!--no-progress flag would also refuse --progress
+  // --force-progress).
+  CLI::Option* on = sub->add_flag("--progress", o->progress, "The progress bar as by default");
+  CLI::Option* off = sub->add_flag("--no-progress", o->no_progress,
+                                   "No progress bar (by default there is one on stderr when it is "
+                                   "a terminal and more than 4 specializations are compiled)");
+  sub->add_flag("--force-progress", o->force_progress, "Draw the progress bar even off a terminal")
+      ->excludes(off);
+  on->excludes(off);
   sub->footer(
       "Every combination of kernel (-k, default all), dtype (--dtype / -D, default every dtype "
       "the kernel allows), specialized shape value (--shape; other symbols are run-time values "
