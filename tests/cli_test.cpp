@@ -1434,6 +1434,44 @@ TEST_F(CliTest, CacheStatsListPruneClear) {
   EXPECT_TRUE(nlohmann::json::parse(off_json.out)["entries"].is_null()) << off_json.out;
 }
 
+// stats counts every entry where the cache stores it (DIR/<2 hex>/<30 hex>.kdslbin, one shard
+// folder per key prefix) with the bytes of its file, and list shows the same ones; a file outside
+// that layout (a deeper folder, the top directory) is not an entry.
+TEST_F(CliTest, CacheStatsCountsTheEntriesOfEveryShardFolder) {
+  ASSERT_EQ(kdsl({"compile", kRms, "-k", "rms_norm", "--dtype", "f32,bf16", "--shape",
+                  "N=64,128,256", "--arch", "sm_90"})
+                .code,
+            0);
+  uint64_t files = 0, bytes = 0;
+  std::set<fs::path> shards;
+  for (const auto& e : fs::recursive_directory_iterator(cache_dir())) {
+    if (e.path().extension() != ".kdslbin") continue;
+    ++files;
+    bytes += e.file_size();
+    shards.insert(e.path().parent_path());
+    EXPECT_EQ(e.path().parent_path().parent_path(), fs::path(cache_dir())) << e.path();
+  }
+  ASSERT_EQ(files, 6u);  // 2 dtypes x 3 sizes
+  ASSERT_GT(shards.size(), 1u);
+  // Not entries: a file named like one in a folder below a shard folder, or in the top directory.
+  const std::string name = fs::path(*shards.begin()).filename().string() + std::string(30, 'a');
+  fs::create_directories(*shards.begin() / "ab");
+  write_file((*shards.begin() / "ab" / (std::string(30, 'b') + ".kdslbin")).string(), "x");
+  write_file(cache_dir() + "/" + name + ".kdslbin", "x");
+
+  auto sj = nlohmann::json::parse(kdsl({"cache", "stats", "--json"}).out);
+  EXPECT_EQ(sj["entries"], files) << sj;
+  EXPECT_EQ(sj["bytes"], bytes) << sj;
+  EXPECT_EQ(sj["entries_by_arch"], nlohmann::json({{"sm_90", files}})) << sj;
+  CliResult stats = kdsl({"cache", "stats"});
+  EXPECT_NE(stats.out.find("entries               6\n  sm_90               6\n"), std::string::npos)
+      << stats.out;
+  const std::string size = bytes < 1024 * 1024 ? fmt::format("{:.1f} KiB", bytes / 1024.0)
+                                               : fmt::format("{:.1f} MiB", bytes / 1048576.0);
+  EXPECT_NE(stats.out.find("cache size            " + size + "\n"), std::string::npos) << stats.out;
+  EXPECT_EQ(nlohmann::json::parse(kdsl({"cache", "list", "--json"}).out).size(), files);
+}
+
 // ---------------------------------------------------------------------------------------------
 // run on the CPU reference
 
