@@ -35,6 +35,19 @@
 #                 divisions with their 32-bit bypass, log1pf twice, the offsets); about 130 SASS
 #                 of them go. Prediction: rg_lru_bwd bf16 2-4% faster, f32 1-3%; the
 #                 memory-bound scans within 1% (their prologue is small against their loads).
+#   (Run at 1d1a145 on an H100, AU1: `ab` bf16 +1.7% and f32 -1.6%; `rowtk` slower on every
+#   kernel, 6-26%, and removed from the code since; `rgvar` every layout slower.)
+#   s38.sh ab2    The old binary (.device/bin/kdsl_old, b13947a's scan code) against the new one,
+#                 where the ticket's thread splits the ticket into chunk and row tile once for the
+#                 CTA (SASS of rg_lru_bwd bf16 from AU1: the 64-bit division of the ticket, about
+#                 40-50 instructions per warp and tile, in every warp), on rg_lru_bwd bf16 and f32,
+#                 cumsum_mid, linear_recurrence and its backward bf16 at (1, 32768, 2048) and the
+#                 last-axis cumsum bf16 2048 x 32768, three rounds alternating, --verify on the new
+#                 one in round 1; then compute-sanitizer memcheck and racecheck on rg_lru_bwd and
+#                 cumsum_mid bf16 (2, 4097, 258) with --verify, and cli_gpu_test (the source
+#                 loader's check of the file type). Prediction: rg_lru_bwd bf16 0.5-2% faster
+#                 (7 of 8 warps skip the division: about 1.5% of its instructions), f32 0-1%;
+#                 the memory-bound scans within 1%; sanitizers clean, tests pass.
 #   s38.sh run    On an H200 (none lent since the thirtieth session): the full benchmark with the
 #                 peers (final_bench.sh, KDSL_PEERS=run, KDSL_PRECOMPILE=0; prediction as s37.sh's),
 #                 then `ab`. On any other GPU: `sass`, `ab`, then `rgvar` once.
@@ -103,7 +116,44 @@ rowtk() {
     done
   done
 }
+ab2_cases=("rg_lru rg_lru_bwd bf16 B=1,L=32768,D=2048 default"
+  "rg_lru rg_lru_bwd f32 B=1,L=32768,D=2048 default"
+  "scan cumsum_mid bf16 B=1,L=32768,D=2048 default"
+  "linear_recurrence linear_recurrence bf16 B=1,L=32768,D=2048 default"
+  "linear_recurrence linear_recurrence_bwd bf16 B=1,L=32768,D=2048 default"
+  "scan cumsum bf16 M=2048,N=32768 default")
+ab2() {
+  cases=("${ab2_cases[@]}")
+  ab_rounds 3
+  local cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" tool c
+  for c in "rg_lru rg_lru_bwd" "scan cumsum_mid"; do
+    set -- $c
+    for tool in memcheck racecheck; do
+      echo "== $tool $2 bf16 B=2,L=4097,D=258"
+      timeout 120 "$cs" --tool $tool --error-exitcode 9 ${k} run "stdlib/$1.kdsl" -k "$2" \
+        --dtype bf16 --shape B=2,L=4097,D=258 --verify 2>&1 |
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|verify|rror" | head -8
+      echo "exit ${PIPESTATUS[0]}"
+    done
+  done
+  OUT="$out" KDSL_PRECOMPILE=0 KDSL_TEST_TIMEOUT=150 bash scripts/device/gpu_checks.sh cli_gpu_test \
+    2>&1 | tail -8
+}
 case "${1:-}" in
+  precompile2)  # here, both binaries: KDSL_CACHE_DIR=$PWD/.device/cache bash s38.sh precompile2
+    for b in /tmp/kdsl_old build/kdsl; do
+      for c in "${ab2_cases[@]}"; do
+        set -- $c
+        $b -q compile "stdlib/$1.kdsl" -k "$2" --dtype "$3" --shape "$4" --arch sm_90 &
+      done
+      for c in "rg_lru rg_lru_bwd" "scan cumsum_mid"; do
+        set -- $c
+        $b -q compile "stdlib/$1.kdsl" -k "$2" --dtype bf16 --shape L=4097 --arch sm_90 &
+      done
+      wait
+    done
+    ;;
+  ab2) cat .device/COMMIT; nvidia-smi -L; ab2; echo "done at ${SECONDS} s" ;;
   precompile)  # here: k=build/kdsl KDSL_CACHE_DIR=$PWD/.device/cache bash s38.sh precompile
     for v in "${rg_variants[@]}"; do
       KDSL_SCAN_SCHEDULE="$v" ${k} -q compile stdlib/rg_lru.kdsl -k rg_lru_bwd --dtype bf16 \
