@@ -43,11 +43,13 @@ cases=(
   "rms_norm rms_norm_bwd bf16 M=4096,N=32768 cluster=8,group=4096,stage=4,smem_columns=0,min_ctas=2"
 )
 variants() { rounds "${1:-2}" first; }
+# rg_lru_bwd from stdlib against the variant file $1 (default: rg_lru_scaled.kdsl), bf16 and f32,
+# three rounds alternating, --verify in round 1.
 ab() {
-  local round dt f v
+  local round dt f v variant=${1:-bench/experiments/rg_lru_scaled.kdsl}
   for round in 1 2 3; do
     for dt in bf16 f32; do
-      for f in stdlib/rg_lru.kdsl bench/experiments/rg_lru_scaled.kdsl; do
+      for f in stdlib/rg_lru.kdsl "$variant"; do
         v=(); [ "$round" = 1 ] && v=(--verify)
         printf '%s %-4s %-40s ' "$round" "$dt" "$f"
         timeout 60 .device/bin/kdsl run "$f" -k rg_lru_bwd --dtype $dt --shape B=1,L=32768,D=2048 \

@@ -53,7 +53,7 @@
 #                 then `ab`. On any other GPU: `sass`, `ab`, then `rgvar` once.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-source bench/experiments/s18.sh lib
+source bench/experiments/s35.sh lib  # (s18.sh lib, and `ab FILE`)
 out="${OUT:-/tmp}"
 sass() {
   local f kn dt
@@ -81,20 +81,6 @@ rgvar() {
         --shape B=1,L=32768,D=2048 --bench --reps 40 "${extra[@]}" 2>&1 |
         grep -oE "bench: [0-9.]+ us|verify [a-z_]+: [a-zA-Z]+|error:.*" | tr '\n' ' '
       echo
-    done
-  done
-}
-ab() {
-  local round dt f v
-  for round in 1 2 3; do
-    for dt in bf16 f32; do
-      for f in stdlib/rg_lru.kdsl bench/experiments/rg_lru_s38.kdsl; do
-        v=(); [ "$round" = 1 ] && v=(--verify)
-        printf '%s %-4s %-36s ' "$round" "$dt" "$f"
-        timeout 60 ${k} run "$f" -k rg_lru_bwd --dtype $dt --shape B=1,L=32768,D=2048 \
-          --bench --reps 40 "${v[@]}" 2>&1 | grep -oE 'bench: [0-9.]+ us|verify [a-z_]+: [a-z]+' | tr '\n' ' '
-        echo
-      done
     done
   done
 }
@@ -195,10 +181,10 @@ case "${1:-}" in
     if nvidia-smi -L | grep -q H200; then
       OUT="$out" KDSL_PEERS=run KDSL_PRECOMPILE=0 bash scripts/device/final_bench.sh 2>&1 | tail -60
       echo "== ab at ${SECONDS} s"
-      ab
+      ab bench/experiments/rg_lru_s38.kdsl
     else
       echo "== ab at ${SECONDS} s"
-      ab
+      ab bench/experiments/rg_lru_s38.kdsl
       echo "== rowtk at ${SECONDS} s"
       rowtk 2
       echo "== rgvar at ${SECONDS} s"
@@ -209,7 +195,7 @@ case "${1:-}" in
     echo "done at ${SECONDS} s"
     ;;
   rowtk) nvidia-smi -L; rowtk "${2:-2}"; echo "done at ${SECONDS} s" ;;
-  ab) nvidia-smi -L; ab; echo "done at ${SECONDS} s" ;;
+  ab) nvidia-smi -L; ab bench/experiments/rg_lru_s38.kdsl; echo "done at ${SECONDS} s" ;;
   rgvar) nvidia-smi -L; rgvar "${2:-2}"; echo "done at ${SECONDS} s" ;;
   sass)
     nvidia-smi -L
