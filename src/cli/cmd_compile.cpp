@@ -24,7 +24,6 @@ struct CompileOptions {
   std::string archs;  // --arch sm_90,sm_100
   int jobs = 0;
   bool json = false;
-  bool progress = false;  // --progress: the default, said
   bool no_progress = false;
   bool force_progress = false;
 };
@@ -270,7 +269,7 @@ Command register_compile(CLI::App& app) {
   // Three flags, so that the contradictory pairs are usage errors naming both (CLI11 excludes
   // whole options: one --progress,!--no-progress flag would also refuse --progress
   // --force-progress).
-  CLI::Option* on = sub->add_flag("--progress", o->progress, "The progress bar as by default");
+  CLI::Option* on = sub->add_flag("--progress")->description("The progress bar as by default");
   CLI::Option* off = sub->add_flag("--no-progress", o->no_progress,
                                    "No progress bar (by default there is one on stderr when it is "
                                    "a terminal and more than 4 specializations are compiled)");
