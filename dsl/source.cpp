@@ -4,7 +4,11 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <memory>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -42,6 +46,16 @@ const char* file_kind(std::filesystem::file_type t) {
   }
 }
 
+// The type of an opened file, from fstat's st_mode, for file_kind.
+std::filesystem::file_type opened_type(mode_t mode) {
+  if (S_ISDIR(mode)) return std::filesystem::file_type::directory;
+  if (S_ISFIFO(mode)) return std::filesystem::file_type::fifo;
+  if (S_ISCHR(mode)) return std::filesystem::file_type::character;
+  if (S_ISBLK(mode)) return std::filesystem::file_type::block;
+  if (S_ISSOCK(mode)) return std::filesystem::file_type::socket;
+  return std::filesystem::file_type::unknown;
+}
+
 }  // namespace
 
 SourceFile::SourceFile(std::string path, std::string text)
@@ -54,31 +68,43 @@ SourceFile::SourceFile(std::string path, std::string text)
 }
 
 std::shared_ptr<const SourceFile> SourceFile::read(const std::string& path) {
-  // Only a regular file (or a link to one) is opened: opening a FIFO waits for a writer, for good
-  // if none comes, and a device (/dev/zero) need not end. Its size is checked before reading.
+  // Only a regular file (or a link to one) is read: opening a FIFO waits for a writer, for good
+  // if none comes, and a device (/dev/zero) need not end. The path's type is checked before it is
+  // opened (a device is not opened at all), and the opened file's type again, with O_NONBLOCK so
+  // that a FIFO put in the path's place between the two does not block the open (regular files
+  // ignore the flag). Its size is checked before reading.
   std::error_code ec;
   const std::filesystem::file_status st = std::filesystem::status(path, ec);
   if (ec) throw Error("cannot open '" + path + "': " + ec.message());
-  if (st.type() == std::filesystem::file_type::directory) {
-    throw Error("cannot read '" + path + "': it is a directory, not a .kdsl file");
-  }
-  if (st.type() != std::filesystem::file_type::regular) {
-    throw Error("cannot read '" + path + "': it is " + file_kind(st.type()) +
-                ", not a regular file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-  uintmax_t bytes = std::filesystem::file_size(path, ec);
-  if (!ec && bytes > max_bytes) too_large(path, bytes);  // before reading any of it
-  // Read at most max_bytes + 1 bytes: a file still growing (or replaced since it was checked)
-  // may be longer than its size said.
+  const auto refuse = [&path](std::filesystem::file_type type) {
+    if (type == std::filesystem::file_type::directory) {
+      throw Error("cannot read '" + path + "': it is a directory, not a .kdsl file");
+    }
+    throw Error("cannot read '" + path + "': it is " + file_kind(type) + ", not a regular file");
+  };
+  if (st.type() != std::filesystem::file_type::regular) refuse(st.type());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+  struct CloseAtExit {
+    int fd;
+    ~CloseAtExit() { ::close(fd); }
+  } const closer{fd};
+  struct stat opened {};
+  if (::fstat(fd, &opened) != 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(opened.st_mode)) refuse(opened_type(opened.st_mode));
+  const auto bytes = static_cast<uintmax_t>(opened.st_size);
+  if (bytes > max_bytes) too_large(path, bytes);  // before reading any of it
+  // Read at most max_bytes + 1 bytes: a file still growing may be longer than its size said.
   std::string text;
   char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
     if (text.size() > max_bytes) too_long(path);
   }
-  if (in.bad()) throw Error("cannot read '" + path + "': " + std::strerror(errno));
   return std::make_shared<const SourceFile>(path, std::move(text));
 }
 

@@ -4,16 +4,21 @@
 // documented result; nothing crashes. The wrong kinds, dtypes, ranks and sizes of launch
 // arguments are in tests/launch_args_test.cpp; the same NaN/inf cases on the GPU in
 // tests/ieee_gpu_test.cpp.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "src/runtime_impl.h"
@@ -141,6 +146,46 @@ TEST(BadModule, FifoIsRefusedBeforeOpening) {
   ASSERT_TRUE(fifo.ok());
   EXPECT_EQ(error_of<Error>([&] { Module::load(fifo.path()); }),
             "cannot read '" + fifo.path() + "': it is a FIFO (named pipe), not a regular file");
+}
+
+// The path is checked and then opened: a FIFO swapped into its place between the two (here by
+// renameat2's atomic exchange, thousands of times) must be refused, not opened for a writer that
+// never comes. A reader that blocked would get an empty file from the unblocking writer below,
+// which fails the comparison instead of hanging the test.
+TEST(BadModule, FifoSwappedInAfterTheCheckIsRefusedWithoutBlocking) {
+  TempDir d;
+  const std::string path = d.file("m.kdsl", "X = 1\n");
+  const std::string other = d.path("other.kdsl");
+  ASSERT_EQ(::mkfifo(other.c_str(), 0600), 0);
+  std::atomic<bool> stop{false};
+  std::thread swapper([&] {
+    while (!stop) ::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, other.c_str(), RENAME_EXCHANGE);
+  });
+  std::thread unblocker([&] {
+    while (!stop) {
+      for (const std::string& p : {path, other}) {
+        const int fd = ::open(p.c_str(), O_WRONLY | O_NONBLOCK);  // (a regular file: unchanged)
+        if (fd >= 0) ::close(fd);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  const std::string refused_fifo =
+      "cannot read '" + path + "': it is a FIFO (named pipe), not a regular file";
+  int read = 0, refused = 0;
+  for (int i = 0; i < 4000; ++i) {
+    try {
+      EXPECT_EQ(SourceFile::read(path)->text(), "X = 1\n") << "read " << i;
+      ++read;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), refused_fifo) << "read " << i;
+      ++refused;
+    }
+  }
+  stop = true;
+  swapper.join();
+  unblocker.join();
+  std::printf("%d reads, %d refused as a FIFO\n", read, refused);
 }
 
 TEST(BadModule, DeviceIsRefusedBeforeReading) {
