@@ -194,6 +194,34 @@ TEST_F(CliTest, ListShowsSignaturesDocsAndSpecializedSymbols) {
   EXPECT_EQ(doc[0]["symbols"][1], nlohmann::json({{"name", "N"}, {"specialized", true}}));
 }
 
+// Defaults are listed as the kernel spells them, so a signature pasted back checks: a bool as
+// True or False (it read 1 and 0, which a bool default refuses) and an integer in full (an i64
+// read 4.611686018427388e+18, which an integer default refuses); --json gives a bool and integers
+// (found by a new-user test).
+TEST_F(CliTest, ListShowsBoolAndIntegerDefaultsAsWritten) {
+  write_file(path("defaults.kdsl"),
+             "@kernel\n"
+             "def d(x: Tensor[i64, (M, N)], k: i64 = 4611686018427387904, j: i32 = -7,\n"
+             "      on: bool = True, off: bool = False, e: f32 = 1e-6, *, y: Out[i64, (M, N)]):\n"
+             "    for m in parallel(M):\n"
+             "        y[m, :] = where(on and not off, x[m, :] + k, x[m, :] + i64(j))\n");
+  CliResult r = kdsl({"list", path("defaults.kdsl")});
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_NE(r.out.find("k: i64 = 4611686018427387904, j: i32 = -7, on: bool = True, off: bool = "
+                       "False, e: f32 = 1e-06, *"),
+            std::string::npos)
+      << r.out;
+  CliResult j = kdsl({"list", path("defaults.kdsl"), "--json"});
+  ASSERT_EQ(j.code, 0) << show(j);
+  const auto params = nlohmann::json::parse(j.out).at(0).at("params");
+  EXPECT_EQ(params.at(1).at("default"), nlohmann::json(int64_t{4611686018427387904})) << j.out;
+  EXPECT_TRUE(params.at(1).at("default").is_number_integer()) << j.out;
+  EXPECT_EQ(params.at(2).at("default"), nlohmann::json(-7)) << j.out;
+  EXPECT_EQ(params.at(3).at("default"), nlohmann::json(true)) << j.out;
+  EXPECT_EQ(params.at(4).at("default"), nlohmann::json(false)) << j.out;
+  EXPECT_TRUE(params.at(5).at("default").is_number_float()) << j.out;
+}
+
 // A file without kernels lists nothing, and a note says so rather than leaving the output blank.
 // What a file or the command line gives is echoed without driving the terminal, and --json
 // survives bytes that are not UTF-8 (replaced by U+FFFD). A docstring cannot hold such bytes (a
@@ -1474,6 +1502,7 @@ TEST_F(CliTest, CacheStatsCountsTheEntriesOfEveryShardFolder) {
 
 // ---------------------------------------------------------------------------------------------
 // run on the CPU reference
+
 
 // Values that their dtype cannot hold are refused, not truncated or saturated: --arg on an
 // integer scalar (1.5 became 1, 3e9 became 2^31 - 1), --in const: beyond an integer's range or a

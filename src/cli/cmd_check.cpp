@@ -66,13 +66,24 @@ Command register_check(CLI::App& app) {
 
 namespace {
 
-// Defaults of f32 (and 16-bit) scalars are stored as doubles of the rounded value: print the
-// shortest text that rounds back to it (1e-06, not 9.999999974752427e-07).
+// Defaults are stored as doubles of the value rounded to the parameter's dtype. Printed as the
+// kernel would spell them: f32 (and 16-bit) values as the shortest text that rounds back (1e-06,
+// not 9.999999974752427e-07), integers in full (4611686018427387904, not 4.611686018427388e+18)
+// and bools as True or False (a number is no bool default: found by a new-user test).
 std::string format_default(double v, DType t) {
+  if (t == DType::b8) return v != 0 ? "True" : "False";
+  if (is_int(t)) return fmt::format("{}", static_cast<int64_t>(v));
   if (t == DType::f32 || t == DType::f16 || t == DType::bf16) {
     return fmt::format("{}", static_cast<float>(v));
   }
   return fmt::format("{}", v);
+}
+
+// The same in --json: a bool, an integer or a number.
+nlohmann::json default_json(double v, DType t) {
+  if (t == DType::b8) return v != 0;
+  if (is_int(t)) return static_cast<int64_t>(v);
+  return v;
 }
 
 std::string signature_line(const KernelSignature& sig) {
@@ -146,7 +157,9 @@ nlohmann::json signature_json(const KernelSignature& sig) {
       pj["shape"] = shape;
     } else {
       pj["kind"] = "scalar";
-      pj["default"] = p.default_value ? nlohmann::json(*p.default_value) : nlohmann::json(nullptr);
+      pj["default"] = p.default_value
+                          ? default_json(*p.default_value, p.generic >= 0 ? DType::f64 : p.dtype)
+                          : nlohmann::json(nullptr);
     }
     j["params"].push_back(pj);
   }
