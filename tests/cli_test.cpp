@@ -1503,6 +1503,28 @@ TEST_F(CliTest, CacheStatsCountsTheEntriesOfEveryShardFolder) {
 // ---------------------------------------------------------------------------------------------
 // run on the CPU reference
 
+// A value below f64's smallest normal is within its range: a subnormal (4e-320) is kept, and
+// 1e-400 rounds to 0, for --in const: and --arg alike; only an overflow is out of range. Both
+// were refused as "out of the range of f64" (found by a new-user test).
+TEST_F(CliTest, TinyValuesAreWithinTheRangeOfF64) {
+  const std::string f = path("tiny.kdsl");
+  write_file(f,
+             "@kernel\ndef k(x: Tensor[f64, (M, N)], s: f64, *, y: Out[f64, (M, N)]):\n"
+             "    for m in parallel(M):\n"
+             "        y[m, :] = x[m, :] * 1e300 + s\n");
+  CliResult r = kdsl({"run", f, "-k", "k", "--device", "cpu", "--shape", "M=1,N=2", "--in",
+                      "x=const:4e-320", "--arg", "s=1e-400", "--json"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["inputs"]["x"]["value"].get<double>(), 4e-320) << r.out;
+  EXPECT_NEAR(doc["outputs"]["y"]["max"].get<double>(), 4e-20, 4e-23) << r.out;
+  EXPECT_NEAR(doc["outputs"]["y"]["min"].get<double>(), 4e-20, 4e-23) << r.out;
+  CliResult over =
+      kdsl({"run", f, "-k", "k", "--device", "cpu", "--shape", "M=1,N=2", "--arg", "s=-1e400"});
+  EXPECT_EQ(over.code, 2) << show(over);
+  EXPECT_EQ(over.err,
+            "kdsl run: usage error: --arg s=-1e400: '-1e400' is out of the range of f64\n");
+}
 
 // Values that their dtype cannot hold are refused, not truncated or saturated: --arg on an
 // integer scalar (1.5 became 1, 3e9 became 2^31 - 1), --in const: beyond an integer's range or a

@@ -54,7 +54,15 @@ double parse_number(const std::string& text, const std::string& what, const std:
   try {
     if (!hex) v = std::stod(text, &used);
   } catch (const std::out_of_range&) {
-    throw UsageError(fmt::format("{}: '{}' is out of the range of f64", what, text));
+    // stod throws for an underflow too (a subnormal such as 4e-320, or 1e-400, which rounds to
+    // 0): values within f64's range, kept as strtod rounds them. Only an overflow is out of range
+    // (found by a new-user test: 4e-320 was "out of the range of f64").
+    char* end = nullptr;
+    v = std::strtod(text.c_str(), &end);
+    if (std::isinf(v)) {
+      throw UsageError(fmt::format("{}: '{}' is out of the range of f64", what, text));
+    }
+    used = static_cast<size_t>(end - text.c_str());
   } catch (const std::exception&) {
     used = 0;
   }
