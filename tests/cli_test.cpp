@@ -688,6 +688,26 @@ TEST_F(CliTest, CompileWithTheCacheOffSaysNothingWasStored) {
   EXPECT_EQ(j.out.find("\"stored\": true"), std::string::npos) << j.out;
 }
 
+// clear and prune with the cache off remove nothing and do not read the directory, so --json
+// gives what is left as null (not counted), as stats does; it gave 0 entries and 0 bytes beside
+// an entry still on disk (found by a new-user test).
+TEST_F(CliTest, ClearAndPruneJsonWithTheCacheOffCountNothingLeft) {
+  ASSERT_EQ(kdsl({"compile", kColSum, "--dtype", "f32", "--shape", "N=16", "--arch", "sm_90"}).code,
+            0);
+  for (const char* command : {"clear", "prune"}) {
+    CliResult r = kdsl({"cache", command, "--json"}, {{"KDSL_CACHE", "off"}});
+    ASSERT_EQ(r.code, 0) << command << "\n" << show(r);
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["enabled"], false) << r.out;
+    EXPECT_EQ(j["removed_entries"], 0) << r.out;
+    EXPECT_TRUE(j["entries"].is_null()) << command << "\n" << r.out;
+    EXPECT_TRUE(j["bytes"].is_null()) << command << "\n" << r.out;
+  }
+  CliResult on = kdsl({"cache", "prune", "--json"});
+  ASSERT_EQ(on.code, 0) << show(on);
+  EXPECT_EQ(nlohmann::json::parse(on.out)["entries"], 1) << on.out;
+}
+
 // Filling the cache is what compile is for: a kernel compiled but not stored (a failing write, a
 // directory the cache may not use) is an error, exit code 1, after every line and the summary.
 TEST_F(CliTest, CompileThatStoresNothingSaysSoAndExitsOne) {

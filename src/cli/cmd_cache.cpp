@@ -189,10 +189,14 @@ int remove(const CacheOptions& o, bool prune) {
                                   counted(static_cast<int64_t>(r.failed), "entry", "entries"),
                                   after.dir.string(), r.failure);
   if (o.json) {
-    nlohmann::json j = {
-        {"dir", after.dir.string()}, {"enabled", after.enabled},   {"removed_entries", r.entries},
-        {"removed_bytes", r.bytes},  {"failed_entries", r.failed}, {"failure", r.failure},
-        {"entries", after.entries},  {"bytes", after.bytes},       {"max_bytes", after.max_bytes}};
+    nlohmann::json j = {{"dir", after.dir.string()},    {"enabled", after.enabled},
+                        {"removed_entries", r.entries}, {"removed_bytes", r.bytes},
+                        {"failed_entries", r.failed},   {"failure", r.failure},
+                        {"max_bytes", after.max_bytes}};
+    // With the cache off its directory is not read: what is left is not counted (null, as in
+    // stats), not 0 entries (found by a new-user test: clear --json said 0 left beside entries).
+    j["entries"] = after.enabled ? nlohmann::json(after.entries) : nlohmann::json();
+    j["bytes"] = after.enabled ? nlohmann::json(after.bytes) : nlohmann::json();
     std::cout << json_text(j) << "\n";
     if (!failed.empty()) throw Error(failed);
     return kOk;
