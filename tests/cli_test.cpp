@@ -2173,6 +2173,39 @@ TEST_F(CliTest, EmptyScheduleHintIsAUsageError) {
   EXPECT_EQ(env.code, 0) << show(env);
 }
 
+// An empty or blank -k is a usage error: compile and bench read it as no -k and took every kernel
+// of the file, and run, emit and tune looked for a kernel named ''; an empty item of -k, --dtype
+// or -D (a trailing comma) is an empty entry, as in --shape and --arch, not a kernel or dtype
+// named '' (found by a new-user test).
+TEST_F(CliTest, EmptyKernelOrDtypeEntriesAreUsageErrors) {
+  for (const std::string k : {"", " "}) {
+    CliResult compile = kdsl({"compile", kRms, "-k", k, "--dtype", "f32", "--shape", "N=8"});
+    EXPECT_EQ(compile.code, 2) << show(compile);
+    EXPECT_EQ(compile.err,
+              "kdsl compile: usage error: --kernel: empty kernel list: expected one or more, e.g. "
+              "-k rms_norm,rms_norm_bwd (see kdsl compile --help)\n");
+    EXPECT_EQ(compile.out, "");
+    CliResult run =
+        kdsl({"run", kRms, "-k", k, "--dtype", "f32", "--shape", "M=4,N=8", "--device", "cpu"});
+    EXPECT_EQ(run.code, 2) << show(run);
+    EXPECT_EQ(run.err,
+              "kdsl run: usage error: --kernel: empty kernel name: expected one, e.g. -k rms_norm "
+              "(see kdsl run --help)\n");
+  }
+  EXPECT_FALSE(fs::exists(cache_dir())) << "something was compiled";
+  const std::pair<std::vector<std::string>, std::string> lists[] = {
+      {{"-k", "rms_norm,", "--dtype", "f32"}, "-k 'rms_norm,': empty entry"},
+      {{"-k", "rms_norm", "--dtype", "f32, "}, "--dtype 'f32, ': empty entry"},
+      {{"-k", "rms_norm", "-D", "T=f32,,bf16"}, "-D T 'f32,,bf16': empty entry"}};
+  for (const auto& [extra, message] : lists) {
+    std::vector<std::string> args = {"compile", kRms, "--shape", "N=8", "--arch", "sm_90"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = kdsl(args);
+    EXPECT_EQ(r.code, 2) << show(r);
+    EXPECT_EQ(r.err, "kdsl compile: usage error: " + message + "\n");
+  }
+}
+
 // An empty --arch is a usage error, not the default architecture (kdsl compile --arch "" compiled
 // for sm_90); so is an empty --max-size (prune used KDSL_CACHE_MAX_SIZE).
 TEST_F(CliTest, EmptyArchOrMaxSizeIsAUsageError) {

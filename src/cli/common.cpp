@@ -134,6 +134,8 @@ std::string all_dtype_names() {
 std::vector<DType> parse_dtype_list_text(const std::string& text, const std::string& option) {
   std::vector<DType> out;
   for (const std::string& name : split_list(text)) {
+    // An empty item (`--dtype f32,`, a trailing comma) is malformed, as in --shape and --arch.
+    if (name.empty()) throw UsageError(fmt::format("{} '{}': empty entry", option, text));
     auto t = parse_dtype(name);
     if (!t) {
       throw UsageError(
@@ -340,7 +342,9 @@ void add_schedule_option(CLI::App& app, std::string& into, const std::string& he
 
 void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch, bool with_schedule) {
   app.add_option("file", o.file, "The .kdsl file")->required();
-  app.add_option("-k,--kernel", o.kernel, "Kernel name (kdsl list FILE shows them)")->required();
+  app.add_option("-k,--kernel", o.kernel, "Kernel name (kdsl list FILE shows them)")
+      ->required()
+      ->check(not_blank("empty kernel name: expected one, e.g. -k rms_norm"));
   app.add_option("--dtype", o.dtype, "Dtype of the kernel's only generic: f32, f16, bf16, ...")
       ->check(not_blank("empty dtype: expected one, e.g. bf16"));
   add_list_option(app, "-D", o.defines, "Bind a generic by name: -D T=bf16 (repeatable)");
@@ -509,8 +513,11 @@ ScheduleHint parse_schedule(const std::string& text) {
 
 void add_spec_list_options(CLI::App& app, SpecListOptions& o) {
   app.add_option("file", o.file, "The .kdsl file")->required();
+  // A given -k that is empty or blank (a variable that expanded to nothing) is refused, not read
+  // as "every kernel", as --schedule "" is refused (found by a new-user test).
   app.add_option("-k,--kernel", o.kernels,
-                 "Kernels, comma-separated (default: every kernel of the file)");
+                 "Kernels, comma-separated (default: every kernel of the file)")
+      ->check(not_blank("empty kernel list: expected one or more, e.g. -k rms_norm,rms_norm_bwd"));
   app.add_option("--dtype", o.dtype,
                  "Dtypes of each kernel's only generic, comma-separated: --dtype f32,f16,bf16 "
                  "(default: every dtype the kernel allows)");
@@ -532,6 +539,8 @@ std::vector<const KernelSignature*> selected_kernels(const FrontEnd& fe, const S
     return out;
   }
   for (const std::string& name : split_list(o.kernels)) {
+    // An empty item (`-k rms_norm,`) is malformed (exit code 2), not a kernel named ''.
+    if (name.empty()) throw UsageError(fmt::format("-k '{}': empty entry", o.kernels));
     const KernelSignature* sig = fe.find(name);
     if (!sig) {
       throw ArgumentError(
