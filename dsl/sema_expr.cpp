@@ -807,8 +807,23 @@ Value Lowerer::expr(const ast::Expr& e) {
   switch (e.kind) {
     case EK::name:
       return lookup(e);
-    case EK::int_lit:
-      return Value::weak(static_cast<double>(e.int_value), true);
+    case EK::int_lit: {
+      // Numbers are computed in float64 (SPEC 6.2): a literal it cannot hold exactly (beyond 2^53,
+      // such as 9007199254740993 or 2^63 - 1) would be another number in silence, and a message
+      // would name a number that was never written (found by a new-user test).
+      const double v = static_cast<double>(e.int_value);
+      if (v >= 9223372036854775808.0 || static_cast<int64_t>(v) != e.int_value) {
+        auto& d = diags().error(
+            e.loc,
+            fmt::format("integer literal {} is not exact in float64, in which numbers are "
+                        "computed at compile time (it would be {:.0f})",
+                        e.int_value, v),
+            e.span());
+        d.hint = "integers up to 2^53 = 9007199254740992 in magnitude are exact";
+        return Value::error();
+      }
+      return Value::weak(v, true);
+    }
     case EK::float_lit:
       return Value::weak(e.float_value, false);
     case EK::bool_lit:
