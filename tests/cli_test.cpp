@@ -1280,6 +1280,31 @@ TEST_F(CliTest, I64InputsBeyondFloat64AreWarnedAbout) {
       << ok.out;
 }
 
+// An i64 scalar given beyond 2^53 is read as a float64 (as a launch passes it) and rounded: a
+// warning says so, as for --in NAME=const:; it was rounded without a word (found by a new-user
+// test).
+TEST_F(CliTest, I64ArgumentsBeyondFloat64AreWarnedAbout) {
+  const std::string kernel = path("addk.kdsl");
+  write_file(kernel,
+             "@kernel\ndef addk(x: Tensor[i64, (M, N)], k: i64, *, y: Out[i64, (M, N)]):\n"
+             "    for m in parallel(M):\n        y[m, :] = x[m, :] + k\n");
+  auto run = [&](const std::string& k) {
+    return kdsl({"run", kernel, "-k", "addk", "--shape", "M=1,N=2", "--in", "x=const:0", "--arg",
+                 "k=" + k, "--device", "cpu"});
+  };
+  CliResult r = run("9007199254740993");
+  EXPECT_EQ(r.code, 0) << show(r);
+  EXPECT_EQ(r.err,
+            "kdsl: warning: --arg k=9007199254740993: the value 9007199254740992 is at or beyond "
+            "2^53: it was read as a float64, exact only up to 2^53 in magnitude (dsl/SPEC.md "
+            "section 14.1)\n");
+  CliResult ok = run("-9007199254740991");
+  EXPECT_EQ(ok.code, 0) << show(ok);
+  EXPECT_EQ(ok.err, "");
+  EXPECT_NE(ok.out.find("min -9007199254740991, max -9007199254740991"), std::string::npos)
+      << ok.out;
+}
+
 // A bool scalar takes True and False (the language's spellings, any case) as well as 1 and 0;
 // another word names those.
 TEST_F(CliTest, BoolArgumentsTakeTrueAndFalse) {

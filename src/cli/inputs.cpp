@@ -295,6 +295,14 @@ Problem build_problem(const KernelOptions& k, const DataOptions& d, nlohmann::js
     for (const SignatureParam& p : sig.params) {
       if (!p.is_tensor && p.name == name) {
         check_value_fits(v, param_dtype(p, ps.binding), "--arg " + a, name);
+        // As for --in NAME=const: (a launch passes scalars as float64 too): 9007199254740993 was
+        // read as 9007199254740992 without a word (found by a new-user test).
+        if (param_dtype(p, ps.binding) == DType::i64 && std::fabs(v) >= 9007199254740992.0) {
+          log().warn(
+              "--arg {}: the value {:.17g} is at or beyond 2^53: it was read as a float64, exact "
+              "only up to 2^53 in magnitude (dsl/SPEC.md section 14.1)",
+              a, v);
+        }
       }
     }
     if (ps.scalars.count(name)) throw UsageError(fmt::format("--arg sets '{}' twice", name));
