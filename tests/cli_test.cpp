@@ -1993,6 +1993,15 @@ TEST_F(CliTest, TuneListsItsCandidatesWithoutAGpu) {
   }
 }
 
+// A specialization with one candidate (a scan of one position) says "1 candidate", not "1
+// candidates" (found by a new-user test).
+TEST_F(CliTest, TuneListCountsOneCandidateInTheSingular) {
+  CliResult r = kdsl({"tune", src("stdlib/scan.kdsl"), "-k", "cumsum", "--dtype", "f32", "--shape",
+                      "M=4,N=1", "--list", "--arch", "sm_90"});
+  ASSERT_EQ(r.code, 0) << show(r);
+  EXPECT_TRUE(r.out.starts_with("cumsum at M=4,N=1 for sm_90: 1 candidate\n  default ")) << r.out;
+}
+
 // Candidates that generate one kernel are listed (and timed) once: a kernel without a vector axis
 // has no row loads to prefetch, and its prefetch=0 and prefetch=1 candidates were one launch
 // listed twice, with an empty layout column (found by a new-user test).

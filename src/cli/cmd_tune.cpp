@@ -10,6 +10,7 @@
 #include "src/compiler.h"
 #include "src/driver.h"
 #include "src/harness.h"
+#include "src/text_util.h"
 #include "src/tuning.h"
 #include "src/verify.h"
 
@@ -70,8 +71,9 @@ int list_candidates(const TuneOptions& o, const Selected& sel, const std::string
   const std::vector<ScheduleHint> candidates = tuning_candidates(k, spec, target);
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json) {
-    std::cout << fmt::format("{} at {} for {}: {} candidates\n", k.name, shape_text, target.arch,
-                             candidates.size());
+    std::cout << fmt::format(
+        "{} at {} for {}: {}\n", k.name, shape_text, target.arch,
+        counted(static_cast<int64_t>(candidates.size()), "candidate", "candidates"));
   }
   for (const ScheduleHint& h : candidates) {
     const GeneratedKernel gen = generate(k, spec, target, h);
@@ -135,8 +137,8 @@ int tune(const TuneOptions& o) {
   auto say = [&](const std::string& line) {  // the text report; --json prints only the JSON
     if (!o.json) std::cout << line;
   };
-  say(fmt::format("tuning {} on {} at {} ({} candidates)\n", p.ir.name, target.name, shape_text,
-                  candidates.size()));
+  say(fmt::format("tuning {} on {} at {} ({})\n", p.ir.name, target.name, shape_text,
+                  counted(static_cast<int64_t>(candidates.size()), "candidate", "candidates")));
   std::string key;  // what a launch with these arguments looks up (GpuRun::specialization)
   for (size_t i = 0; i < candidates.size(); ++i) {
     Problem pc = p;
