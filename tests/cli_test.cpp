@@ -2240,6 +2240,22 @@ TEST_F(CliTest, EmptyKernelOrDtypeEntriesAreUsageErrors) {
   }
 }
 
+// Spaces around -D's generic name are ignored, as around the dtypes and --shape's names: -D "T =
+// bf16" said "kernel 'rms_norm' has no generic named T " (found by a new-user test).
+TEST_F(CliTest, DefineIgnoresSpacesAroundTheGenericName) {
+  CliResult emit = kdsl({"emit", kRms, "-k", "rms_norm", "-D", " T = bf16", "--shape", "N=8",
+                         "--arch", "sm_90", "--explain"});
+  EXPECT_EQ(emit.code, 0) << show(emit);
+  EXPECT_TRUE(emit.out.starts_with("kdsl_rms_norm_bf16_n8 for sm_90:")) << emit.out;
+  CliResult compile = kdsl(
+      {"compile", kRms, "-k", "rms_norm", "-D", "T =f32", "--shape", "N=8", "--arch", "sm_90"});
+  EXPECT_EQ(compile.code, 0) << show(compile);
+  CliResult blank = kdsl({"emit", kRms, "-k", "rms_norm", "-D", " =bf16", "--shape", "N=8"});
+  EXPECT_EQ(blank.code, 2) << show(blank);
+  EXPECT_EQ(blank.err,
+            "kdsl emit: usage error: bad -D ' =bf16': expected GENERIC=DTYPE, e.g. -D T=bf16\n");
+}
+
 // An empty --arch is a usage error, not the default architecture (kdsl compile --arch "" compiled
 // for sm_90); so is an empty --max-size (prune used KDSL_CACHE_MAX_SIZE).
 TEST_F(CliTest, EmptyArchOrMaxSizeIsAUsageError) {

@@ -238,10 +238,12 @@ DtypeRequest parse_dtype_request(const std::string& dtype,
   r.only_text = dtype;
   for (const std::string& d : defines) {
     size_t eq = d.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == d.size()) {
+    // Spaces around the name are ignored, as around --shape's names and the dtypes (-D "T = bf16"
+    // said "kernel 'k' has no generic named T ", found by a new-user test).
+    std::string name = eq == std::string::npos ? "" : trim_blanks(d.substr(0, eq));
+    if (eq == std::string::npos || name.empty() || trim_blanks(d.substr(eq + 1)).empty()) {
       throw UsageError(fmt::format("bad -D '{}': expected GENERIC=DTYPE, e.g. -D T=bf16", d));
     }
-    std::string name = d.substr(0, eq);
     if (r.named.count(name)) throw UsageError(fmt::format("-D sets {} twice", name));
     r.named[name] = parse_dtype_list_text(d.substr(eq + 1), "-D " + name);
   }
