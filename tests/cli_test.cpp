@@ -1840,6 +1840,34 @@ TEST_F(CliTest, RunConvertsNpyDtypesOnlyWhenAsked) {
   EXPECT_NEAR(y.get(1), 4 / std::sqrt(12.5), 1e-2);
 }
 
+// --convert rounds to the parameter's dtype; a finite value beyond its largest becomes infinite,
+// which is said (once, with a count), as a const: value beyond the dtype is refused.
+TEST_F(CliTest, ConvertSaysWhenFiniteValuesBecomeInfinite) {
+  const std::string kernel = path("twice.kdsl");
+  write_file(
+      kernel,
+      "@kernel\ndef twice[T: (f32, f16, bf16)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)]):\n"
+      "    for m in parallel(M):\n        y[m, :] = T(2.0 * f32(x[m, :]))\n");
+  write_npy(path("x.npy"), tensor(DType::f64, {1, 4}, {1e300, 3, -7e4, 1e38}));
+  auto run = [&](const std::string& dtype) {
+    return kdsl({"run", kernel, "-k", "twice", "--dtype", dtype, "--device", "cpu", "--in",
+                 "x=" + path("x.npy"), "--convert", "--out", "y=" + path("y.npy")});
+  };
+  CliResult f16 = run("f16");
+  ASSERT_EQ(f16.code, 0) << show(f16);
+  EXPECT_EQ(f16.err, "kdsl: warning: " + path("x.npy") +
+                         ": 3 finite values beyond f16's largest became infinite under --convert "
+                         "(the first at element 0: 1e+300)\n");
+  HostTensor y = read_npy(path("y.npy"), DType::f16);
+  EXPECT_EQ(y.get(1), 6.0);
+  EXPECT_TRUE(std::isinf(y.get(2)) && y.get(2) < 0);
+  CliResult f32 = run("f32");
+  ASSERT_EQ(f32.code, 0) << show(f32);
+  EXPECT_EQ(f32.err, "kdsl: warning: " + path("x.npy") +
+                         ": 1 finite value beyond f32's largest became infinite under --convert "
+                         "(the first at element 0: 1e+300)\n");
+}
+
 TEST_F(CliTest, RunRandomInputsAreSeeded) {
   auto run = [&](const std::string& seed, const std::string& out) {
     return kdsl({"run", kRms, "-k", "rms_norm", "--dtype", "f16", "--shape", "M=3,N=16", "--device",
