@@ -79,6 +79,19 @@ std::string number_str(double v) {
   return s;
 }
 
+}  // namespace
+
+std::string scalar_value_str(double v, DType t) {
+  if (t == DType::b8) return v != 0 ? "True" : "False";
+  if (is_int(t)) return fmt::format("{}", static_cast<int64_t>(v));
+  if (t == DType::f32 || t == DType::f16 || t == DType::bf16) {
+    return fmt::format("{}", static_cast<float>(v));
+  }
+  return number_str(v);
+}
+
+namespace {
+
 std::string node_str(const Kernel& k, const Node& n) {
   std::string s = fmt::format("{} {}", name(n.op), type_str(n.type));
   switch (n.op) {
@@ -178,7 +191,7 @@ std::string print(const Kernel& k) {
     } else {
       const ScalarParam& s = k.scalars.at(p.index);
       out += fmt::format("{}: {}", s.name, dtype_name(s.dtype));
-      if (s.default_value) out += " = " + number_str(*s.default_value);
+      if (s.default_value) out += " = " + scalar_value_str(*s.default_value, s.dtype);
     }
   }
   out += ")\n";

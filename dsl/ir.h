@@ -224,6 +224,11 @@ struct Kernel {
   const Node& node(ValueId id) const { return nodes.at(static_cast<size_t>(id)); }
 };
 
+/// A scalar value of dtype `t` (a default, stored as a double of the value rounded to `t`) as the
+/// kernel would spell it: f32 and 16-bit values as the shortest text that rounds back to the same
+/// float (1e-06, not 9.999999974752427e-07), integers in full (4611686018427387904, not
+/// 4.611686018427388e+18), bools as True or False, f64 as the shortest text of the double.
+std::string scalar_value_str(double v, DType t);
 /// Deterministic text form (`kdsl emit --ir`), one node per line: `%3 = mul vec f32 %1, %2`.
 std::string print(const Kernel& k);
 /// Checks the invariants listed at the top of this file; throws kdsl::InternalError naming the

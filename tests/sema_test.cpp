@@ -86,7 +86,7 @@ TEST(SemaGolden, RmsNormBf16) {
   ASSERT_TRUE(k) << diags.render();
   EXPECT_EQ(
       ir::print(*k),
-      R"(kernel rms_norm[T=bf16](x: Tensor[bf16, (M, N)], w: Tensor[bf16, (N,)], eps: f32 = 9.999999974752427e-07, y: Out[bf16, (M, N)], rstd: Out[f32, (M,)])
+      R"(kernel rms_norm[T=bf16](x: Tensor[bf16, (M, N)], w: Tensor[bf16, (N,)], eps: f32 = 1e-06, y: Out[bf16, (M, N)], rstd: Out[f32, (M,)])
   parallel m in M; vector axis N
   %0 = load vec bf16 x[m, :]
   %1 = cast vec f32 %0

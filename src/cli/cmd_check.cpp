@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "dsl/diagnostics.h"
+#include "dsl/ir.h"
 #include "dsl/parser.h"
 #include "src/log.h"
 
@@ -66,19 +67,6 @@ Command register_check(CLI::App& app) {
 
 namespace {
 
-// Defaults are stored as doubles of the value rounded to the parameter's dtype. Printed as the
-// kernel would spell them: f32 (and 16-bit) values as the shortest text that rounds back (1e-06,
-// not 9.999999974752427e-07), integers in full (4611686018427387904, not 4.611686018427388e+18)
-// and bools as True or False (a number is no bool default: found by a new-user test).
-std::string format_default(double v, DType t) {
-  if (t == DType::b8) return v != 0 ? "True" : "False";
-  if (is_int(t)) return fmt::format("{}", static_cast<int64_t>(v));
-  if (t == DType::f32 || t == DType::f16 || t == DType::bf16) {
-    return fmt::format("{}", static_cast<float>(v));
-  }
-  return fmt::format("{}", v);
-}
-
 // The same in --json: a bool, an integer or a number.
 nlohmann::json default_json(double v, DType t) {
   if (t == DType::b8) return v != 0;
@@ -112,7 +100,7 @@ std::string signature_line(const KernelSignature& sig) {
     if (!p.is_tensor) {
       s += fmt::format("{}: {}", p.name, dt);
       if (p.default_value)
-        s += " = " + format_default(*p.default_value, p.generic >= 0 ? DType::f64 : p.dtype);
+        s += " = " + ir::scalar_value_str(*p.default_value, p.generic >= 0 ? DType::f64 : p.dtype);
       continue;
     }
     const char* kind = p.role == ir::Role::in    ? "Tensor"
