@@ -452,6 +452,16 @@ TEST_F(CliTest, EmitIrCudaExplainPtx) {
   CliResult ptx80 = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=256",
                           "--arch", "sm_80", "--ptx"});
   EXPECT_NE(ptx80.out.find(".target sm_80"), std::string::npos) << show(ptx80);
+  // Blanks around the architecture are ignored, as in compile's list; blanks alone are no name.
+  CliResult spaced = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=256",
+                           "--arch", " sm_80 ", "--ptx"});
+  EXPECT_NE(spaced.out.find(".target sm_80"), std::string::npos) << show(spaced);
+  CliResult blank = kdsl({"emit", kRms, "-k", "rms_norm", "--dtype", "f32", "--shape", "N=256",
+                          "--arch", " ", "--ptx"});
+  EXPECT_EQ(blank.code, 2);
+  EXPECT_EQ(blank.err,
+            "kdsl emit: usage error: --arch: empty architecture: expected one, e.g. sm_90 (see "
+            "kdsl emit --help)\n");
 
   CliResult two = with({"--ptx", "--cuda"});
   EXPECT_EQ(two.code, 2);

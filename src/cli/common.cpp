@@ -437,8 +437,11 @@ void require_shapes(const KernelSignature& sig, const std::map<std::string, int6
   }
 }
 
-DeviceTarget target_for(const std::string& arch, std::string* note) {
+DeviceTarget target_for(const std::string& arch_text, std::string* note) {
   DeviceTarget t;
+  // Blanks around the name are ignored, as in compile's list (" sm_90" was 'NVRTC does not
+  // compile for it' in emit, run and tune; found by a new-user test).
+  const std::string arch = trim_blanks(arch_text);
   if (!arch.empty()) {
     if (arch.find(',') != std::string::npos) {
       throw UsageError(fmt::format(
