@@ -273,6 +273,7 @@ void Emitter::emit_smem() {
   t_.line("struct kdsl_smem_{} {{", sym_);
   t_.in();
   t_.line("long long ticket;");
+  if (p_.lookback && !pipelined()) t_.line("long long ticket_rt;  // the ticket's row tile");
   if (packed()) {
     t_.line("uint4 lbp[{}][{}];  // packed look-back: the aggregates passed, per row",
             lookback_window(), s_.td());
@@ -338,20 +339,31 @@ void Emitter::emit_run() {
     t_.line("const long long tiles = (p.rows + TD - 1) / TD * {}LL;", s_.chunks);
     if (p_.lookback) {
       // Tiles in ticket order (chunk-major), so a tile only waits for tiles that started before.
+      // The ticket's thread splits it into chunk and row tile once for the CTA (a 64-bit
+      // division that every warp would otherwise repeat).
+      t_.line("const long long RT = (p.rows + TD - 1) / TD;");
       t_.line("unsigned long long* counter = reinterpret_cast<unsigned long long*>(p.ws0);");
       t_.line("for (;;) {{");
       t_.in();
-      t_.line(
-          "if (threadIdx.x == 0) sm.ticket = static_cast<long long>(atomicAdd(counter, 1ULL));");
+      t_.line("if (threadIdx.x == 0) {{");
+      t_.in();
+      t_.line("const long long tk = static_cast<long long>(atomicAdd(counter, 1ULL));");
+      t_.line("const long long tc = tk < tiles ? tk / RT : {}LL;  // (no tile: RT may be 0)",
+              s_.chunks);
+      t_.line("sm.ticket = tc;");
+      t_.line("sm.ticket_rt = tk - tc * RT;");
+      t_.out();
+      t_.line("}}");
       t_.line("__syncthreads();  // also: the previous tile is done with shared memory");
-      t_.line("const long long tile = sm.ticket;");
-      t_.line("if (tile >= tiles) return;");
+      t_.line("const long long tc = sm.ticket;");
+      t_.line("if (tc >= {}LL) return;", s_.chunks);
+      t_.line("kdsl_tile_{}<VRT>(p, sm, tc, sm.ticket_rt);", sym_);
     } else {
       t_.line("for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {{");
       t_.in();
       t_.line("__syncthreads();  // the previous tile is done with shared memory");
+      t_.line("kdsl_tile_{}<VRT>(p, sm, tile);", sym_);
     }
-    t_.line("kdsl_tile_{}<VRT>(p, sm, tile);", sym_);
     t_.out();
     t_.line("}}");
     t_.out();

@@ -198,10 +198,16 @@ void Emitter::emit_row_decls(const std::string& sfx) {
 }
 
 // Tile `tile`: its chunk and row tile (chunk-major, so that predecessors come first), row
-// validity, the offsets of row r0 and the per-row scalars.
+// validity, the offsets of row r0 and the per-row scalars. An empty `tile`: the chunk and row tile
+// are given (tile_c, tile_rt: the ticket's thread divided it once for the CTA).
 void Emitter::emit_row_assign(const std::string& sfx, const std::string& tile) {
-  t_.line("c{0} = {1} / RT;", sfx, tile);
-  t_.line("rt{0} = {1} - c{0} * RT;", sfx, tile);
+  if (tile.empty()) {
+    t_.line("c{0} = tile_c;", sfx);
+    t_.line("rt{0} = tile_rt;", sfx);
+  } else {
+    t_.line("c{0} = {1} / RT;", sfx, tile);
+    t_.line("rt{0} = {1} - c{0} * RT;", sfx, tile);
+  }
   t_.line("r0{0} = rt{0} * TD + rr0;", sfx);
   t_.line("qt{0} = static_cast<kdsl_pos>(c{0} * CL);  // the tile's first position", sfx);
   t_.line("#pragma unroll");
@@ -1214,13 +1220,19 @@ void Emitter::emit_tile() {
   t_.line(
       "__device__ __forceinline__ void kdsl_tile_{0}(const kdsl_params_{0}& p, kdsl_smem_{0}& sm,",
       sym_);
-  t_.line("                                              const long long tile_index) {{");
+  if (p_.lookback) {
+    t_.line(
+        "                                              const long long tile_c, const long long "
+        "tile_rt) {{");
+  } else {
+    t_.line("                                              const long long tile_index) {{");
+  }
   t_.in();
   emit_constants();
   emit_uniforms();
   t_.line("const long long RT = (p.rows + TD - 1) / TD;");
   emit_row_decls("");
-  emit_row_assign("", "tile_index");
+  emit_row_assign("", p_.lookback ? "" : "tile_index");
   t_.line("// every load of the tile, issued at once");
   emit_loads(true, "", true);
   emit_tile_body([] {});
