@@ -76,5 +76,6 @@ case "${1:-}" in
     fi
     echo "done at ${SECONDS} s"
     ;;
-  *) echo "usage: s39.sh precompile|run" >&2; exit 2 ;;
+  ab) ab "${2:-3}" ;;  # `ab` alone, ROUNDS (default 3) rounds, on any GPU
+  *) echo "usage: s39.sh precompile|run|ab [ROUNDS]" >&2; exit 2 ;;
 esac
