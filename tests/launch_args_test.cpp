@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "src/runtime_impl.h"
@@ -426,6 +429,27 @@ TEST_F(LaunchArgs, ErrorsAreArgumentErrorsThroughThePublicLaunch) {
   a[3] = x_;
   EXPECT_THROW(kernel_.launch(nullptr, a), ArgumentError);
   EXPECT_THROW(kernel_.prepare(a), ArgumentError);
+}
+
+// Kernel::prepare takes a braced list of arguments as launch does (found by a new-user test:
+// `k.prepare({x, w, 1e-6, y, rstd})`, the warm-up the docs ask for before graph capture, did not
+// compile, as std::span has no constructor from a braced list). Its checks are launch's.
+TEST_F(LaunchArgs, PrepareTakesABracedListAsLaunchDoes) {
+  auto message = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const ArgumentError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const std::string want =
+      "mix: argument 'alpha' (4th of 8): expected a number (f32), got a tensor";
+  EXPECT_EQ(message([&] {
+              kernel_.prepare({x_, w_, p_, x_, Arg::use_default(), y_, s_, acc_});
+            }),
+            want);
+  EXPECT_EQ(message([&] { kernel_.launch(nullptr, {x_, w_, p_, x_, 2.0, y_, s_, acc_}); }), want);
 }
 
 }  // namespace

@@ -125,6 +125,9 @@ class KDSL_API Kernel {
   /// launching (for warm-up before CUDA graph capture; it allocates no workspace, see launch).
   /// Returns the kernel symbol, e.g. "kdsl_rms_norm_bf16_n8192". Throws as launch does.
   std::string prepare(std::span<const Arg> args) const;
+  std::string prepare(std::initializer_list<Arg> args) const {
+    return prepare(std::span<const Arg>(args.begin(), args.size()));
+  }
 
   /// kdsl's internals (src/runtime_impl.h), for its tools and tests; not a stable API.
   const detail::KernelImpl& impl() const { return *impl_; }
