@@ -452,5 +452,41 @@ TEST_F(LaunchArgs, PrepareTakesABracedListAsLaunchDoes) {
   EXPECT_EQ(message([&] { kernel_.launch(nullptr, {x_, w_, p_, x_, 2.0, y_, s_, acc_}); }), want);
 }
 
+// Any arithmetic type is a number argument (found by a new-user test: a size_t, unsigned or long
+// long, the natural types of a count, made `{x, n}` ambiguous between Arg's int, int64_t, double,
+// float and bool constructors), and a pointer is not one (it used to become the number 1 through
+// the bool constructor, so a device pointer passed for a scalar launched silently).
+TEST(LaunchScalars, EveryArithmeticTypeIsANumberAndAPointerIsNot) {
+  static_assert(std::is_convertible_v<size_t, Arg> && std::is_convertible_v<unsigned, Arg> &&
+                std::is_convertible_v<long long, Arg> && std::is_convertible_v<uint16_t, Arg> &&
+                std::is_convertible_v<unsigned long long, Arg>);
+  static_assert(!std::is_convertible_v<float*, Arg> && !std::is_convertible_v<void*, Arg> &&
+                !std::is_convertible_v<const char*, Arg>);
+  Module m = Module::from_source(R"(
+@kernel
+def count(x: Tensor[f32, (M, N)], n: i64, k: i32, *, y: Out[f32, (M, N)]):
+    for m in parallel(M):
+        y[m, :] = x[m, :] * f32(n) + f32(k)
+)",
+                                 "count.kdsl");
+  Kernel kernel = m.kernel("count");
+  const detail::KernelImpl& k = kernel.impl();
+  const TensorRef x = TensorRef::contiguous(address(1), DType::f32, {4, 8});
+  const TensorRef y = TensorRef::contiguous(address(2), DType::f32, {4, 8});
+  std::mt19937_64 rng(std::random_device{}());
+  for (int round = 0; round < 100; ++round) {
+    const size_t n = rng() >> 11;                       // below 2^53: exact as a double
+    const auto u = static_cast<uint32_t>(rng() >> 33);  // below 2^31: fits k's i32
+    const auto ll = -static_cast<long long>(rng() >> 12);
+    detail::BoundArgs b;
+    k.bind(std::vector<Arg>{x, n, u, y}, b);
+    EXPECT_EQ(b.scalars[k.slot_of(1)], static_cast<double>(n)) << n;
+    EXPECT_EQ(b.scalars[k.slot_of(2)], static_cast<double>(u)) << u;
+    k.bind(std::vector<Arg>{x, ll, uint16_t{7}, y}, b);
+    EXPECT_EQ(b.scalars[k.slot_of(1)], static_cast<double>(ll)) << ll;
+    EXPECT_EQ(b.scalars[k.slot_of(2)], 7);
+  }
+}
+
 }  // namespace
 }  // namespace kdsl

@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kdsl/dtype.h"
@@ -59,11 +60,10 @@ class Arg {
  public:
   enum class Kind : uint8_t { tensor, number, default_value };
   Arg(const TensorRef& t) : kind_(Kind::tensor), tensor_(t) {}  // NOLINT: implicit by design
-  Arg(double v) : kind_(Kind::number), number_(v) {}            // NOLINT
-  Arg(float v) : kind_(Kind::number), number_(v) {}             // NOLINT
-  Arg(int v) : kind_(Kind::number), number_(v) {}               // NOLINT
-  Arg(int64_t v) : kind_(Kind::number), number_(static_cast<double>(v)) {}  // NOLINT
-  Arg(bool v) : kind_(Kind::number), number_(v ? 1 : 0) {}                  // NOLINT
+  /// Any arithmetic type (double, float, int, int64_t, size_t, unsigned, bool: 1 or 0, ...); a
+  /// pointer is not a number.
+  template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+  Arg(T v) : kind_(Kind::number), number_(static_cast<double>(v)) {}  // NOLINT
   static Arg use_default() { return Arg(); }
 
   Kind kind() const { return kind_; }
