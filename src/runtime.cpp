@@ -73,6 +73,12 @@ TensorRef TensorRef::strided(void* data, DType dtype, std::span<const int64_t> s
   return t;
 }
 
+TensorRef TensorRef::strided(void* data, DType dtype, std::initializer_list<int64_t> shape,
+                             std::initializer_list<int64_t> strides) {
+  return strided(data, dtype, std::span<const int64_t>(shape.begin(), shape.size()),
+                 std::span<const int64_t>(strides.begin(), strides.size()));
+}
+
 int64_t TensorRef::numel() const {
   if (rank < 0 || rank > kMaxRank) {
     throw ArgumentError(fmt::format("a tensor's rank must be 0 to {} (got {})", kMaxRank, rank));

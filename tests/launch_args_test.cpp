@@ -488,5 +488,27 @@ def count(x: Tensor[f32, (M, N)], n: i64, k: i32, *, y: Out[f32, (M, N)]):
   }
 }
 
+// TensorRef::strided takes braced sizes and strides as contiguous does (found by a new-user test:
+// `TensorRef::strided(p, dtype, {M, N}, {ld, 1})` did not compile).
+TEST(BracedTensorRef, StridedTakesBracedSizesAndStrides) {
+  std::mt19937_64 rng(std::random_device{}());
+  for (int round = 0; round < 100; ++round) {
+    const auto m = static_cast<int64_t>(rng() % 1000), n = static_cast<int64_t>(rng() % 1000);
+    const int64_t ld = n + static_cast<int64_t>(rng() % 64);
+    const TensorRef t = TensorRef::strided(address(1), DType::bf16, {m, n}, {ld, 1});
+    const int64_t shape[] = {m, n}, strides[] = {ld, 1};
+    const TensorRef want = TensorRef::strided(address(1), DType::bf16, shape, strides);
+    EXPECT_EQ(t.data, want.data);
+    EXPECT_EQ(t.dtype, DType::bf16);
+    ASSERT_EQ(t.rank, 2);
+    for (int a = 0; a < 2; ++a) {
+      EXPECT_EQ(t.shape[a], want.shape[a]);
+      EXPECT_EQ(t.strides[a], want.strides[a]);
+    }
+  }
+  EXPECT_THROW(TensorRef::strided(address(1), DType::f32, {4, 8}, {8}), ArgumentError);
+  EXPECT_THROW(TensorRef::strided(address(1), DType::f32, {4, 8}, {-8, 1}), ArgumentError);
+}
+
 }  // namespace
 }  // namespace kdsl

@@ -43,9 +43,12 @@ struct KDSL_API TensorRef {
   /// negative size.
   static TensorRef contiguous(void* data, DType dtype, std::initializer_list<int64_t> shape);
   static TensorRef contiguous(void* data, DType dtype, std::span<const int64_t> shape);
-  /// A tensor with explicit strides (elements).
+  /// A tensor with explicit strides (elements). Throws ArgumentError when the counts of sizes and
+  /// strides differ, for more than kMaxRank axes, or for a negative size or stride.
   static TensorRef strided(void* data, DType dtype, std::span<const int64_t> shape,
                            std::span<const int64_t> strides);
+  static TensorRef strided(void* data, DType dtype, std::initializer_list<int64_t> shape,
+                           std::initializer_list<int64_t> strides);
   /// Number of elements (product of the sizes).
   int64_t numel() const;
 };
