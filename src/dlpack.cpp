@@ -2,8 +2,11 @@
 #include "kdsl/dlpack.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace kdsl {
@@ -113,7 +116,11 @@ TensorRef from_dlpack(const DLTensor& t) {
     }
     r.shape[a] = t.shape[a];
     r.strides[a] = stride;
-    contiguous *= t.shape[a] > 1 ? t.shape[a] : 1;
+    if (!t.strides &&
+        __builtin_mul_overflow(contiguous, std::max<int64_t>(t.shape[a], 1), &contiguous)) {
+      reject(fmt::format("shape {} has more than 2^63 elements",
+                         fmt::join(std::span<const int64_t>(t.shape, t.ndim), "x")));
+    }
   }
   return r;
 }

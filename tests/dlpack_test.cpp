@@ -162,6 +162,26 @@ TEST(DLPack, NegativeSizesAndStridesAreRejected) {
             "or flip the tensor first)");
 }
 
+// Row-major strides of more than 2^63 elements are refused as TensorRef::contiguous refuses them
+// (found by a new-user test: the stride product overflowed, undefined behaviour that in practice
+// wrapped to a stride of 0 and accepted the tensor).
+TEST(DLPack, RowMajorStridesBeyondTwoToTheSixtyThreeAreRejected) {
+  FakeTensor f({int64_t{1} << 32, int64_t{1} << 32, int64_t{1} << 32});
+  EXPECT_EQ(rejection(f.t),
+            "DLPack tensor: shape 4294967296x4294967296x4294967296 has more than 2^63 elements");
+  const int64_t shape[] = {int64_t{1} << 32, int64_t{1} << 32, int64_t{1} << 32};
+  EXPECT_THROW(TensorRef::contiguous(nullptr, DType::f32, shape), ArgumentError);
+  FakeTensor last({int64_t{1} << 62, 2});  // the element count alone overflows
+  EXPECT_EQ(rejection(last.t),
+            "DLPack tensor: shape 4611686018427387904x2 has more than 2^63 elements");
+  FakeTensor fits({int64_t{1} << 31, int64_t{1} << 31});  // 2^62 elements: a view kdsl can describe
+  TensorRef r = from_dlpack(fits.t);
+  EXPECT_EQ(r.strides[0], int64_t{1} << 31);
+  EXPECT_EQ(r.strides[1], 1);
+  FakeTensor strided({int64_t{1} << 32, int64_t{1} << 32, int64_t{1} << 32}, {0, 0, 1});
+  EXPECT_EQ(from_dlpack(strided.t).strides[0], 0);  // explicit strides are taken as given
+}
+
 TEST(DLPack, NullDataStaysNullSoTheLaunchReportsIt) {
   FakeTensor f({2});
   f.t.data = nullptr;

@@ -23,7 +23,8 @@ namespace kdsl {
 ///
 /// Throws ArgumentError, naming what was found, for: a device other than kDLCUDA or
 /// kDLCUDAManaged; any other dtype (uint8, int16, float8, ...) or lanes other than 1; ndim below
-/// 0 or above kMaxRank; a null shape with ndim > 0; a negative size or stride. The device ordinal
+/// 0 or above kMaxRank; a null shape with ndim > 0; a negative size or stride; null strides with
+/// more than 2^63 elements (as TensorRef::contiguous). The device ordinal
 /// (t.device.device_id) is not checked: launch in a context of that device. Thread-safe.
 KDSL_API TensorRef from_dlpack(const DLTensor& t);
 
