@@ -4,16 +4,19 @@
 //   rms_norm_example [PATH/TO/rms_norm.kdsl [M N]]
 //
 // Built in-tree (examples/CMakeLists.txt) and, from the same source, by the standalone project in
-// examples/embed against an installed kdsl. Exit status: 0 when every value is within tolerance,
-// 1 on a mismatch or an error, 4 when there is no GPU to run on.
+// examples/embed against an installed kdsl. M and N, given together, are positive integers.
+// Exit status: 0 when every value is within tolerance, 1 on a mismatch or an error, 2 on a bad
+// command line, 4 when there is no GPU to run on.
 #include <cuda_runtime.h>
 #include <kdsl/kdsl.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -25,6 +28,7 @@
 
 namespace {
 
+constexpr int kExitUsage = 2;
 constexpr int kExitNoGpu = 4;
 constexpr float kEps = 1e-6f;
 // y and rstd are computed in f32 (a tree sum of N squares, rsqrtf): their error relative to the
@@ -119,12 +123,27 @@ int run(const kdsl::Kernel& rms_norm, int64_t m, int64_t n) {
   return ok ? 0 : 1;
 }
 
+// `text` as a positive count (every character a digit of it), or false.
+bool parse_count(const char* text, int64_t& out) {
+  const char* end = text + std::strlen(text);
+  auto [ptr, ec] = std::from_chars(text, end, out);
+  return ec == std::errc() && ptr == end && out > 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // M alone, extra arguments or a count that is not a positive integer are refused (a lone M
+  // was ignored and "7x" read as 7).
+  int64_t m = 1000, n = 4096;
+  if (argc == 3 || argc > 4 ||
+      (argc == 4 && !(parse_count(argv[2], m) && parse_count(argv[3], n)))) {
+    std::fprintf(stderr,
+                 "rms_norm_example: usage: rms_norm_example [PATH/TO/rms_norm.kdsl [M N]] (M and "
+                 "N positive integers)\n");
+    return kExitUsage;
+  }
   std::string path = argc > 1 ? argv[1] : KDSL_EXAMPLE_STDLIB_DIR "/rms_norm.kdsl";
-  int64_t m = argc > 3 ? std::atoll(argv[2]) : 1000;
-  int64_t n = argc > 3 ? std::atoll(argv[3]) : 4096;
   try {
     // Parsing and checking the module needs no GPU.
     kdsl::Kernel rms_norm = kdsl::Module::load(path).kernel("rms_norm");
