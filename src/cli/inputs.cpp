@@ -118,19 +118,17 @@ HostTensor read_input(const InputSource& src, DType want, bool convert, const Ke
                       : ""));
     }
     HostTensor c(want, h.shape);
-    int64_t overflowed = 0, first = -1;  // finite values (real or imaginary part) that became inf
+    // Finite values that became inf. Only real data converts (c64 is the one complex dtype).
+    int64_t overflowed = 0, first = -1;
     for (int64_t i = 0; i < h.numel(); ++i) {
       c.set(i, h.get(i), h.get_imag(i));
-      const bool lost = (std::isfinite(h.get(i)) && std::isinf(c.get(i))) ||
-                        (std::isfinite(h.get_imag(i)) && std::isinf(c.get_imag(i)));
-      if (lost && overflowed++ == 0) first = i;
+      if (std::isfinite(h.get(i)) && std::isinf(c.get(i)) && overflowed++ == 0) first = i;
     }
     if (overflowed > 0) {
       log().warn(
           "{}: {} finite value{} beyond {}'s largest became infinite under --convert (the "
           "first at element {}: {})",
-          src.path, overflowed, overflowed == 1 ? "" : "s", dtype_name(want), first,
-          std::isinf(c.get(first)) ? h.get(first) : h.get_imag(first));
+          src.path, overflowed, overflowed == 1 ? "" : "s", dtype_name(want), first, h.get(first));
     }
     log().info("{}: converted {} values to {}", src.path, dtype_name(h.dtype), dtype_name(want));
     h = std::move(c);
