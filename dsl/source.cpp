@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "fd.h"
 #include "kdsl/error.h"
 
 namespace kdsl {
@@ -83,14 +84,11 @@ std::shared_ptr<const SourceFile> SourceFile::read(const std::string& path) {
     throw Error("cannot read '" + path + "': it is " + file_kind(type) + ", not a regular file");
   };
   if (st.type() != std::filesystem::file_type::regular) refuse(st.type());
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-  struct CloseAtExit {
-    int fd;
-    ~CloseAtExit() { ::close(fd); }
-  } const closer{fd};
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
   struct stat opened {};
-  if (::fstat(fd, &opened) != 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
+  if (::fstat(fd.get(), &opened) != 0)
+    throw Error("cannot read '" + path + "': " + std::strerror(errno));
   if (!S_ISREG(opened.st_mode)) refuse(opened_type(opened.st_mode));
   const auto bytes = static_cast<uintmax_t>(opened.st_size);
   if (bytes > max_bytes) too_large(path, bytes);  // before reading any of it
@@ -98,7 +96,7 @@ std::shared_ptr<const SourceFile> SourceFile::read(const std::string& path) {
   std::string text;
   char chunk[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    const ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw Error("cannot read '" + path + "': " + std::strerror(errno));
     if (n == 0) break;

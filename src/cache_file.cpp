@@ -1,4 +1,5 @@
 #include "src/cache_file.h"
+#include "dsl/fd.h"
 #include "src/text_util.h"
 
 #include <fcntl.h>
@@ -19,22 +20,6 @@
 
 namespace kdsl {
 namespace {
-
-// Owns a file descriptor.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 constexpr uint64_t kMaxEntryBytes = uint64_t{4} << 30;
 

@@ -126,9 +126,10 @@ HostTensor read_input(const InputSource& src, DType want, bool convert, const Ke
     }
     if (overflowed > 0) {
       log().warn(
-          "{}: {} finite value{} beyond {}'s largest became infinite under --convert (the "
-          "first at element {}: {})",
-          src.path, overflowed, overflowed == 1 ? "" : "s", dtype_name(want), first, h.get(first));
+          "{}: {} beyond {}'s largest became infinite under --convert (the first at element "
+          "{}: {})",
+          src.path, counted(overflowed, "finite value", "finite values"), dtype_name(want), first,
+          h.get(first));
     }
     log().info("{}: converted {} values to {}", src.path, dtype_name(h.dtype), dtype_name(want));
     h = std::move(c);
