@@ -58,7 +58,8 @@ class Emitter {
   /// together they take at most three words, the fourth being the status.
   bool packed() const;
   void emit_packed_lookback();
-  void emit_warp_prefixes(size_t i);
+  int lookback_lanes() const;
+  void emit_warp_prefixes(size_t i, const std::string& row = "tid");
 
   // The tile (codegen_scan_tile.cpp).
   void emit_tile();
