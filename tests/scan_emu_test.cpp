@@ -156,6 +156,17 @@ HostTensor decays(DType t, std::vector<int64_t> shape, uint64_t seed) {
   return h;
 }
 
+// The f32 recurrence kernels at (2, 700, 24): several chunks of a row for the look-back.
+Problem recurrence_problem(const char* kernel, uint64_t& seed) {
+  ProblemSpec ps;
+  ps.kernel = kernel;
+  ps.binding = {DType::f32};
+  ps.shapes = {{"B", 2}, {"L", 700}, {"D", 24}};
+  ps.inputs["a"] = decays(DType::f32, {2, 700, 24}, seed++);
+  ps.seed = seed++;
+  return make_problem(module(), ps);
+}
+
 class ScanEmu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -286,13 +297,7 @@ TEST_F(ScanEmu, ScheduleVariants) {
   for (const char* hint : hints) {
     env.set(hint);
     for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
-      ProblemSpec ps;
-      ps.kernel = kernel;
-      ps.binding = {DType::f32};
-      ps.shapes = {{"B", 2}, {"L", 700}, {"D", 24}};
-      ps.inputs["a"] = decays(DType::f32, {2, 700, 24}, seed++);
-      ps.seed = seed++;
-      Problem p = make_problem(module(), ps);
+      Problem p = recurrence_problem(kernel, seed);
       emu::expect_emulated_matches_reference(p, fmt::format("{} with {}", kernel, hint));
       if (HasFailure()) return;
     }
@@ -302,29 +307,27 @@ TEST_F(ScanEmu, ScheduleVariants) {
 // The packed look-back walked by several threads per row (KDSL_SCAN_SCHEDULE lbl): each layout's
 // results match the interpreter and are bit for bit those of the one-thread walk (the words are
 // combined in the same order whichever inclusive prefix a walk finds), including a window of one
-// kept word (older words read again), more lanes than the CTA has per row (halved to fit), and
-// rows times lanes short of a warp (the idle lanes only vote).
+// kept word (older words read again), more lanes than the CTA has per row (halved to fit), rows
+// times lanes short of a warp (the idle lanes only vote), and walks of several rounds (22 chunks).
 TEST_F(ScanEmu, LookBackLanesGiveTheOneThreadWalksBits) {
   testing::ScanScheduleEnv env("");
   uint64_t seed = 900;
   std::vector<std::pair<const char*, const char*>> hints = {
-      {"lbl=2", ""},  {"lbl=4", ""},          {"lbl=4,window=1", "window=1"},
-      {"lbl=32", ""}, {"lp=4,lbl=2", "lp=4"}, {"t=2,lp=4,wp=4,lbl=8", "t=2,lp=4,wp=4"}};
+      {"lbl=2", ""},
+      {"lbl=4", ""},
+      {"lbl=4,window=1", "window=1"},
+      {"lbl=32", ""},
+      {"lp=4,lbl=2", "lp=4"},
+      {"t=2,lp=4,wp=4,lbl=8", "t=2,lp=4,wp=4"},
+      {"t=2,lp=4,wp=4,lbl=2", "t=2,lp=4,wp=4"}};
   if (kAsan) hints = {{"lbl=4,window=1", "window=1"}, {"lp=4,lbl=2", "lp=4"}};
   for (const auto& [hint, base] : hints) {
     for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
-      ProblemSpec ps;
-      ps.kernel = kernel;
-      ps.binding = {DType::f32};
-      ps.shapes = {{"B", 2}, {"L", 700}, {"D", 24}};
-      ps.inputs["a"] = decays(DType::f32, {2, 700, 24}, seed++);
-      ps.seed = seed++;
-      Problem p = make_problem(module(), ps);
+      Problem p = recurrence_problem(kernel, seed);
       const std::string label = fmt::format("{} with {}", kernel, hint);
       env.set(hint);
-      EXPECT_NE(generate(p.ir, p.spec, DeviceTarget{}).source.find("look-back lanes per row"),
-                std::string::npos)
-          << label;
+      const std::string src = generate(p.ir, p.spec, DeviceTarget{}).source;
+      EXPECT_NE(src.find("look-back lanes per row"), std::string::npos) << label;
       emu::expect_emulated_matches_reference(p, label);
       std::vector<HostTensor> lanes = emu::run_emulated(p);
       env.set(base);
