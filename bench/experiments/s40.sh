@@ -6,8 +6,15 @@
 # tile of 64 rows in 256 threads takes 4 at most).
 #   s40.sh precompile  (here) the benchmark's specializations (as s36.sh precompile, without its
 #                      experiments), the rg_lru IssueShapes tests', and the variants' cases.
-#   s40.sh first  On an H200: `ab 2`, else `ab 3`; then stdlib_scan_gpu_test's IssueShapes
-#                 rg_lru and rg_lru_bwd (not run since the ticket split, 5dcb567).
+#   s40.sh first  On an H200: `ab 2` and `rows`, else `ab 3`; then stdlib_scan_gpu_test's
+#                 IssueShapes rg_lru and rg_lru_bwd (not run since the ticket split, 5dcb567).
+#   `rows`        s35.sh's variants (two rounds, --verify on the hinted cases in round 1): LayerNorm
+#                 and RMSNorm backward bf16 4096 x 32768 with two rows per SM (clusters of 8 CTAs
+#                 of 512, min_ctas=2), never run on an H200. AM3 had them at 0.654 and 0.820 of
+#                 copy there, in nearly the H100's time: a per-row chain (one row per SM at a
+#                 time) would explain that. Prediction (AR1's, kept): LayerNorm backward 220-250
+#                 us on the H200 with two rows per SM against about 285 for the default; RMSNorm
+#                 backward within 3% (its default already has 8 CTAs of 512).
 #   s40.sh bench  The full benchmark with the peers timed in the same run (final_bench.sh,
 #                 KDSL_PEERS=run, committed code), on an H200 only. Prediction (for the code since
 #                 the thirtieth session, AM3): rg_lru_bwd bf16 (1, 32768, 2048) 0.56-0.60 of copy
@@ -32,6 +39,7 @@ out="${OUT:-/tmp}"
 export LD_LIBRARY_PATH="$PWD/.device/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export KDSL_CACHE_DIR="${KDSL_CACHE_DIR:-$PWD/.device/cache}" KDSL_SOURCE_DIR="$PWD"
 source bench/experiments/s35.sh lib  # (s18.sh lib: bench, ab_rounds)
+rows_cases=("${cases[@]}")  # s35.sh's: two rows per SM for the long backward rows
 ab_cases=("rg_lru rg_lru_bwd bf16 B=1,L=32768,D=2048 default"
   "rg_lru rg_lru_bwd f32 B=1,L=32768,D=2048 default"
   "scan cumsum_mid bf16 B=1,L=32768,D=2048 default"
@@ -61,6 +69,10 @@ ab() {
     done
   done
 }
+rows() {
+  cases=("${rows_cases[@]}")
+  k=.device/bin/kdsl rounds 2 first
+}
 issue_rg() {
   echo "== stdlib_scan_gpu_test IssueShapes rg_lru at ${SECONDS} s"
   timeout 300 .device/bin/stdlib_scan_gpu_test --gtest_filter='*IssueShapes/rg_lru*' 2>&1 | tail -15
@@ -87,6 +99,8 @@ case "${1:-}" in
       --shape L=2048,8192,32768 --arch sm_90 | tail -1
     $k -q compile stdlib/scan.kdsl -k cumsum --dtype bf16,f32 --shape N=2048,8192,32768 \
       --arch sm_90 | tail -1
+    cases=("${rows_cases[@]}")
+    precompile  # (s18.sh: each case with its hint)
     for v in lbl=4 lbl=8; do
       for c in "${ab_cases[@]}"; do
         set -- $c
@@ -103,7 +117,13 @@ case "${1:-}" in
   first)
     cat .device/COMMIT
     nvidia-smi -L
-    if nvidia-smi -L | grep -q H200; then ab 2; else ab 3; fi
+    if nvidia-smi -L | grep -q H200; then
+      ab 2
+      echo "== rows at ${SECONDS} s"
+      rows
+    else
+      ab 3
+    fi
     issue_rg
     echo "done at ${SECONDS} s"
     ;;
@@ -118,5 +138,6 @@ case "${1:-}" in
     echo "done at ${SECONDS} s"
     ;;
   ab) ab "${2:-3}" ;;
-  *) echo "usage: s40.sh precompile|first|bench|ab [ROUNDS]" >&2; exit 2 ;;
+  rows) rows ;;
+  *) echo "usage: s40.sh precompile|first|bench|ab [ROUNDS]|rows" >&2; exit 2 ;;
 esac
