@@ -1304,6 +1304,12 @@ void Emitter::emit_tile_body(const std::function<void()>& between) {
   emit_lookback_setup();
   emit_phase_a();
   emit_lookback(between);
+  if (p_.lookback && s_.early_ticket && !pipelined()) {
+    t_.line("// the CTA's next ticket, in flight during phase B (its tile starts after this one)");
+    t_.line(
+        "if (tid == 0) nt = static_cast<long long>(atomicAdd(reinterpret_cast<unsigned long "
+        "long*>(p.ws0), 1ULL));");
+  }
   in_phase_b_ = true;
   emit_phase_b();
   in_phase_b_ = false;
@@ -1318,7 +1324,11 @@ void Emitter::emit_tile() {
   t_.line(
       "__device__ __forceinline__ void kdsl_tile_{0}(const kdsl_params_{0}& p, kdsl_smem_{0}& sm,",
       sym_);
-  if (p_.lookback) {
+  if (p_.lookback && s_.early_ticket) {
+    t_.line(
+        "                                              const long long tile_c, const long long "
+        "tile_rt, long long& nt) {{");
+  } else if (p_.lookback) {
     t_.line(
         "                                              const long long tile_c, const long long "
         "tile_rt) {{");

@@ -304,36 +304,49 @@ TEST_F(ScanEmu, ScheduleVariants) {
   }
 }
 
-// The packed look-back walked by several threads per row (KDSL_SCAN_SCHEDULE lbl): each layout's
-// results match the interpreter and are bit for bit those of the one-thread walk (the words are
-// combined in the same order whichever inclusive prefix a walk finds), including a window of one
-// kept word (older words read again), more lanes than the CTA has per row (halved to fit), rows
-// times lanes short of a warp (the idle lanes only vote), and walks of several rounds (22 chunks).
-TEST_F(ScanEmu, LookBackLanesGiveTheOneThreadWalksBits) {
+// The packed look-back walked by several threads per row (KDSL_SCAN_SCHEDULE lbl) and the next
+// ticket taken during phase B (tkp=1): each layout's results match the interpreter and are bit
+// for bit those of the one-thread walk with the ticket taken after the tile (the words are
+// combined in the same order whichever inclusive prefix a walk finds, whichever CTA takes which
+// tile). The lanes are tried with a window of one kept word (older words read again), more lanes
+// than the CTA has per row (halved to fit), rows times lanes short of a warp (the idle lanes only
+// vote), and walks of several rounds (22 chunks); the early ticket with both look-backs.
+TEST_F(ScanEmu, LookBackVariantsGiveTheSameBits) {
   testing::ScanScheduleEnv env("");
   uint64_t seed = 900;
-  std::vector<std::pair<const char*, const char*>> hints = {
-      {"lbl=2", ""},
-      {"lbl=4", ""},
-      {"lbl=4,window=1", "window=1"},
-      {"lbl=32", ""},
-      {"lp=4,lbl=2", "lp=4"},
-      {"t=2,lp=4,wp=4,lbl=8", "t=2,lp=4,wp=4"},
-      {"t=2,lp=4,wp=4,lbl=2", "t=2,lp=4,wp=4"}};
-  if (kAsan) hints = {{"lbl=4,window=1", "window=1"}, {"lp=4,lbl=2", "lp=4"}};
-  for (const auto& [hint, base] : hints) {
+  struct Variant {
+    const char *hint, *base, *marker;
+  };
+  const char* lanes = "look-back lanes per row";
+  const char* ticket = "the CTA's next ticket";
+  std::vector<Variant> variants = {{"lbl=2", "", lanes},
+                                   {"lbl=4", "", lanes},
+                                   {"lbl=4,window=1", "window=1", lanes},
+                                   {"lbl=32", "", lanes},
+                                   {"lp=4,lbl=2", "lp=4", lanes},
+                                   {"t=2,lp=4,wp=4,lbl=8", "t=2,lp=4,wp=4", lanes},
+                                   {"t=2,lp=4,wp=4,lbl=2", "t=2,lp=4,wp=4", lanes},
+                                   {"tkp=1", "", ticket},
+                                   {"tkp=1,packed=0", "packed=0", ticket},
+                                   {"t=2,lp=4,wp=4,lbl=4,tkp=1", "t=2,lp=4,wp=4", ticket}};
+  if (kAsan) {
+    variants = {{"lbl=4,window=1", "window=1", lanes},
+                {"lp=4,lbl=2", "lp=4", lanes},
+                {"t=2,lp=4,wp=4,lbl=4,tkp=1", "t=2,lp=4,wp=4", ticket}};
+  }
+  for (const Variant& v : variants) {
     for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
       Problem p = recurrence_problem(kernel, seed);
-      const std::string label = fmt::format("{} with {}", kernel, hint);
-      env.set(hint);
+      const std::string label = fmt::format("{} with {}", kernel, v.hint);
+      env.set(v.hint);
       const std::string src = generate(p.ir, p.spec, DeviceTarget{}).source;
-      EXPECT_NE(src.find("look-back lanes per row"), std::string::npos) << label;
+      EXPECT_NE(src.find(v.marker), std::string::npos) << label;
       emu::expect_emulated_matches_reference(p, label);
-      std::vector<HostTensor> lanes = emu::run_emulated(p);
-      env.set(base);
-      std::vector<HostTensor> one = emu::run_emulated(p);
-      for (size_t t = 0; t < one.size(); ++t) {
-        EXPECT_EQ(lanes[t].bytes, one[t].bytes) << label << ": tensor " << t;
+      std::vector<HostTensor> got = emu::run_emulated(p);
+      env.set(v.base);
+      std::vector<HostTensor> base = emu::run_emulated(p);
+      for (size_t t = 0; t < base.size(); ++t) {
+        EXPECT_EQ(got[t].bytes, base[t].bytes) << label << ": tensor " << t;
       }
       if (HasFailure()) return;
     }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fortieth session, on the GPU machine after scripts/device/stage.sh (carry .device), with
-# .device/bin/kdsl built from the committed code, and .device/bin/kdsl_lbl4 / kdsl_lbl8 the same
-# binary with KDSL_SCAN_SCHEDULE=lbl=4 / lbl=8 (the packed look-back walked by 4 or 8 threads per
-# row, each reading one predecessor's word per round; halved to fit the CTA: rg_lru_bwd bf16's
-# tile of 64 rows in 256 threads takes 4 at most).
+# .device/bin/kdsl built from the committed code and wrappers (written by `ab`) that run it with
+# KDSL_SCAN_SCHEDULE set: kdsl_lbl4 (lbl=4: the packed look-back walked by 4 threads per row, each
+# reading one predecessor's word per round; halved to fit the CTA), kdsl_tkp (tkp=1: the CTA's
+# next ticket taken once the tile's look-back is done, its atomicAdd in flight during phase B) and
+# kdsl_lbl4tkp (both).
 #   s40.sh precompile  (here) the benchmark's specializations (as s36.sh precompile, without its
 #                      experiments), the rg_lru IssueShapes tests', and the variants' cases.
 #   s40.sh first  On an H200: `ab 2` and `rows`, else `ab 3`; then stdlib_scan_gpu_test's
@@ -21,18 +22,22 @@
 #                 (the H100's 7-8% since AM3 carried over at the same clock), LayerNorm backward
 #                 bf16 4096 x 32768 0.66-0.69 (the H100's 4.4%), every other row within 3% of
 #                 AM3's time.
-#   `ab`          kdsl against kdsl_lbl8 and kdsl_lbl4, alternating, --verify on kdsl_lbl4 in
-#                 round 1, on rg_lru_bwd bf16 and f32, cumsum_mid, linear_recurrence and its
-#                 backward bf16 at (1, 32768, 2048) and the last-axis cumsum bf16 2048 x 32768;
-#                 then compute-sanitizer memcheck and racecheck with --verify of kdsl_lbl4 on
-#                 rg_lru_bwd and cumsum_mid bf16 (2, 4097, 258) and of kdsl_lbl8 on cumsum_mid.
-#                 Prediction (before the run): rg_lru_bwd bf16 2-6% faster with lbl=4 (its tiles
-#                 of 64 rows x 64 positions keep about 8 chunks of a row tile in flight, so a walk
+#   `ab`          kdsl, kdsl_tkp, kdsl_lbl4tkp and kdsl_lbl4, alternating, --verify on the three
+#                 variants in round 1, on rg_lru_bwd bf16 and f32, cumsum_mid, linear_recurrence
+#                 and its backward bf16 at (1, 32768, 2048) and the last-axis cumsum bf16
+#                 2048 x 32768; then compute-sanitizer memcheck and racecheck with --verify of
+#                 kdsl_lbl4tkp on rg_lru_bwd and cumsum_mid bf16 (2, 4097, 258).
+#                 Prediction (before the run), lbl=4: rg_lru_bwd bf16 2-6% faster (its tiles of
+#                 64 rows x 64 positions keep about 8 chunks of a row tile in flight, so a walk
 #                 passes several aggregates: the barrier stall, 1.39 of 6.9 cycles per
 #                 instruction in AP2, is mostly that walk); rg_lru_bwd f32 within 1% (256 row
 #                 tiles: about one chunk of a row tile in flight, walks of one step); the
-#                 memory-bound scans 0-3% faster; lbl=8 within 1% of lbl=4 (walks rarely pass
-#                 more than 4 aggregates); sanitizers clean, --verify ok.
+#                 memory-bound scans 0-3% faster (cumsum last axis: 4 chunks a row, its walks
+#                 find an inclusive prefix at once: within 1%). tkp=1: 1-4% faster on every
+#                 kernel (an L2 atomic's round trip, about 0.5-1 us, taken off each tile's
+#                 critical path: tiles of 1.7 us (cumsum_mid) to 7 us (rg_lru_bwd bf16), partly
+#                 hidden today by the SM's other CTA); both together about the sum. Sanitizers
+#                 clean, --verify ok.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out="${OUT:-/tmp}"
@@ -46,17 +51,28 @@ ab_cases=("rg_lru rg_lru_bwd bf16 B=1,L=32768,D=2048 default"
   "linear_recurrence linear_recurrence bf16 B=1,L=32768,D=2048 default"
   "linear_recurrence linear_recurrence_bwd bf16 B=1,L=32768,D=2048 default"
   "scan cumsum bf16 M=2048,N=32768 default")
-san_cases=("kdsl_lbl4 rg_lru rg_lru_bwd" "kdsl_lbl4 scan cumsum_mid" "kdsl_lbl8 scan cumsum_mid")
+san_cases=("kdsl_lbl4tkp rg_lru rg_lru_bwd" "kdsl_lbl4tkp scan cumsum_mid")
+variants=("kdsl_tkp tkp=1" "kdsl_lbl4tkp lbl=4,tkp=1" "kdsl_lbl4 lbl=4")
 wrappers() {
-  for v in 4 8; do
-    printf '#!/bin/sh\nKDSL_SCAN_SCHEDULE=lbl=%s exec "$(dirname "$0")/kdsl" "$@"\n' $v > .device/bin/kdsl_lbl$v
-    chmod +x .device/bin/kdsl_lbl$v
+  local v
+  for v in "${variants[@]}"; do
+    set -- $v
+    printf '#!/bin/sh\nKDSL_SCAN_SCHEDULE=%s exec "$(dirname "$0")/kdsl" "$@"\n' "$2" > ".device/bin/$1"
+    chmod +x ".device/bin/$1"
   done
 }
 ab() {
+  local round c b extra
   wrappers
-  cases=("${ab_cases[@]}")
-  ab_rounds "$1" kdsl kdsl_lbl8 kdsl_lbl4
+  for round in $(seq "$1"); do
+    for c in "${ab_cases[@]}"; do
+      for b in kdsl kdsl_tkp kdsl_lbl4tkp kdsl_lbl4; do
+        extra=(); [ "$round" = 1 ] && [ "$b" != kdsl ] && extra=(--verify)
+        printf '%s %-12s ' "$round" "$b"
+        k="timeout 60 .device/bin/$b" bench $c "${extra[@]}"
+      done
+    done
+  done
   local cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" tool c
   for c in "${san_cases[@]}"; do
     set -- $c
@@ -101,7 +117,8 @@ case "${1:-}" in
       --arch sm_90 | tail -1
     cases=("${rows_cases[@]}")
     precompile  # (s18.sh: each case with its hint)
-    for v in lbl=4 lbl=8; do
+    for v in "${variants[@]}"; do
+      v=${v#* }
       for c in "${ab_cases[@]}"; do
         set -- $c
         KDSL_SCAN_SCHEDULE=$v $k -q compile "stdlib/$1.kdsl" -k "$2" --dtype "$3" --shape "$4" \
