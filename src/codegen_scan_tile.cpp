@@ -1136,7 +1136,9 @@ void Emitter::emit_packed_lookback() {
     t_.in();
     t_.line("const int rr = tid / LQ, g = tid % LQ, gl = lane & ~(LQ - 1);");
     t_.line("const bool own = rr < TD;  // (threads past the rows only join the votes)");
-    t_.line("if (own) {{");
+    // Lane 0 alone reads the warps' aggregates: it overwrites them with the warps' prefixes,
+    // with no __syncwarp between when c == 0.
+    t_.line("if (own && g == 0) {{");
   } else {
     t_.line("if (tid < TD) {{");
   }

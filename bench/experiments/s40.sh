@@ -156,5 +156,21 @@ case "${1:-}" in
     ;;
   ab) ab "${2:-3}" ;;
   rows) rows ;;
-  *) echo "usage: s40.sh precompile|first|bench|ab [ROUNDS]|rows" >&2; exit 2 ;;
+  race)  # after AW1's racecheck warnings on kdsl_lbl4tkp: each variant alone, racecheck only,
+         # with lane 0 alone reading the warps' aggregates (the c == 0 tiles had no __syncwarp
+         # between the other lanes' reads and lane 0's writes of them). Prediction: 0 hazards.
+    wrappers
+    cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
+    for b in kdsl_lbl4 kdsl_tkp kdsl_lbl4tkp; do
+      for c in "rg_lru rg_lru_bwd" "scan cumsum_mid"; do
+        set -- $c
+        echo "== racecheck $2 bf16 B=2,L=4097,D=258 ($b)"
+        timeout 120 "$cs" --tool racecheck --error-exitcode 9 ".device/bin/$b" run \
+          "stdlib/$1.kdsl" -k "$2" --dtype bf16 --shape B=2,L=4097,D=258 --verify 2>&1 |
+          grep -E "RACECHECK SUMMARY|verify [a-z_]+: [a-z]+|Warning|Error" | head -8
+        echo "exit ${PIPESTATUS[0]}"
+      done
+    done
+    ;;
+  *) echo "usage: s40.sh precompile|first|bench|ab [ROUNDS]|rows|race" >&2; exit 2 ;;
 esac
