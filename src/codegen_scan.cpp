@@ -343,21 +343,11 @@ void Emitter::emit_run() {
       // division that every warp would otherwise repeat).
       t_.line("const long long RT = (p.rows + TD - 1) / TD;");
       t_.line("unsigned long long* counter = reinterpret_cast<unsigned long long*>(p.ws0);");
-      if (s_.early_ticket) {
-        // The next ticket is taken in the tile, once its look-back is done (ScanSchedule::
-        // early_ticket): that tile waits for nothing more, so the CTA starts the ticket soon.
-        t_.line("long long nt = 0;  // the next ticket (thread 0)");
-        t_.line("if (threadIdx.x == 0) nt = static_cast<long long>(atomicAdd(counter, 1ULL));");
-      }
       t_.line("for (;;) {{");
       t_.in();
       t_.line("if (threadIdx.x == 0) {{");
       t_.in();
-      if (s_.early_ticket) {
-        t_.line("const long long tk = nt;");
-      } else {
-        t_.line("const long long tk = static_cast<long long>(atomicAdd(counter, 1ULL));");
-      }
+      t_.line("const long long tk = static_cast<long long>(atomicAdd(counter, 1ULL));");
       t_.line("const long long tc = tk < tiles ? tk / RT : {}LL;  // (no tile: RT may be 0)",
               s_.chunks);
       t_.line("sm.ticket = tc;");
@@ -367,7 +357,7 @@ void Emitter::emit_run() {
       t_.line("__syncthreads();  // also: the previous tile is done with shared memory");
       t_.line("const long long tc = sm.ticket;");
       t_.line("if (tc >= {}LL) return;", s_.chunks);
-      t_.line("kdsl_tile_{}<VRT>(p, sm, tc, sm.ticket_rt{});", sym_, s_.early_ticket ? ", nt" : "");
+      t_.line("kdsl_tile_{}<VRT>(p, sm, tc, sm.ticket_rt);", sym_);
     } else {
       t_.line("for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {{");
       t_.in();

@@ -58,8 +58,7 @@ class Emitter {
   /// together they take at most three words, the fourth being the status.
   bool packed() const;
   void emit_packed_lookback();
-  int lookback_lanes() const;
-  void emit_warp_prefixes(size_t i, const std::string& row = "tid");
+  void emit_warp_prefixes(size_t i);
 
   // The tile (codegen_scan_tile.cpp).
   void emit_tile();

@@ -1032,7 +1032,7 @@ void Emitter::emit_lookback(const std::function<void()>& between) {
 // aggregates sm.w<i>[w][tid] for phase B, which then reads its warp's one value instead of
 // combining the WP - 1 aggregates before it in every thread (a chain of shared-memory loads
 // and combines per row of the thread).
-void Emitter::emit_warp_prefixes(size_t i, const std::string& row) {
+void Emitter::emit_warp_prefixes(size_t i) {
   const std::string ty = state_type(i);
   t_.line("{{");
   t_.in();
@@ -1040,8 +1040,8 @@ void Emitter::emit_warp_prefixes(size_t i, const std::string& row) {
   t_.line("#pragma unroll");
   t_.line("for (int w = 0; w < WP; ++w) {{");
   t_.in();
-  t_.line("const {} a = sm.w{}[w][{}];", ty, i, row);
-  t_.line("sm.w{}[w][{}] = y;", i, row);
+  t_.line("const {} a = sm.w{}[w][tid];", ty, i);
+  t_.line("sm.w{}[w][tid] = y;", i);
   t_.line("if (w + 1 < WP) y = {}_op(y, a);", ty);
   t_.out();
   t_.line("}}");
@@ -1080,16 +1080,7 @@ bool Emitter::packed() const {
 // combined so far), combines them from left to right -- exactly the bits of the chained
 // definition incl[c] = incl[c - 1] (+) agg[c], whichever prefix it finds -- and publishes its
 // inclusive prefix.
-//
-// With LQ > 1 look-back lanes per row (ScanSchedule::lookback_lanes), the LQ consecutive threads
-// tid = row * LQ + g of a warp walk back together: in each round lane g reads chunk j - g, a
-// ballot finds the group's nearest inclusive prefix, and a round that finds none moves LQ chunks
-// back; so a walk over n predecessors waits for ceil((n + 1) / LQ) dependent L2 round trips
-// instead of n + 1. Every lane of the warp runs each round (the votes take the whole warp), the
-// rows already done idling. Lane 0 of the group then combines the words exactly as above.
 void Emitter::emit_packed_lookback() {
-  const int lanes = lookback_lanes();
-  const std::string row = lanes > 1 ? "rr" : "tid";
   std::vector<int> offs;  // each state's first word
   int words = 0;
   for (const State& st : p_.states) {
@@ -1109,151 +1100,60 @@ void Emitter::emit_packed_lookback() {
               i, w, offs[i], prefix, i);
     }
   };
-  // From the nearest inclusive prefix, in w (n aggregates passed): ex, left to right.
-  auto combine = [&](const std::string& w) {
-    unpack(w, "e");
-    for (size_t i = 0; i < p_.states.size(); ++i) t_.line("ex{0} = e{0};", i);
-    t_.line("for (int q = n - 1; q >= 0; --q) {{  // chunk c - 1 - q, left to right");
-    t_.in();
-    t_.line(
-        "const uint4 a = q < KW ? sm.lbp[q][{0}] : kdsl_sc_pk_ld(pk + ((c - 1 - q) * RT + rt) * "
-        "TD + {0});",
-        row);
-    unpack("a", "s");
-    for (size_t i = 0; i < p_.states.size(); ++i) {
-      t_.line("ex{0} = a.w == 2u ? s{0} : {1}_op(ex{0}, s{0});", i, state_type(i));
-    }
-    t_.out();
-    t_.line("}}");
-  };
   for (size_t i = 0; i < p_.states.size(); ++i) {
     t_.line("{0} ag{1} = {0}_empty(), ex{1} = {0}_empty();", state_type(i), i);
   }
-  if (lanes > 1) {
-    t_.line("constexpr int LQ = {};  // look-back lanes per row", lanes);
-    t_.line("constexpr unsigned GM = {}u;  // a group's bits in a ballot", (1ULL << lanes) - 1);
-    t_.line("if (tid < (TD * LQ + 31) / 32 * 32) {{  // whole warps");
-    t_.in();
-    t_.line("const int rr = tid / LQ, g = tid % LQ, gl = lane & ~(LQ - 1);");
-    t_.line("const bool own = rr < TD;  // (threads past the rows only join the votes)");
-    // Lane 0 alone reads the warps' aggregates: it overwrites them with the warps' prefixes,
-    // with no __syncwarp between when c == 0.
-    t_.line("if (own && g == 0) {{");
-  } else {
-    t_.line("if (tid < TD) {{");
-  }
+  t_.line("if (tid < TD) {{");
   t_.in();
   for (size_t i = 0; i < p_.states.size(); ++i) {
-    t_.line("ag{0} = sm.w{0}[0][{1}];", i, row);
+    t_.line("ag{0} = sm.w{0}[0][tid];", i);
     t_.line("#pragma unroll");
-    t_.line("for (int w = 1; w < WP; ++w) ag{0} = {1}_op(ag{0}, sm.w{0}[w][{2}]);", i,
-            state_type(i), row);
-    if (!p_.states[i].inits.empty()) t_.line("if (c == 0) ex{0} = sm.in{0}[{1}];", i, row);
-  }
-  if (lanes > 1) {
-    t_.out();
-    t_.line("}}");
+    t_.line("for (int w = 1; w < WP; ++w) ag{0} = {1}_op(ag{0}, sm.w{0}[w][tid]);", i,
+            state_type(i));
+    if (!p_.states[i].inits.empty()) t_.line("if (c == 0) ex{0} = sm.in{0}[tid];", i);
   }
   t_.line("if (c > 0) {{");
   t_.in();
-  if (lanes > 1) {
-    t_.line("if (own && g == 0) {{");
-    t_.in();
-  }
   t_.line("uint4 w = make_uint4(0u, 0u, 0u, 1u);");
   pack("w", "ag");
-  t_.line("kdsl_sc_pk_st(pk + tile * TD + {}, w);", row);
-  if (lanes > 1) {
-    t_.out();
-    t_.line("}}");
-    t_.line("long long j = c - 1;  // the chunk lane 0 reads in this round");
-    t_.line("int n = 0;  // aggregates passed before this round: chunks c - 1, ..., c - n");
-    t_.line("int hit = own ? -1 : 0;  // the group's lane holding the nearest inclusive prefix");
-    t_.line("uint4 w = make_uint4(0u, 0u, 0u, 2u);");
-    t_.line("for (;;) {{");
-    t_.in();
-    t_.line("if (hit < 0) {{");
-    t_.in();
-    t_.line("const long long jj = j - g;  // chunk 0's word is always an inclusive prefix");
-    t_.line(
-        "w = jj >= 0 ? kdsl_sc_pk_wait(pk + (jj * RT + rt) * TD + rr) : make_uint4(0u, 0u, 0u, "
-        "2u);");
-    t_.line("if (n + g < KW) sm.lbp[n + g][rr] = w;");
-    t_.out();
-    t_.line("}}");
-    t_.line("const unsigned incl = (__ballot_sync(0xffffffffu, hit < 0 && w.w == 2u) >> gl) & GM;");
-    t_.line("if (hit < 0) {{");
-    t_.in();
-    t_.line("if (incl != 0u) {{");
-    t_.in();
-    t_.line("hit = __ffs(static_cast<int>(incl)) - 1;");
-    t_.out();
-    t_.line("}} else {{");
-    t_.in();
-    t_.line("n += LQ;");
-    t_.line("j -= LQ;");
-    t_.out();
-    t_.line("}}");
-    t_.out();
-    t_.line("}}");
-    t_.line("if (!__any_sync(0xffffffffu, hit < 0)) break;");
-    t_.out();
-    t_.line("}}");
-    t_.line("uint4 wi;  // the nearest inclusive prefix, from lane `hit` of the group");
-    for (const char* f : {"x", "y", "z", "w"}) {
-      t_.line("wi.{0} = __shfl_sync(0xffffffffu, w.{0}, gl + hit);", f);
-    }
-    t_.line("n += hit;");
-    t_.line("__syncwarp();  // the group's words in sm.lbp");
-    t_.line("if (own && g == 0) {{");
-    t_.in();
-    combine("wi");
-    t_.out();
-    t_.line("}}");
-  } else {
-    t_.line("long long j = c - 1;");
-    t_.line("int n = 0;  // aggregates passed: chunks c - 1, ..., c - n");
-    t_.line("for (;;) {{");
-    t_.in();
-    t_.line("w = kdsl_sc_pk_wait(pk + (j * RT + rt) * TD + tid);");
-    t_.line("if (w.w == 2u) break;");
-    t_.line("if (n < KW) sm.lbp[n][tid] = w;");
-    t_.line("++n;");
-    t_.line("--j;");
-    t_.out();
-    t_.line("}}");
-    combine("w");
+  t_.line("kdsl_sc_pk_st(pk + tile * TD + tid, w);");
+  t_.line("long long j = c - 1;");
+  t_.line("int n = 0;  // aggregates passed: chunks c - 1, ..., c - n");
+  t_.line("for (;;) {{");
+  t_.in();
+  t_.line("w = kdsl_sc_pk_wait(pk + (j * RT + rt) * TD + tid);");
+  t_.line("if (w.w == 2u) break;");
+  t_.line("if (n < KW) sm.lbp[n][tid] = w;");
+  t_.line("++n;");
+  t_.line("--j;");
+  t_.out();
+  t_.line("}}");
+  unpack("w", "e");
+  for (size_t i = 0; i < p_.states.size(); ++i) t_.line("ex{0} = e{0};", i);
+  t_.line("for (int q = n - 1; q >= 0; --q) {{  // chunk c - 1 - q, left to right");
+  t_.in();
+  t_.line(
+      "const uint4 a = q < KW ? sm.lbp[q][tid] : kdsl_sc_pk_ld(pk + ((c - 1 - q) * RT + rt) * TD "
+      "+ tid);");
+  unpack("a", "s");
+  for (size_t i = 0; i < p_.states.size(); ++i) {
+    t_.line("ex{0} = a.w == 2u ? s{0} : {1}_op(ex{0}, s{0});", i, state_type(i));
   }
   t_.out();
   t_.line("}}");
-  if (lanes > 1) {
-    t_.line("if (own && g == 0) {{");
-    t_.in();
-  }
+  t_.out();
+  t_.line("}}");
   t_.line("uint4 w2 = make_uint4(0u, 0u, 0u, 2u);");
   for (size_t i = 0; i < p_.states.size(); ++i) {
     t_.line("const {0} in{1} = {0}_op(ex{1}, ag{1});", state_type(i), i);
   }
   pack("w2", "in");
-  t_.line("kdsl_sc_pk_st(pk + tile * TD + {}, w2);", row);
+  t_.line("kdsl_sc_pk_st(pk + tile * TD + tid, w2);");
   // The warps' prefixes after the inclusive prefix is published: the next chunks wait on it.
-  for (size_t i = 0; i < p_.states.size(); ++i) emit_warp_prefixes(i, row);
-  if (lanes > 1) {
-    t_.out();
-    t_.line("}}");
-  }
+  for (size_t i = 0; i < p_.states.size(); ++i) emit_warp_prefixes(i);
   t_.out();
   t_.line("}}");
   t_.line("__syncthreads();");
-}
-
-// The packed look-back's lanes per row: the schedule's, halved until the tile's rows times the
-// lanes fit in the CTA (1 without a packed look-back).
-int Emitter::lookback_lanes() const {
-  if (!packed()) return 1;
-  int lanes = std::max(1, s_.lookback_lanes);
-  while (lanes > 1 && s_.td() * lanes > s_.threads()) lanes /= 2;
-  return lanes;
 }
 
 void Emitter::emit_uniforms() {
@@ -1306,12 +1206,6 @@ void Emitter::emit_tile_body(const std::function<void()>& between) {
   emit_lookback_setup();
   emit_phase_a();
   emit_lookback(between);
-  if (p_.lookback && s_.early_ticket && !pipelined()) {
-    t_.line("// the CTA's next ticket, in flight during phase B (its tile starts after this one)");
-    t_.line(
-        "if (tid == 0) nt = static_cast<long long>(atomicAdd(reinterpret_cast<unsigned long "
-        "long*>(p.ws0), 1ULL));");
-  }
   in_phase_b_ = true;
   emit_phase_b();
   in_phase_b_ = false;
@@ -1326,11 +1220,7 @@ void Emitter::emit_tile() {
   t_.line(
       "__device__ __forceinline__ void kdsl_tile_{0}(const kdsl_params_{0}& p, kdsl_smem_{0}& sm,",
       sym_);
-  if (p_.lookback && s_.early_ticket) {
-    t_.line(
-        "                                              const long long tile_c, const long long "
-        "tile_rt, long long& nt) {{");
-  } else if (p_.lookback) {
+  if (p_.lookback) {
     t_.line(
         "                                              const long long tile_c, const long long "
         "tile_rt) {{");

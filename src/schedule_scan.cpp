@@ -127,9 +127,7 @@ const std::vector<ScheduleKey>& scan_keys() {
       {"packed", "0 or 1", [](int v) { return v == 0 || v == 1; }},
       {"rescan", "0 or 1", [](int v) { return v == 0 || v == 1; }},
       {"pos64", "0 or 1", [](int v) { return v == 0 || v == 1; }},
-      {"keep", "0 or 1", [](int v) { return v == 0 || v == 1; }},
-      {"lbl", "a power of two from 1 to 32", [](int v) { return power_of_two(v, 32); }},
-      {"tkp", "0 or 1", [](int v) { return v == 0 || v == 1; }}};
+      {"keep", "0 or 1", [](int v) { return v == 0 || v == 1; }}};
   return keys;
 }
 
@@ -146,8 +144,7 @@ ScanHints read_hints() {
     h.items = parse_schedule_items(
         h.text, "KDSL_SCAN_SCHEDULE", scan_keys(),
         "t (1 to 64), lp, wp, window (1 to 32), vr (1 to 16), powers of two; pipeline (0, 1, 2), "
-        "ctas (0 to 32), packed (0 or 1), rescan (0 or 1), pos64 (0 or 1), keep (0 or 1), lbl (1 "
-        "to 32, a power of two), tkp (0 or 1)");
+        "ctas (0 to 32), packed (0 or 1), rescan (0 or 1), pos64 (0 or 1), keep (0 or 1)");
   } catch (const ScheduleHintError& e) {
     throw ArgumentError(e.what());
   }
@@ -192,10 +189,6 @@ void apply_hints(ScanSchedule& s, const ScanHints& h) {
       s.wide_positions = v != 0;
     } else if (key == "keep") {
       s.keep_math = v != 0;
-    } else if (key == "lbl") {
-      s.lookback_lanes = v;
-    } else if (key == "tkp") {
-      s.early_ticket = v != 0;
     } else if (key == "ctas") {
       s.min_ctas = v;
     } else if (key == "pipeline") {

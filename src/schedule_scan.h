@@ -84,14 +84,7 @@ struct ScanSchedule {
   bool pipeline = false;    // look-back mode: the next tile's loads are issued during the look-back
   bool async_copy = false;  // ... as cp.async copies into shared memory (else into registers)
   int window = 0;           // look-back: predecessors examined at once (0: threads / rows per tile)
-  // Packed look-back: threads per row that walk back together, each reading one predecessor's
-  // word per round (1: one thread per row, the default; see Emitter::emit_packed_lookback).
-  int lookback_lanes = 1;
-  // Look-back mode without pipelining: the CTA's next ticket is taken as soon as the tile's
-  // look-back is done (its atomicAdd in flight during phase B) instead of after the tile, so the
-  // atomic's round trip is off the critical path between tiles (KDSL_SCAN_SCHEDULE tkp=1).
-  bool early_ticket = false;
-  int64_t chunks = 1;          // NCH = ceil(L / CL)
+  int64_t chunks = 1;       // NCH = ceil(L / CL)
   bool vector_fast = false;    // scan.rows: 16-byte accesses along the positions (spec-aligned)
   std::vector<int> row_order;  // loop variables, slowest first (the flattening of rows)
   int fast_loop = -1;          // scan.columns: the loop variable whose axis is contiguous
@@ -146,14 +139,12 @@ const ir::Store* partial_column_reduction(const ir::Kernel& k);
 /// Chooses the scan schedule for `k` (specialized). Deterministic for a given environment: the
 /// variable KDSL_SCAN_SCHEDULE ("t=4,lp=2,wp=8,vr=4,pipeline=2,window=8,ctas=3") overrides the
 /// steps per thread, the lanes and warps along the positions, the rows per access (scan.columns;
-/// any of t, lp, wp or vr starts from the element-access layout, not the 2-row one), the threads
-/// per row of the packed look-back (lbl=2, 4, ...: ScanSchedule::lookback_lanes), the next
-/// ticket taken during phase B (tkp=1: ScanSchedule::early_ticket) and the pipelining (pipeline=1:
-/// the next tile's loads into registers, 2: into shared memory by cp.async, 0: none), the
-/// rescanning tile (rescan=1, ScanSchedule::rescan), 64-bit positions (pos64=1), keeping phase A's
-/// transcendental results for phase B (keep=1, the default; ScanSchedule::keep_math) and the CTAs
-/// per SM the registers must allow, for experiments (the source, hence the cache key, changes with
-/// them). `hint`'s t, lp, wp and vr
+/// any of t, lp, wp or vr starts from the element-access layout, not the 2-row one) and the
+/// pipelining (pipeline=1: the next tile's loads into registers, 2: into
+/// shared memory by cp.async, 0: none), the rescanning tile (rescan=1, ScanSchedule::rescan),
+/// 64-bit positions (pos64=1), keeping phase A's transcendental results for phase B (keep=1, the
+/// default; ScanSchedule::keep_math) and the CTAs per SM the registers must allow, for experiments
+/// (the source, hence the cache key, changes with them). `hint`'s t, lp, wp and vr
 /// (`--schedule`, `kdsl tune`'s record) override the same keys of the variable, the same way.
 /// Throws kdsl::SourceError when the kernel's scans cannot run in one pass (e.g. scans in
 /// opposite directions), kdsl::ArgumentError for a malformed KDSL_SCAN_SCHEDULE or one whose tile

@@ -302,20 +302,6 @@ template <class T> T kdsl_emu_shfl(T v, unsigned src) {
   kdsl_emu_cta->warps[warp]->arrive_and_wait();
   return r;
 }
-// A warp vote: every lane's predicate, as the bits of the result (all 32 lanes take part, as in
-// the shuffles).
-inline unsigned __ballot_sync(unsigned, int pred) {
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  auto& buf = kdsl_emu_cta->buf[warp];
-  buf[lane] = pred != 0 ? 1u : 0u;
-  kdsl_emu_cta->warps[warp]->arrive_and_wait();
-  unsigned bits = 0;
-  for (unsigned l = 0; l < 32; ++l) bits |= static_cast<unsigned>(buf[l] != 0) << l;
-  kdsl_emu_cta->warps[warp]->arrive_and_wait();
-  return bits;
-}
-inline int __any_sync(unsigned m, int pred) { return __ballot_sync(m, pred) != 0u; }
-inline int __ffs(int x) { return __builtin_ffs(x); }
 template <class T> T __shfl_up_sync(unsigned, T v, int d) {
   unsigned lane = threadIdx.x & 31u;
   return kdsl_emu_shfl(v, lane >= static_cast<unsigned>(d) ? lane - d : lane);

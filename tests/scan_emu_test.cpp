@@ -304,55 +304,6 @@ TEST_F(ScanEmu, ScheduleVariants) {
   }
 }
 
-// The packed look-back walked by several threads per row (KDSL_SCAN_SCHEDULE lbl) and the next
-// ticket taken during phase B (tkp=1): each layout's results match the interpreter and are bit
-// for bit those of the one-thread walk with the ticket taken after the tile (the words are
-// combined in the same order whichever inclusive prefix a walk finds, whichever CTA takes which
-// tile). The lanes are tried with a window of one kept word (older words read again), more lanes
-// than the CTA has per row (halved to fit), rows times lanes short of a warp (the idle lanes only
-// vote), and walks of several rounds (22 chunks); the early ticket with both look-backs.
-TEST_F(ScanEmu, LookBackVariantsGiveTheSameBits) {
-  testing::ScanScheduleEnv env("");
-  uint64_t seed = 900;
-  struct Variant {
-    const char *hint, *base, *marker;
-  };
-  const char* lanes = "look-back lanes per row";
-  const char* ticket = "the CTA's next ticket";
-  std::vector<Variant> variants = {{"lbl=2", "", lanes},
-                                   {"lbl=4", "", lanes},
-                                   {"lbl=4,window=1", "window=1", lanes},
-                                   {"lbl=32", "", lanes},
-                                   {"lp=4,lbl=2", "lp=4", lanes},
-                                   {"t=2,lp=4,wp=4,lbl=8", "t=2,lp=4,wp=4", lanes},
-                                   {"t=2,lp=4,wp=4,lbl=2", "t=2,lp=4,wp=4", lanes},
-                                   {"tkp=1", "", ticket},
-                                   {"tkp=1,packed=0", "packed=0", ticket},
-                                   {"t=2,lp=4,wp=4,lbl=4,tkp=1", "t=2,lp=4,wp=4", ticket}};
-  if (kAsan) {
-    variants = {{"lbl=4,window=1", "window=1", lanes},
-                {"lp=4,lbl=2", "lp=4", lanes},
-                {"t=2,lp=4,wp=4,lbl=4,tkp=1", "t=2,lp=4,wp=4", ticket}};
-  }
-  for (const Variant& v : variants) {
-    for (const char* kernel : {"recurrence", "recurrence_bwd"}) {
-      Problem p = recurrence_problem(kernel, seed);
-      const std::string label = fmt::format("{} with {}", kernel, v.hint);
-      env.set(v.hint);
-      const std::string src = generate(p.ir, p.spec, DeviceTarget{}).source;
-      EXPECT_NE(src.find(v.marker), std::string::npos) << label;
-      emu::expect_emulated_matches_reference(p, label);
-      std::vector<HostTensor> got = emu::run_emulated(p);
-      env.set(v.base);
-      std::vector<HostTensor> base = emu::run_emulated(p);
-      for (size_t t = 0; t < base.size(); ++t) {
-        EXPECT_EQ(got[t].bytes, base[t].bytes) << label << ": tensor " << t;
-      }
-      if (HasFailure()) return;
-    }
-  }
-}
-
 // Bool tensors as scan inputs (1-byte elements: their loads, zero fill and rescanning; `not` on
 // them), along a middle axis (16-byte accesses of 2 rows with D even, element accesses with D odd)
 // and the last.

@@ -1469,7 +1469,7 @@ TEST(ScanSchedule, VariableReadsAsTheScheduleHint) {
       variable_message("group=256"),
       "KDSL_SCAN_SCHEDULE 'group=256': keys are t (1 to 64), lp, wp, window (1 to 32), vr "
       "(1 to 16), powers of two; pipeline (0, 1, 2), ctas (0 to 32), packed (0 or 1), rescan (0 or "
-      "1), pos64 (0 or 1), keep (0 or 1), lbl (1 to 32, a power of two), tkp (0 or 1)");
+      "1), pos64 (0 or 1), keep (0 or 1)");
   EXPECT_EQ(variable_message("pos64=2"), "KDSL_SCAN_SCHEDULE 'pos64=2': pos64 is 0 or 1");
   {
     ScanScheduleEnv env(" packed = 0 , pipeline = 2 ");
