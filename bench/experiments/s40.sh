@@ -4,7 +4,8 @@
 # KDSL_SCAN_SCHEDULE set: kdsl_lbl4 (lbl=4: the packed look-back walked by 4 threads per row, each
 # reading one predecessor's word per round; halved to fit the CTA), kdsl_tkp (tkp=1: the CTA's
 # next ticket taken once the tile's look-back is done, its atomicAdd in flight during phase B) and
-# kdsl_lbl4tkp (both).
+# kdsl_lbl4tkp (both). The lbl and tkp keys were removed after AW1 (slower or no faster); to run
+# `ab` or `race` again, apply bench/experiments/lookback_lanes_tkp_s40.patch and rebuild first.
 #   s40.sh precompile  (here) the benchmark's specializations (as s36.sh precompile, without its
 #                      experiments), the rg_lru IssueShapes tests', and the variants' cases.
 #   s40.sh first  On an H200: `ab 2` and `rows`, else `ab 3`; then stdlib_scan_gpu_test's
