@@ -86,6 +86,19 @@ ab() {
     done
   done
 }
+# s36.sh's wide cases: 2048 threads a row (16 elements a thread) for the long backward rows, 6-18%
+# slower on an H100 (AS1). After AW1-AW2 (LayerNorm backward bf16 4096 x 32768 7% faster on the
+# H200 than on the H100, every other backward row 32-40%): does the H200 answer fewer threads a
+# row differently? Prediction: within 5% of the default either way on LayerNorm backward (the
+# H100's loss came with half the warps; the H200's limit is not the bytes), RMSNorm backward
+# slower as on the H100.
+wide_cases=(
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 default"
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=4,group=2048,cache_rows=1,stage=2,smem_columns=0"
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=4,group=2048,cache_rows=1,stage=3,smem_columns=0"
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=8,group=2048,cache_rows=1,stage=2,smem_columns=0,min_ctas=2"
+  "rms_norm rms_norm_bwd bf16 M=4096,N=32768 default"
+  "rms_norm rms_norm_bwd bf16 M=4096,N=32768 cluster=4,group=2048,cache_rows=1,stage=2,smem_columns=0")
 rows() {
   cases=("${rows_cases[@]}")
   k=.device/bin/kdsl rounds 2 first
@@ -116,7 +129,7 @@ case "${1:-}" in
       --shape L=2048,8192,32768 --arch sm_90 | tail -1
     $k -q compile stdlib/scan.kdsl -k cumsum --dtype bf16,f32 --shape N=2048,8192,32768 \
       --arch sm_90 | tail -1
-    cases=("${rows_cases[@]}")
+    cases=("${rows_cases[@]}" "${wide_cases[@]}")
     precompile  # (s18.sh: each case with its hint)
     for v in "${variants[@]}"; do
       v=${v#* }
@@ -157,6 +170,15 @@ case "${1:-}" in
     ;;
   ab) ab "${2:-3}" ;;
   rows) rows ;;
+  last)  # `race`, then s36.sh's `wide` cases, one round, on the H200 (see below)
+    cat .device/COMMIT
+    nvidia-smi -L
+    bash "$0" race
+    echo "== wide at ${SECONDS} s"
+    cases=("${wide_cases[@]}")
+    k=.device/bin/kdsl rounds 1 first
+    echo "done at ${SECONDS} s"
+    ;;
   race)  # after AW1's racecheck warnings on kdsl_lbl4tkp: each variant alone, racecheck only,
          # with lane 0 alone reading the warps' aggregates (the c == 0 tiles had no __syncwarp
          # between the other lanes' reads and lane 0's writes of them). Prediction: 0 hazards.
@@ -173,5 +195,5 @@ case "${1:-}" in
       done
     done
     ;;
-  *) echo "usage: s40.sh precompile|first|bench|ab [ROUNDS]|rows|race" >&2; exit 2 ;;
+  *) echo "usage: s40.sh precompile|first|bench|ab [ROUNDS]|rows|race|last" >&2; exit 2 ;;
 esac
