@@ -508,9 +508,12 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // - f32 RG-LRU: every 2-row layout slower than the element accesses (tune: best rg_lru_bwd
   //   t=8,lp=2,vr=1 1082 us, default 1134, 2-row layouts 1112-3145).
   // Measured with the approximate math only, and only where 16 elements fit the budget.
-  const bool heavy16 = s.columns && float32_or_less && vmax == 2 && len > 256 &&
-                       element_math(k) >= 2 && !logaddexp_combine(k) && 16 * words <= 192 &&
-                       cuda::approx_math(k) && !set_layout;
+  const bool heavy_kernel = s.columns && float32_or_less && vmax == 2 && len > 256 &&
+                            element_math(k) >= 2 && !logaddexp_combine(k) && 16 * words <= 192 &&
+                            cuda::approx_math(k);
+  const bool heavy16 = heavy_kernel && !set_layout;
+  const bool any_shift = std::any_of(k.nodes.begin(), k.nodes.end(),
+                                     [](const ir::Node& n) { return n.op == ir::Op::shift; });
   if (heavy16) {
     s.vr = 2;
     s.lr = 32;
@@ -525,8 +528,6 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
     // (twenty-fifth session, bench/results/ab_2026-12-03_s25.txt), us: rg_lru_bwd bf16 482 ->
     // 474 kept with the bounds, 668 kept without them, 485 with the bounds alone; f16 483 -> 462.
     // rg_lru (no shift, nothing kept) got 0.6% slower with the bounds (248 -> 249.5): none there.
-    const bool any_shift = std::any_of(k.nodes.begin(), k.nodes.end(),
-                                       [](const ir::Node& n) { return n.op == ir::Op::shift; });
     if (any_shift) s.min_ctas = 2;
     s.reasons.push_back(fmt::format(
         "4-byte accesses of 2 rows, 128-byte lines per position and warp, {} steps: about {} "
@@ -584,6 +585,12 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
   // steps than the budget holds (tune's doubled t) are left to ptxas; a `ctas` key wins.
   if (set_layout && !ctas_keyed && light && s.vr == 2 && s.lp == 2 && s.wr == 1 && s.wp == 8 &&
       s.t * s.vr * element_half_words(k, true) <= 2 * light_budget) {
+    s.min_ctas = 2;
+  }
+  // The same for the heavy-math 2-row layout of 16-bit tensors with a shifted operand (above:
+  // `--schedule t=8,lp=1,vr=2`, the default of bf16 rg_lru_bwd, and tune's candidates of it).
+  if (set_layout && !ctas_keyed && heavy_kernel && any_shift && s.vr == 2 && s.lr == 32 &&
+      s.lp == 1 && s.wr == 1 && s.wp == 8 && s.t * s.vr * words <= 192) {
     s.min_ctas = 2;
   }
   if (set_layout) {
@@ -660,8 +667,9 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
         "launch bounds: at least {} of {} threads per SM ({})", counted(s.min_ctas, "CTA", "CTAs"),
         s.threads(),
         ctas_keyed ? "KDSL_SCAN_SCHEDULE ctas"
-        : heavy16  ? "the heavy-math 2-row layout: 128 registers a thread"
-                   : "the memory-bound 2-row layout: its register budget was measured with two"));
+        : heavy_kernel && s.lr == 32
+            ? "the heavy-math 2-row layout: 128 registers a thread"
+            : "the memory-bound 2-row layout: its register budget was measured with two"));
   }
   s.reasons.push_back(fmt::format(
       "{}: {} = {}, {} scan: tiles of {} x {} ({}); {} threads = {} x {} warps (rows x "

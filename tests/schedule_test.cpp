@@ -1385,6 +1385,27 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
         choose_scan("linear_recurrence.kdsl", "linear_recurrence_bwd", DType::bf16, 32768).min_ctas,
         ctas);
   }
+  // So does RG-LRU backward's heavy-math layout given as an override (docs/cli.md names
+  // t=8,lp=1,vr=2 as its default; tune's candidates): the same bounds, and the explain says why.
+  // Other layouts of it, and the forward's (no shifted operand), get none.
+  const std::pair<const char*, int> heavy_overrides[] = {{"t=8,lp=1,vr=2", 2},
+                                                         {"t=16,lp=1,vr=2", 0},
+                                                         {"t=8,lp=2,vr=2", 0},
+                                                         {"t=8,lp=1,vr=2,ctas=3", 3}};
+  for (const auto& [layout, ctas] : heavy_overrides) {
+    SCOPED_TRACE(layout);
+    ScanScheduleEnv env(layout);
+    ScanSchedule s = choose_scan("rg_lru.kdsl", "rg_lru_bwd", DType::bf16, 32768);
+    EXPECT_EQ(s.min_ctas, ctas);
+    if (ctas == 2) {
+      EXPECT_NE(fmt::format("{}", fmt::join(s.reasons, "\n")).find("heavy-math 2-row layout"),
+                std::string::npos);
+    }
+  }
+  {
+    ScanScheduleEnv env("t=8,lp=1,vr=2");
+    EXPECT_EQ(choose_scan("rg_lru.kdsl", "rg_lru", DType::bf16, 32768).min_ctas, 0);
+  }
   // The variable is read strictly: what is not key=integer, or a key given twice, is an error
   // naming it, not a value read up to its first stray character; so is a value out of its key's
   // range (packed and the look-back's knobs too) and an empty item, a trailing comma included.
