@@ -656,6 +656,16 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
                           : "pipelining loads the next tile in phase A";
     s.reasons.push_back(fmt::format("KDSL_SCAN_SCHEDULE rescan=1 ignored: {}", why));
   }
+  if (!s.blocked) {  // the other middle-axis keys, said as rescan's is
+    for (const char* key : {"pos64", "keep"}) {
+      const int v = hints.value(key, -1);
+      if (v < 0) continue;
+      s.reasons.push_back(
+          fmt::format("KDSL_SCAN_SCHEDULE {}={} ignored: it applies to scans along a middle axis "
+                      "(scan.columns), not the last",
+                      key, v));
+    }
+  }
   if (s.rescan) {
     s.reasons.push_back(
         "rescan: a thread keeps its loaded elements, not their local prefixes, through the "

@@ -1307,6 +1307,21 @@ TEST(ScanSchedule, MiddleAxisLayoutFollowsTheMeasuredRule) {
     EXPECT_NE(fmt::format("{}", fmt::join(s.reasons, "\n")).find("rescan=1 ignored"),
               std::string::npos);
   }
+  // pos64 and keep, middle-axis keys too, say so the same way on a last-axis scan.
+  {
+    ScanScheduleEnv env("pos64=1,keep=0");
+    const std::string why = fmt::format(
+        "{}", fmt::join(choose_scan("scan.kdsl", "cumsum", DType::f32, 32768).reasons, "\n"));
+    EXPECT_NE(why.find("pos64=1 ignored: it applies to scans along a middle axis"),
+              std::string::npos)
+        << why;
+    EXPECT_NE(why.find("keep=0 ignored"), std::string::npos) << why;
+    EXPECT_EQ(fmt::format(
+                  "{}", fmt::join(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768).reasons,
+                                  "\n"))
+                  .find("ignored"),
+              std::string::npos);
+  }
   {
     ScanScheduleEnv env("rescan=1");
     EXPECT_TRUE(choose_scan("scan.kdsl", "cumsum_mid", DType::f32, 32768).rescan);
