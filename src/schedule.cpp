@@ -822,8 +822,8 @@ RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specializat
       if (long_cluster && (hint.unroll || online_asked)) {
         long_cluster = false;
         persistent_note = fmt::format(
-            "{}: the row is streamed on one CTA (a hint of streamed rows; without it a cluster of "
-            "8 CTAs of 1024 threads holds the row in registers)",
+            "{}: the row is streamed, not held in registers (a hint of streamed rows; without it "
+            "a cluster of 8 CTAs of 1024 threads holds the row in registers)",
             hint.unroll ? fmt::format("unroll={}", *hint.unroll) : std::string("online=1"));
       }
     }

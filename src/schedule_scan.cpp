@@ -203,8 +203,8 @@ void apply_hints(ScanSchedule& s, const ScanHints& h) {
 
 // The scheduler's own tile within the 48 KiB of static shared memory. The tile keeps a state per
 // row and warp along the positions (and, looking back, per row and predecessor in its window), so
-// a combine of many values can take the default tile past the limit: a 24-tuple of f32 (100
-// bytes a state with its emptiness flag) needs 51240 bytes at 32 rows x 8 warps. Halving the
+// a combine of many values can take the default tile past the limit: a 300-tuple of f32 (1204
+// bytes a state with its emptiness flag) needs 385416 bytes at 8 rows x 8 warps. Halving the
 // warps along the rows, then along the positions (the window follows the threads), then the rows
 // per access halves those arrays; a tile that still does not fit is the kernel's limit, a
 // diagnostic at its widest scan. Layouts an override sets are left as given (check_smem names
@@ -466,7 +466,10 @@ ScanSchedule choose_scan_schedule(const ir::Kernel& k, const Specialization& spe
                        [](const auto& kv) { return kv.first == "ctas"; });
   };
   const bool ctas_keyed = sets_ctas(hints) || sets_ctas(given);
-  const bool wide = light && !set_layout;
+  // Its fewest elements per thread, 8 steps of 2 rows, must fit the budget: a combine of many
+  // values (a tuple of 24 sums: 416 words) keeps the element-access layout, whose steps follow
+  // its own budget below.
+  const bool wide = light && !set_layout && 16 * element_half_words(k, true) <= 2 * light_budget;
   if (wide) {
     s.vr = 2;
     s.lr = 16;

@@ -227,33 +227,38 @@ TEST(Tuning, ScanKernelsTryLayoutsNearTheDefault) {
   for (const ScheduleHint& h : r) EXPECT_FALSE(h.vr) << h.str();
 }
 
-// A scan whose combine carries 24 f32 values: the default tile takes 4 warps along the positions
-// to fit the static shared memory, and every candidate fits it too (kdsl tune --list stopped at
-// the first candidate of 8 warps with a usage error).
+// A scan whose combine carries many f32 values: the default tile fits the static shared memory,
+// and every candidate fits it too (kdsl tune --list stopped at the first candidate of 8 warps
+// with a usage error, for a 24-tuple when it took the 2-row layout).
 TEST(Tuning, WideScanStatesGiveCandidatesThatFit) {
-  std::string a, b, sums, values, names;
-  for (int i = 0; i < 24; ++i) {
-    const char* sep = i ? ", " : "";
-    a += fmt::format("{}a{}", sep, i);
-    b += fmt::format("{}b{}", sep, i);
-    sums += fmt::format("{}a{} + b{}", sep, i, i);
-    values += fmt::format("{}x[b, :, d] * {}.0", sep, i + 1);
-    names += fmt::format("{}s{}", sep, i);
+  // 24 values (element accesses, 8 warps) and 300 (the default tile gives up warps along the
+  // positions to fit shared memory): every candidate compiles.
+  for (auto [n, wp, fewest] : {std::tuple<int, int, size_t>{24, 8, 10}, {300, 1, 3}}) {
+    SCOPED_TRACE(n);
+    std::string a, b, sums, values, names;
+    for (int i = 0; i < n; ++i) {
+      const char* sep = i ? ", " : "";
+      a += fmt::format("{}a{}", sep, i);
+      b += fmt::format("{}b{}", sep, i);
+      sums += fmt::format("{}a{} + b{}", sep, i, i);
+      values += fmt::format("{}x[b, :, d] * {}.0", sep, i + 1);
+      names += fmt::format("{}s{}", sep, i);
+    }
+    auto fe = run_front_end(std::make_shared<const SourceFile>(
+        "wide.kdsl",
+        fmt::format("def op(left, right):\n    {} = left\n    {} = right\n    return {}\n"
+                    "\n@kernel\ndef wide[T: f32](x: Tensor[T, (B, L, D)], *, y: Out[T, "
+                    "(B, L, D)]):\n    for b, d in parallel(B, D):\n        {} = scan(op, "
+                    "({}))\n        y[b, :, d] = s0 + s{}\n",
+                    a, b, sums, names, values, n - 1)));
+    Specialization spec{{DType::f32}, 32768, ~0u, ~0u};
+    ir::Kernel k = lower_specialized(*fe, "wide", spec);
+    DeviceTarget target;
+    EXPECT_EQ(choose_scan_schedule(k, spec, target).wp, wp);
+    std::vector<ScheduleHint> c = tuning_candidates(k, spec, target);
+    EXPECT_GE(c.size(), fewest);
+    for (const ScheduleHint& h : c) EXPECT_NO_THROW(generate(k, spec, target, h)) << h.str();
   }
-  auto fe = run_front_end(std::make_shared<const SourceFile>(
-      "wide.kdsl",
-      fmt::format("def op(left, right):\n    {} = left\n    {} = right\n    return {}\n"
-                  "\n@kernel\ndef wide[T: f32](x: Tensor[T, (B, L, D)], *, y: Out[T, "
-                  "(B, L, D)]):\n    for b, d in parallel(B, D):\n        {} = scan(op, "
-                  "({}))\n        y[b, :, d] = s0 + s23\n",
-                  a, b, sums, names, values)));
-  Specialization spec{{DType::f32}, 32768, ~0u, ~0u};
-  ir::Kernel k = lower_specialized(*fe, "wide", spec);
-  DeviceTarget target;
-  EXPECT_EQ(choose_scan_schedule(k, spec, target).wp, 4);
-  std::vector<ScheduleHint> c = tuning_candidates(k, spec, target);
-  EXPECT_GE(c.size(), 10u);
-  for (const ScheduleHint& h : c) EXPECT_NO_THROW(generate(k, spec, target, h)) << h.str();
 }
 
 // A scan hint sets its keys of the layout (the rest from the element-access layout), names
