@@ -1134,27 +1134,24 @@ std::string write_wide_scan(const std::string& file, int n) {
 // 16 elements a thread would need 416 words (found by a later new-user test: a 250-tuple got
 // 4032 words a thread "within a budget of 208").
 TEST_F(CliTest, WideScanStatesFitSharedMemoryOrAreADiagnostic) {
-  const std::string w24 = write_wide_scan(path("wide24.kdsl"), 24);
-  CliResult r = kdsl(
-      {"emit", w24, "-k", "wide", "--shape", "B=1,L=32768,D=2048", "--arch", "sm_90", "--explain"});
-  EXPECT_EQ(r.code, 0) << show(r);
-  EXPECT_NE(r.out.find("tiles of 8 rows x 64 positions (512 chunks); 256 threads = 1 x 8 warps "
-                       "(rows x positions), lanes 8 x 4, 1 row x 1 position per access, 2 steps; "
-                       "26 register words per element"),
-            std::string::npos)
-      << r.out;
-  EXPECT_EQ(r.out.find("within a budget"), std::string::npos) << r.out;
-  const std::string fits = write_wide_scan(path("wide300.kdsl"), 300);
-  r = kdsl({"emit", fits, "-k", "wide", "--shape", "B=1,L=32768,D=2048", "--arch", "sm_90",
-            "--explain"});
-  EXPECT_EQ(r.code, 0) << show(r);
-  EXPECT_NE(r.out.find("shared memory: the combine's states took the tile to 385416 bytes, over "
-                       "the 49152 a kernel may hold statically; wr=1,wp=8,vr=1 became "
-                       "wr=1,wp=1,vr=1 (48184 bytes)"),
-            std::string::npos)
-      << r.out;
+  const std::pair<int, const char*> explained[] = {
+      {24,
+       "tiles of 8 rows x 64 positions (512 chunks); 256 threads = 1 x 8 warps (rows x "
+       "positions), lanes 8 x 4, 1 row x 1 position per access, 2 steps; 26 register words per "
+       "element"},
+      {300,
+       "shared memory: the combine's states took the tile to 385416 bytes, over the 49152 a "
+       "kernel may hold statically; wr=1,wp=8,vr=1 became wr=1,wp=1,vr=1 (48184 bytes)"}};
+  for (const auto& [n, expected] : explained) {
+    const std::string file = write_wide_scan(path(fmt::format("wide{}.kdsl", n)), n);
+    CliResult r = kdsl({"emit", file, "-k", "wide", "--shape", "B=1,L=32768,D=2048", "--arch",
+                        "sm_90", "--explain"});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("within a budget"), std::string::npos) << r.out;
+  }
   const std::string huge = write_wide_scan(path("wide700.kdsl"), 700);
-  r = kdsl({"emit", huge, "-k", "wide", "--shape", "B=1,L=1000,D=64", "--arch", "sm_90"});
+  CliResult r = kdsl({"emit", huge, "-k", "wide", "--shape", "B=1,L=1000,D=64", "--arch", "sm_90"});
   EXPECT_EQ(r.code, 1) << show(r);
   EXPECT_NE(r.err.find(huge + ":9:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(": error: the scan's states need about "), std::string::npos) << r.err;
