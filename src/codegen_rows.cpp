@@ -737,7 +737,30 @@ void RowEmitter::emit_phase(int p) {
   // Combine the threads' partial states: butterfly within the group's warp, then (G > 32)
   // through shared memory (below).
   int width = std::min(g_, 32);
-  for (ir::ValueId r : reductions) {
+  // RowSchedule::push bit 1: the point's states packed into one struct (declared with the
+  // buffers), every butterfly done before the warp pushes the struct once per CTA.
+  const bool packed = async_push_ && (s_.push & 2) && !reductions.empty();
+  // RowSchedule::push bit 0: lane q of the warp pushes to CTA q (after the butterfly every lane
+  // holds the warp's partial), where lane 0 pushes to every CTA in turn.
+  const std::string pushers = (s_.push & 1) ? "(tl & 31) < K" : "(tl & 31) == 0";
+  const std::string push_to = (s_.push & 1) ? "kdsl_push_{}(&{}[buf][group][lane >> 5], {}, "
+                                              "&kdsl_full[{}][buf], tl & 31);"
+                                            : "for (int q = 0; q < K; ++q) kdsl_push_{}(&{}[buf]"
+                                              "[group][lane >> 5], {}, &kdsl_full[{}][buf], q);";
+  if (packed) {
+    for (ir::ValueId r : reductions) {
+      t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, spelling(r).op);
+    }
+    t_.line("__syncwarp();");
+    t_.line("if ({}) {{", pushers);
+    t_.in();
+    t_.line("kdsl_pk{} pk;", p);
+    for (ir::ValueId r : reductions) t_.line("pk.a{0} = acc{0};", r);
+    if (!(s_.push & 1)) t_.line("#pragma unroll");
+    t_.line(fmt::runtime(push_to), "packed", fmt::format("redp{}", p), "pk", p);
+    t_.close();
+  }
+  for (ir::ValueId r : packed ? std::vector<ir::ValueId>{} : reductions) {
     auto sp = spelling(r);
     t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, width, sp.op);
     if (g_ > 32 && !push_) {
@@ -759,13 +782,10 @@ void RowEmitter::emit_phase(int p) {
       // __syncwarp orders the other lanes' reads before lane 0's push in the memory model too
       // (their values reach lane 0 through shuffles, which do not order memory).
       t_.line("__syncwarp();");
-      t_.line("if ((tl & 31) == 0) {{");
+      t_.line("if ({}) {{", pushers);
       t_.in();
-      t_.line("#pragma unroll");
-      t_.line(
-          "for (int q = 0; q < K; ++q) kdsl_push_async(&red{0}[buf][group][lane >> 5], acc{0}, "
-          "&kdsl_full[{1}][buf], q);",
-          r, p);
+      if (!(s_.push & 1)) t_.line("#pragma unroll");
+      t_.line(fmt::runtime(push_to), "async", fmt::format("red{}", r), fmt::format("acc{}", r), p);
       t_.close();
     }
   }
@@ -777,8 +797,8 @@ void RowEmitter::emit_phase(int p) {
     // The CTA receives every warp's partial of each of its R rows for each reduction: the phase
     // of this buffer's mbarrier completes when those bytes have arrived (and thread 0 has said
     // how many: the count may go below zero before it does).
-    std::string state_bytes;
-    for (ir::ValueId r : reductions) {
+    std::string state_bytes = packed ? fmt::format("sizeof(kdsl_pk{})", p) : "";
+    for (ir::ValueId r : packed ? std::vector<ir::ValueId>{} : reductions) {
       state_bytes +=
           fmt::format("{}sizeof({})", state_bytes.empty() ? "" : " + ", spelling(r).state_type);
     }
@@ -787,7 +807,29 @@ void RowEmitter::emit_phase(int p) {
         "* {}));",
         p, state_bytes, r_ * partials);
     t_.line("kdsl_mbar_wait(&kdsl_full[{}][buf], kdsl_ph);", p);
-    for (ir::ValueId r : reductions) {
+    if (packed) {
+      // Each partial's packed states in one load, then the butterflies.
+      const std::string at = partials <= 32 ? fmt::format("tl & {}", partials - 1) : "tl & 31";
+      t_.line("{{");
+      t_.in();
+      t_.line("kdsl_pk{0} pk = redp{0}[buf][group][{1}];", p, at);
+      for (ir::ValueId r : reductions) t_.line("acc{0} = pk.a{0};", r);
+      if (partials > 32) {
+        t_.line("#pragma unroll");
+        t_.line("for (int j = 1; j < {}; ++j) {{", partials / 32);
+        t_.in();
+        t_.line("pk = redp{}[buf][group][j * 32 + (tl & 31)];", p);
+        for (ir::ValueId r : reductions)
+          t_.line("acc{0} = {1}(acc{0}, pk.a{0});", r, spelling(r).op);
+        t_.close();
+      }
+      t_.close();
+      for (ir::ValueId r : reductions) {
+        t_.line("acc{0} = kdsl_warp_reduce<{1}>(acc{0}, {2});", r, std::min(partials, 32),
+                spelling(r).op);
+      }
+    }
+    for (ir::ValueId r : packed ? std::vector<ir::ValueId>{} : reductions) {
       auto sp = spelling(r);
       if (partials <= 32) {
         t_.line("acc{0} = red{0}[buf][group][tl & {1}];", r, partials - 1);
@@ -952,12 +994,29 @@ void RowEmitter::emit_main() {
   }
   // Shared memory for combining partial reductions across warps (double-buffered by row).
   if (g_ > 32) {
-    for (size_t i = 0; i < k_.nodes.size(); ++i) {
+    const bool packed = async_push_ && (s_.push & 2);
+    for (size_t i = 0; i < k_.nodes.size() && !packed; ++i) {
       const ir::Node& n = k_.nodes[i];
       if (n.op != Op::reduce) continue;
       auto sp = spelling(static_cast<ir::ValueId>(i));
       // Pushed to every CTA of a cluster: every warp's partial of the row (K x GC / 32).
       t_.line("__shared__ {} red{}[2][R][G / 32];", sp.state_type, i);
+    }
+    for (int p = 0; p < points_ && packed; ++p) {
+      // RowSchedule::push bit 1: the states of point p's reductions in one struct, aligned for
+      // the widest vector st.async its size allows (its padding is pushed and counted too).
+      std::string members, bytes;
+      for (size_t i = 0; i < k_.nodes.size(); ++i) {
+        const ir::Node& n = k_.nodes[i];
+        if (n.op != Op::reduce || level_[reduced(static_cast<ir::ValueId>(i))] != p) continue;
+        const std::string type = spelling(static_cast<ir::ValueId>(i)).state_type;
+        members += fmt::format(" {} a{};", type, i);
+        bytes += fmt::format("{}sizeof({})", bytes.empty() ? "" : " + ", type);
+      }
+      if (members.empty()) continue;
+      t_.line("struct alignas(({0}) % 16 == 0 ? 16 : ({0}) % 8 == 0 ? 8 : 4) kdsl_pk{1} {{{2} }};",
+              bytes, p, members);
+      t_.line("__shared__ kdsl_pk{0} redp{0}[2][R][G / 32];", p);
     }
     if (async_push_) {
       // One mbarrier per point of the row where reductions combine (phase p) and buffer:
@@ -1175,6 +1234,41 @@ void RowEmitter::emit_cluster_helpers() {
   t_.line("    kdsl_push_async(reinterpret_cast<float*>(slot) + i, w, bar, rank);");
   t_.line("  }}");
   t_.line("}}");
+  if (s_.push & 2) {
+    // RowSchedule::push bit 1: a packed struct of states in one or a few vector st.async (16,
+    // then 8, then 4 bytes at a time, as its alignment allows), each counting its bytes; the two
+    // addresses mapped once.
+    t_.line(
+        "template <class S> __device__ __forceinline__ void kdsl_push_packed(S* slot, const S& v, "
+        "unsigned long long* bar, int rank) {{");
+    t_.line("  static_assert(sizeof(S) % 4 == 0, \"a pushed state is made of 4-byte words\");");
+    t_.line(
+        "  constexpr int W = static_cast<int>(sizeof(S) / 4), A = static_cast<int>(alignof(S));");
+    t_.line("  unsigned w[W];");
+    t_.line("  memcpy(w, &v, sizeof(S));");
+    t_.line("  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(slot));");
+    t_.line("  const unsigned b = static_cast<unsigned>(__cvta_generic_to_shared(bar));");
+    t_.line("  unsigned ra, rb;");
+    t_.line(R"(  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));)");
+    t_.line(R"(  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(b), "r"(rank));)");
+    t_.line("  #pragma unroll");
+    t_.line("  for (int i = 0; i < W;) {{");
+    t_.line("    if (A >= 16 && W - i >= 4) {{");
+    t_.line(
+        R"(      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {{%1, %2, %3, %4}}, [%5];" :: "r"(ra + 4 * i), "r"(w[i]), "r"(w[i + 1]), "r"(w[i + 2]), "r"(w[i + 3]), "r"(rb) : "memory");)");
+    t_.line("      i += 4;");
+    t_.line("    }} else if (A >= 8 && W - i >= 2) {{");
+    t_.line(
+        R"(      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {{%1, %2}}, [%3];" :: "r"(ra + 4 * i), "r"(w[i]), "r"(w[i + 1]), "r"(rb) : "memory");)");
+    t_.line("      i += 2;");
+    t_.line("    }} else {{");
+    t_.line(
+        R"(      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" :: "r"(ra + 4 * i), "r"(w[i]), "r"(rb) : "memory");)");
+    t_.line("      i += 1;");
+    t_.line("    }}");
+    t_.line("  }}");
+    t_.line("}}");
+  }
   t_.line(
       "__device__ __forceinline__ void kdsl_mbar_expect(unsigned long long* bar, unsigned bytes) "
       "{{");

@@ -595,6 +595,26 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
                           "combines them by lanes and a butterfly"
                  : "a row's threads in a CTA are one warp or less (no partials to combine)"));
   }
+  // How a cluster row's warps push their partials (RowSchedule::push): only where they push
+  // with st.async, a row of more than one warp with row reductions on a cluster.
+  const bool async_pushed = pushed && reductions > 0 && s.group > 32;
+  if (hint.push && *hint.push != 0 && !async_pushed) {
+    s.reasons.push_back(
+        fmt::format("push={} does not apply: {}", *hint.push,
+                    cluster == 1      ? "the row is on one CTA (no partials pushed to a cluster)"
+                    : reductions == 0 ? "the kernel has no row reductions"
+                                      : "a row's threads are one warp (no partials to push)"));
+  } else if (hint.push) {
+    s.push = *hint.push;
+    if (s.push != 0) {
+      s.reasons.push_back(fmt::format(
+          "row partials: {}{}", (s.push & 1) ? "lane q of each warp pushes to CTA q" : "",
+          (s.push & 2) ? fmt::format("{}the states of a point's reductions packed, one vector "
+                                     "st.async per CTA",
+                                     (s.push & 1) ? "; " : "")
+                       : ""));
+    }
+  }
   if (!hint.empty() && !internal) s.reasons.push_back("schedule hint: " + hint.str());
   // The grid is sized at launch from the driver's occupancy for the compiled kernel; this is an
   // upper bound (threads per SM), so that the generated source depends on the kernel, the

@@ -134,6 +134,7 @@ struct ScheduleHint {
   std::optional<bool> butterfly;     // warps' partials combined by a butterfly (1) or in order (0)
   std::optional<int> unroll;         // chunks per unrolled step of a streamed phase (0: all)
   std::optional<bool> online;        // sums of exp(x - c(max(x))) in the max's pass (1) or after
+  std::optional<int> push;           // a cluster row's pushed partials: 0 to 3 (RowSchedule::push)
   // Scan kernels (schedule_scan.h): the tile's layout, as KDSL_SCAN_SCHEDULE's keys of the same
   // names. Powers of two: t 1 to 64, lp, wp 1 to 32, vr 1 to 16.
   std::optional<int> t;   // steps: positions (of VP) each thread scans along the sequence
@@ -218,6 +219,13 @@ struct RowSchedule {
   // streamed once fewer); only on one CTA per row (not on clusters: not written there).
   // Default: rows streamed (cache_rows false) in kRollFromChunks chunks or more.
   bool online = false;
+  // How the warps of a cluster row push their partials into every CTA of the cluster (rows with
+  // row reductions on G > 32 threads): bit 0 set, lane q of the warp pushes to CTA q (one push
+  // each) where lane 0 pushes to all K in turn; bit 1 set, the warp's states of all the row's
+  // reductions combined at one point are packed into one struct, pushed with vector st.async
+  // (one push per CTA, where each reduction's state is pushed word by word) and read back in
+  // one shared-memory load. 0, the default, is neither.
+  int push = 0;
   int staged_loads = 0;    // row loads staged per row (16-byte chunks of each thread)
   int staged_scalars = 0;  // per-row scalars loaded a row ahead (4 or 8 bytes, in registers)
   int phases = 0;          // reduction phases (a reduction of a reduction's result: 2)

@@ -20,7 +20,7 @@ namespace kdsl {
 bool ScheduleHint::has_row_keys() const {
   return vec || group || cache_rows || cache_invariant || prefetch || pack || stream ||
          persistent || min_ctas || smem_columns || cluster || stage || butterfly || unroll ||
-         online;
+         online || push;
 }
 
 bool ScheduleHint::has_scan_keys() const {
@@ -63,6 +63,7 @@ const std::vector<ScheduleKey>& hint_keys() {
       {"smem_columns", "0 or 1", zero_or_one},
       {"butterfly", "0 or 1", zero_or_one},
       {"online", "0 or 1", zero_or_one},
+      {"push", "0 to 3", [](int v) { return v >= 0 && v <= 3; }},
       {"unroll", "0 (every chunk) or a power of two up to 64",
        [](int v) { return v == 0 || power_of_two(v, 64); }},
       {"t", "a power of two from 1 to 64", [](int v) { return power_of_two(v, 64); }},
@@ -80,6 +81,7 @@ void set_hint(ScheduleHint& h, const std::string& key, int v) {
                                : key == "cluster"  ? &h.cluster
                                : key == "stage"    ? &h.stage
                                : key == "unroll"   ? &h.unroll
+                               : key == "push"     ? &h.push
                                : key == "t"        ? &h.t
                                : key == "lp"       ? &h.lp
                                : key == "wp"       ? &h.wp
@@ -157,7 +159,8 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
       "vec (1, 2, 4, 8), group (a power of two up to 1024 x cluster), cache_rows, "
       "cache_invariant, prefetch, pack, stream, persistent, smem_columns, butterfly, online (0 or "
       "1), "
-      "min_ctas (1 to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8), unroll (0, 1, 2, 4, ..., 64); "
+      "min_ctas (1 to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8), unroll (0, 1, 2, 4, ..., 64), "
+      "push (0 to 3); "
       "for scan kernels t (1 to "
       "64), lp, wp (1 to 32), vr (1 to 16), powers of two");
   for (const auto& [key, v] : items) set_hint(h, key, v);
@@ -186,6 +189,7 @@ std::string ScheduleHint::str() const {
   if (butterfly) add("butterfly", *butterfly);
   if (unroll) add("unroll", *unroll);
   if (online) add("online", *online);
+  if (push) add("push", *push);
   if (t) add("t", *t);
   if (lp) add("lp", *lp);
   if (wp) add("wp", *wp);

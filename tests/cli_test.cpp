@@ -2583,7 +2583,8 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
        "group (a power of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, pack, "
        "stream, persistent, smem_columns, butterfly, online (0 or 1), min_ctas (1 to 32), "
        "cluster (1, 2, "
-       "4, 8), stage (0, 2 to 8), unroll (0, 1, 2, 4, ..., 64); for scan kernels t (1 to 64), lp, "
+       "4, 8), stage (0, 2 to 8), unroll (0, 1, 2, 4, ..., 64), push (0 to 3); for scan kernels t "
+       "(1 to 64), lp, "
        "wp (1 to 32), vr (1 to 16), "
        "powers of two"},
       {cmd({"--dtype", "f32", "--shape", "M=4,N=0"}), 1,

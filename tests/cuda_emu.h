@@ -282,6 +282,15 @@ inline void kdsl_emu_push_async(float* slot, float v, unsigned long long* bar, i
   m->tx -= 4;
   kdsl_emu_mbar_step(m);
 }
+// st.async of n 4-byte words (a vector of 1, 2 or 4) into CTA `rank`'s copy of `slot`, counted
+// on its copy of `bar` (the packed pushes of RowSchedule::push).
+inline void kdsl_emu_push_words(unsigned* slot, const unsigned* w, int n, unsigned long long* bar, int rank) {
+  auto* to = reinterpret_cast<unsigned*>(kdsl_emu_mapa(slot, rank));
+  for (int i = 0; i < n; ++i) to[i] = w[i];
+  auto* m = reinterpret_cast<KdslEmuMbar*>(kdsl_emu_mapa(bar, rank));
+  m->tx -= 4 * n;
+  kdsl_emu_mbar_step(m);
+}
 // try_wait.parity: whether the phase of that parity has completed (yielding when it has not).
 inline unsigned kdsl_emu_mbar_try_wait(unsigned long long* bar, unsigned parity) {
   if (reinterpret_cast<KdslEmuMbar*>(bar)->phase != parity) return 1;
@@ -560,6 +569,26 @@ inline std::string emulated_source(std::string src, const std::vector<std::strin
               R"(complete_tx::bytes.b32 [ra], %3, [rb];\n\t}" :: "r"(a), "r"(b), "r"(rank), )"
               R"("r"(__float_as_uint(v)) : "memory");)",
               "kdsl_emu_push_async(slot, v, bar, rank);");
+  // The packed pushes (RowSchedule::push bit 1): the addresses' mapa is done in the store.
+  replace_all(src, R"(asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));)",
+              "ra = 0;");
+  replace_all(src, R"(asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(rb) : "r"(b), "r"(rank));)",
+              "rb = 0;");
+  replace_all(src,
+              R"(asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], )"
+              R"({%1, %2, %3, %4}, [%5];" :: "r"(ra + 4 * i), "r"(w[i]), "r"(w[i + 1]), )"
+              R"("r"(w[i + 2]), "r"(w[i + 3]), "r"(rb) : "memory");)",
+              "kdsl_emu_push_words(reinterpret_cast<unsigned*>(slot) + i, &w[i], 4, bar, rank);");
+  replace_all(src,
+              R"(asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], )"
+              R"({%1, %2}, [%3];" :: "r"(ra + 4 * i), "r"(w[i]), "r"(w[i + 1]), "r"(rb) : )"
+              R"("memory");)",
+              "kdsl_emu_push_words(reinterpret_cast<unsigned*>(slot) + i, &w[i], 2, bar, rank);");
+  replace_all(
+      src,
+      R"(asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, )"
+      R"([%2];" :: "r"(ra + 4 * i), "r"(w[i]), "r"(rb) : "memory");)",
+      "kdsl_emu_push_words(reinterpret_cast<unsigned*>(slot) + i, &w[i], 1, bar, rank);");
   replace_all(src,
               R"(asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(b), )"
               R"("r"(bytes) : "memory");)",

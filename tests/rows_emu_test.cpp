@@ -101,6 +101,34 @@ TEST_P(RowsEmu, ClusterSchedules) {
   }
 }
 
+// The pushed partials' variants (RowSchedule::push): lane q of each warp pushing to CTA q, the
+// states of a point's reductions packed into one struct (LayerNorm's Welford state, softmax's two
+// points, LayerNorm backward's two sums), and both; on clusters of 2 and 4 with a tail, and, for
+// LayerNorm backward, 64 warp partials a row (more than a warp's lanes combine at once).
+TEST_P(RowsEmu, PushedPartialsVariants) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  const Specialization spec{{DType::f32}, 1000, ~0u, ~0u};
+  const bool reductions = row_reductions(
+      lower_specialized(*testing::front_end(GetParam().file), GetParam().kernel, spec));
+  auto check = [reductions](const GeneratedKernel& gen, const char* hint) {
+    const std::string h = hint;
+    const int push = h[h.find("push=") + 5] - '0';
+    const bool packed = gen.source.find("kdsl_push_packed(&redp") != std::string::npos;
+    const bool lanes = gen.source.find("if ((tl & 31) < K) {") != std::string::npos;
+    EXPECT_EQ(packed, reductions && (push & 2)) << hint;
+    EXPECT_EQ(lanes, reductions && (push & 1)) << hint;
+  };
+  expect_hinted_schedules(GetParam(), 171,
+                          {{DType::bf16, 4096, "cluster=2,group=512,push=1"},
+                           {DType::f32, 1000, "cluster=4,group=256,push=2"},
+                           {DType::bf16, 4096, "cluster=4,group=512,smem_columns=0,push=3"}},
+                          /*cache_rows=*/false, check);
+  if (std::string(GetParam().kernel) == "layer_norm_bwd") {
+    expect_hinted_schedules(GetParam(), 175, {{DType::f32, 8200, "cluster=8,group=2048,push=3"}},
+                            /*cache_rows=*/false, check);
+  }
+}
+
 // The two combines of a row reduction's warps' partials: in warp order without a cluster (8
 // warps per row), the butterfly on a cluster of 2 CTAs (2 warps per CTA, a tail). Each generated
 // kernel has the combine it was asked for; on the cluster, kernels with column or row reductions

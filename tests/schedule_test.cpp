@@ -957,6 +957,18 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
                          "staged"))
       << reasons(sm.s);
   EXPECT_FALSE(has_reason(sm.s, "cannot be staged")) << reasons(sm.s);
+  // push= (RowSchedule::push) applies only where a cluster row's warps push row partials.
+  for (int v : {1, 2, 3}) {
+    const std::string h = fmt::format("push={}", v);
+    Chosen on = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768, h.c_str());
+    ASSERT_GT(on.s.cluster, 1);
+    EXPECT_EQ(on.s.push, v);
+    EXPECT_TRUE(has_reason(on.s, "row partials: ")) << reasons(on.s);
+    Chosen off = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192, h.c_str());
+    EXPECT_EQ(off.s.push, 0);
+    EXPECT_TRUE(has_reason(off.s, h + " does not apply: the row is on one CTA")) << reasons(off.s);
+  }
+  EXPECT_EQ(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768).s.push, 0);
 }
 
 // The cluster rule for column reductions names what does not fit one CTA, and a user's
