@@ -35,6 +35,14 @@ for kn in layer_norm:layer_norm_bwd rms_norm:rms_norm_bwd softmax:softmax_bwd; d
     ab_cases+=("${kn%%:*} ${kn#*:} bf16 M=4096,N=32768 $h")
   done
 done
+# Two rows per SM (s35.sh's clusters of 8 CTAs of 512, min_ctas=2: every SM in use, where the
+# default's 30 clusters of 4 CTAs of 1024 leave 12 of the 132 idle; AF4) was 11% slower on the
+# H200 (AW1), with twice the pushes a warp. With push=3 a warp's pushes cost the same at any K.
+# Prediction: LayerNorm backward 250-290 us with push=3 there (the default 290), RMSNorm
+# backward (its default already 8 CTAs of 512 with push=0) 0-4% faster with push=3.
+ab_cases+=(
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=8,group=4096,stage=2,smem_columns=0,min_ctas=2"
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=8,group=4096,stage=2,smem_columns=0,min_ctas=2,push=3")
 # s36.sh's 2048 threads a row for the long backward rows (s40.sh `last`, not run there): 6-18%
 # slower on an H100 (AS1). Prediction (the fortieth session's): within 5% of the default either
 # way for LayerNorm backward on the H200, RMSNorm backward slower as on the H100.
