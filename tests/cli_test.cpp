@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -72,6 +73,27 @@ TEST_F(CliTest, EverySubcommandHasHelpWithAnExample) {
   EXPECT_NE(top.out.find("Exit codes: 0 ok, 1 user error, 2 usage error, 3 verification failed, "
                          "4 no GPU"),
             std::string::npos);
+}
+
+// The top help says what each -v level logs. -vvv is accepted and sets the trace level, at which
+// kdsl logs nothing, so it prints what -vv does (the help described -v and -vv only).
+TEST_F(CliTest, HelpSaysWhatEachVerbosityLogs) {
+  CliResult top = kdsl({"--help"});
+  EXPECT_NE(top.out.find("-v compile and cache decisions with times, -vv debug (NVRTC warnings "
+                         "too), -vvv the same as -vv (kdsl logs nothing at trace level)"),
+            std::string::npos)
+      << top.out;
+  // What -vv and -vvv print differs only in the times.
+  auto logged = [&](const std::string& flag) {
+    CliResult r =
+        kdsl({flag, "compile", kColSum, "--dtype", "f32", "--shape", "N=8", "--arch", "sm_90"},
+             {{"KDSL_CACHE", "off"}});
+    EXPECT_EQ(r.code, 0) << show(r);
+    return std::regex_replace(r.err, std::regex("[0-9][0-9.]*"), "#");
+  };
+  const std::string debug = logged("-vv");
+  EXPECT_NE(debug.find("kdsl: debug: "), std::string::npos) << debug;
+  EXPECT_EQ(logged("-vvv"), debug);
 }
 
 TEST_F(CliTest, MissingOrUnknownCommandIsAUsageError) {

@@ -18,7 +18,8 @@ namespace {
 using kdsl::cli::Command;
 
 // -v and -q override KDSL_LOG_LEVEL (src/log.h). KDSL_DEBUG logs the IR and schedule at info
-// level, so it implies -v.
+// level, so it implies -v. -vvv sets spdlog's trace level, but kdsl logs nothing at that level:
+// it prints what -vv does (the help says so).
 void setup_logging(int verbose, bool quiet) {
   spdlog::logger& l = kdsl::log();
   if (kdsl::debug_enabled() && !l.should_log(spdlog::level::info)) {
@@ -140,7 +141,8 @@ int main(int argc, char** argv) {
   int verbose = 0;
   bool quiet = false;
   app.add_flag("-v,--verbose", verbose,
-               "More logging on stderr: -v compile and cache decisions with times, -vv debug");
+               "More logging on stderr: -v compile and cache decisions with times, -vv debug "
+               "(NVRTC warnings too), -vvv the same as -vv (kdsl logs nothing at trace level)");
   app.add_flag("-q,--quiet", quiet, "Only errors");
   app.footer(
       "`kdsl COMMAND --help` shows each command's options and an example; docs/cli.md is the "
