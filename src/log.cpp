@@ -3,6 +3,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 #include <cstdlib>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -11,16 +12,40 @@
 namespace kdsl {
 namespace {
 
-// KDSL_LOG_LEVEL: trace, debug, info, warn, error or off (and spdlog's other names, warning, err,
-// critical), in any case, spaces around ignored, as KDSL_CACHE and KDSL_MATH are read. Empty or
-// blank is unset (warn); another value is nullopt.
+// The names KDSL_LOG_LEVEL takes, the one list of them: spdlog's level names and the short forms
+// warn and err that spdlog::level::from_str also reads. The warning for another value lists them
+// in this order.
+struct LevelName {
+  const char* name;
+  spdlog::level::level_enum level;
+};
+constexpr LevelName kLevelNames[] = {
+    {"trace", spdlog::level::trace},  {"debug", spdlog::level::debug},
+    {"info", spdlog::level::info},    {"warn", spdlog::level::warn},
+    {"warning", spdlog::level::warn}, {"error", spdlog::level::err},
+    {"err", spdlog::level::err},      {"critical", spdlog::level::critical},
+    {"off", spdlog::level::off},
+};
+
+// "trace, debug, ... or off": every name of kLevelNames.
+std::string level_names() {
+  std::string out;
+  for (const LevelName& n : kLevelNames) {
+    if (!out.empty()) out += &n == &kLevelNames[std::size(kLevelNames) - 1] ? " or " : ", ";
+    out += n.name;
+  }
+  return out;
+}
+
+// KDSL_LOG_LEVEL: a name of kLevelNames in any case, spaces around ignored, as KDSL_CACHE and
+// KDSL_MATH are read. Empty or blank is unset (warn); another value is nullopt.
 std::optional<spdlog::level::level_enum> level_from_env(const std::string& text) {
   const std::string word = env_word(text);
   if (word.empty()) return spdlog::level::warn;
-  // from_str gives `off` for any unknown name.
-  const spdlog::level::level_enum level = spdlog::level::from_str(word);
-  if (level == spdlog::level::off && word != "off") return std::nullopt;
-  return level;
+  for (const LevelName& n : kLevelNames) {
+    if (word == n.name) return n.level;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -50,7 +75,7 @@ spdlog::logger& log() {
     const auto level = level_from_env(env ? env : "");
     l->set_level(level.value_or(spdlog::level::warn));
     if (!level) {
-      l->warn("ignoring KDSL_LOG_LEVEL='{}': expected trace, debug, info, warn, error or off", env);
+      l->warn("ignoring KDSL_LOG_LEVEL='{}': expected {}", env, level_names());
     }
     return l;
   }();

@@ -1,7 +1,8 @@
 // kdsl's logger: a spdlog logger named "kdsl" writing to stderr. Its level comes from
-// KDSL_LOG_LEVEL (trace, debug, info, warn, error, off, in any case, spaces around ignored;
-// default warn), so an application embedding kdsl sees only warnings unless it asks for more. The
-// CLI's -v/-q change it.
+// KDSL_LOG_LEVEL (trace, debug, info, warn, error, off and spdlog's other names warning, err and
+// critical, in any case, spaces around ignored; default warn; kLevelNames in log.cpp), so an
+// application embedding kdsl sees only warnings unless it asks for more. The CLI's -v/-q change
+// it.
 #pragma once
 
 #include <spdlog/spdlog.h>

@@ -1288,9 +1288,16 @@ TEST_F(CliTest, LogLevelSpellings) {
   }
   CliResult loud = kdsl(run, {{"KDSL_LOG_LEVEL", "loud"}});
   EXPECT_EQ(loud.code, 0) << show(loud);
-  EXPECT_EQ(loud.err,
-            "kdsl: warning: ignoring KDSL_LOG_LEVEL='loud': expected trace, debug, info, warn, "
-            "error or off\n");
+  const std::string names = "trace, debug, info, warn, warning, error, err, critical or off";
+  EXPECT_EQ(loud.err, "kdsl: warning: ignoring KDSL_LOG_LEVEL='loud': expected " + names + "\n");
+  // The warning lists exactly the names that are accepted (it left out warning, err and critical).
+  const std::regex separator(", | or ");
+  for (std::sregex_token_iterator it(names.begin(), names.end(), separator, -1), end; it != end;
+       ++it) {
+    CliResult r = kdsl({"check", kRms}, {{"KDSL_LOG_LEVEL", it->str()}});
+    EXPECT_EQ(r.code, 0) << show(r);
+    EXPECT_EQ(r.err.find("ignoring"), std::string::npos) << it->str() << r.err;
+  }
 }
 
 // i64 inputs beyond 2^53 (which the float64 reference rounds) are named in a warning; values
