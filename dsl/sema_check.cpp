@@ -104,7 +104,8 @@ bool predefined(const std::string& n) {
 // Helpers are typed only where they are called (their parameters take the arguments' types), so a
 // helper no kernel calls would go unchecked. This pass checks what needs no types: decorators
 // (helpers have none), and the names that no call could resolve (neither a parameter, a local, a
-// module-level name nor a built-in).
+// module-level name nor a built-in). An unknown name's hint offers only the names visible at that
+// point, as when the helper is inlined (Lowerer::visible_names).
 class HelperNames {
  public:
   HelperNames(sema::ModuleScope& scope, const ast::FunctionDef& fn, Diagnostics& diags)
@@ -122,19 +123,25 @@ class HelperNames {
       }
     }
     collect(fn.body);
+    // A default is a constant expression: it sees no parameter or local.
     for (const auto& p : fn.params) {
-      if (p.default_value) use(*p.default_value);
+      if (p.default_value) use(*p.default_value, {});
     }
-    uses(fn.body);
+    std::set<std::string> visible;
+    for (const auto& p : fn.params) visible.insert(p.name);
+    uses(fn.body, &visible);
   }
 
  private:
-  void target(const ast::Expr& t) {
-    if (t.kind == ast::ExprKind::name) defined_.insert(t.name);
+  // Adds the names that assignment target `t` binds to `names`.
+  static void bind(const ast::Expr& t, std::set<std::string>* names) {
+    if (t.kind == ast::ExprKind::name) names->insert(t.name);
     if (t.kind == ast::ExprKind::tuple) {
-      for (const auto& a : t.args) target(*a);
+      for (const auto& a : t.args) bind(*a, names);
     }
   }
+
+  void target(const ast::Expr& t) { bind(t, &defined_); }
 
   // A for loop in a helper is an error of its own (reported when the helper is lowered); the
   // names in it are not checked.
@@ -149,41 +156,50 @@ class HelperNames {
     }
   }
 
-  void uses(const std::vector<ast::StmtPtr>& body) {
+  // Checks the names `body` uses, in order. `visible` holds the parameters and the locals
+  // assigned so far, and gets those `body` assigns: after an if, those of either branch (as the
+  // Lowerer merges the branches' locals).
+  void uses(const std::vector<ast::StmtPtr>& body, std::set<std::string>* visible) {
     for (const auto& s : body) {
       if (s->kind == ast::StmtKind::for_) continue;
       for (const auto& t : s->targets) {
-        if (t->kind != ast::ExprKind::name) use(*t);
+        if (t->kind != ast::ExprKind::name) use(*t, *visible);
       }
       if (s->kind == ast::StmtKind::aug_assign && s->targets[0]->kind == ast::ExprKind::name) {
-        use(*s->targets[0]);
+        use(*s->targets[0], *visible);
       }
-      if (s->value) use(*s->value);
-      uses(s->body);
-      uses(s->orelse);
+      if (s->value) use(*s->value, *visible);
+      if (s->kind == ast::StmtKind::if_) {
+        std::set<std::string> then_visible = *visible;
+        uses(s->body, &then_visible);
+        uses(s->orelse, visible);
+        visible->insert(then_visible.begin(), then_visible.end());
+      }
+      if (s->kind == ast::StmtKind::assign) {
+        for (const auto& t : s->targets) bind(*t, visible);
+      }
     }
   }
 
-  void use(const ast::Expr& e) {
+  void use(const ast::Expr& e, const std::set<std::string>& visible) {
     if (e.kind == ast::ExprKind::name) {
       const std::string& n = e.name;
       if (defined_.count(n) || scope_.has_constant(n) || scope_.function(n) || predefined(n)) {
         return;
       }
       diags_.error(e.loc, fmt::format("unknown name '{}'", n), e.span()).hint =
-          scope_.typo_hint(e.loc, n, [this] {
+          scope_.typo_hint(e.loc, n, [&] {
             std::vector<std::string> candidates = scope_.names();
-            candidates.insert(candidates.end(), defined_.begin(), defined_.end());
-            for (auto& b : sema::builtin_names()) candidates.push_back(b);
+            candidates.insert(candidates.end(), visible.begin(), visible.end());
             return candidates;
           });
       return;
     }
     for (const auto& a : e.args) {
-      if (a) use(*a);
+      if (a) use(*a, visible);
     }
     for (const auto& k : e.keywords) {
-      if (k.value) use(*k.value);
+      if (k.value) use(*k.value, visible);
     }
   }
 

@@ -252,10 +252,6 @@ std::vector<std::string> Lowerer::visible_names() const {
       for (const auto& l : kernel_->loop) out.push_back(l.name);
     }
   }
-  for (auto& b : builtin_names()) out.push_back(b);
-  for (const char* c : {"inf", "nan", "pi", "f16", "bf16", "f32", "f64", "i32", "i64", "c64"}) {
-    out.push_back(c);
-  }
   return out;
 }
 

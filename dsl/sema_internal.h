@@ -106,7 +106,10 @@ class ModuleScope {
   bool has_constant(const std::string& name) const { return constants_.count(name) > 0; }
   /// The value of constant `name`; nullopt (error reported once) when it cannot be evaluated.
   std::optional<ConstValue> constant(const std::string& name);
-  /// Every module-level name, for did-you-mean hints.
+  /// The names visible everywhere in the module, for did-you-mean hints: its constants and
+  /// helpers (not its kernels, which no code can call), the built-in functions and constants and
+  /// the dtypes. Code sees more where it is: parameters and locals (and, in a kernel, its tensors,
+  /// shape symbols, generics and loop variables).
   std::vector<std::string> names() const;
   /// True the first time a given (location, message) is reported through it: module-level
   /// errors found while lowering several kernels are reported once.

@@ -53,8 +53,14 @@ const ast::FunctionDef* ModuleScope::function(const std::string& name) const {
 
 std::vector<std::string> ModuleScope::names() const {
   std::vector<std::string> out;
-  for (const auto& [n, f] : functions_) out.push_back(n);
+  for (const auto& [n, f] : functions_) {
+    if (!f->is_kernel()) out.push_back(n);
+  }
   for (const auto& [n, c] : constants_) out.push_back(n);
+  for (auto& b : builtin_names()) out.push_back(b);
+  for (const char* c : {"inf", "nan", "pi", "f16", "bf16", "f32", "f64", "i32", "i64", "c64"}) {
+    out.push_back(c);
+  }
   return out;
 }
 

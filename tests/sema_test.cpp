@@ -487,6 +487,68 @@ def k(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):
   EXPECT_EQ(diags.all()[1].length, 4u);
 }
 
+/// Every diagnostic check_module reports for `text`, as "line:col: message", with " (hint)" when
+/// it has one.
+Strings check_with_hints(const std::string& text) {
+  Parsed p(text);
+  Diagnostics diags;
+  check_module(*p.module, diags);
+  Strings out;
+  for (const auto& d : diags.all()) {
+    out.push_back(std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) + ": " + d.message +
+                  (d.hint.empty() ? "" : " (" + d.hint + ")"));
+  }
+  return out;
+}
+
+// A hint in a helper names only what is visible at that point of the helper: its parameters, the
+// locals assigned before (on the branch of an if it is in), module constants, helpers and
+// built-ins. It offered the name of a kernel (which no code can call) and locals assigned later
+// or on the other branch of an if.
+TEST(SemaCheck, HelperHintsNameOnlyWhatIsVisibleThere) {
+  const std::string kernel = R"(
+
+@kernel
+def norm(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):
+    for m in parallel(M):
+        y[m, :] = x[m, :]
+)";
+  // Found by the check of every helper, called or not.
+  EXPECT_EQ(
+      check_with_hints(R"(def shifted(v, scale):
+    a = v * scal
+    b = a + nrm
+    if b > 0.0:
+        big = b
+    else:
+        big = b - bigg
+    c = big + offse
+    offset = 1.0
+    return c * offset * bigg
+)" + kernel),
+      (Strings{"2:13: unknown name 'scal' (did you mean 'scale'?)", "3:13: unknown name 'nrm'",
+               "7:19: unknown name 'bigg'", "8:15: unknown name 'offse'",
+               "10:25: unknown name 'bigg' (did you mean 'big'?)"}));
+  // Found when a kernel inlines the helper: a local used before it is assigned.
+  EXPECT_EQ(check_with_hints(R"(def h(v):
+    t = v + norn
+    norn = 1.0
+    return t + norn
+
+
+@kernel
+def norm(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):
+    for m in parallel(M):
+        y[m, :] = h(x[m, :])
+)"),
+            (Strings{"2:13: unknown name 'norn'", "10:19: in this call of helper 'h'"}));
+  // Nor does a kernel's hint name another kernel.
+  EXPECT_EQ(check_with_hints("@kernel\ndef twice(x: Tensor[f32, (M, N)], *, y: Out[f32, (M, N)]):\n"
+                             "    for m in parallel(M):\n        y[m, :] = nrm(x[m, :])\n" +
+                             kernel),
+            Strings{"4:19: unknown name 'nrm'"});
+}
+
 // Looking for the closest name goes through every visible name, so only the first
 // ModuleScope::kTypoHintLimit (100) unknown names of a module get a hint: a module with many
 // unknown names is checked in linear, not quadratic, time. The limit counts places, not the
