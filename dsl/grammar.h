@@ -11,6 +11,8 @@
 //    "{token}" stands for a description of the text found where the error is.
 //  - Where a token is required, a reserved word (SPEC section 2) or an operator from other
 //    languages (`&&`, `!`, `&`, ...) found instead raises its own, targeted message.
+//  - An error at a non-ASCII byte is non_ascii's (SPEC section 2), whatever rule failed there,
+//    except in the contents of a string (see non_ascii_overrides).
 //  - Expressions recurse only through nested<>, which limits the nesting to max_nesting levels,
 //    so that parsing never overflows the stack.
 //  - The grammar never backtracks over a rule with an action: a rule either fails on its first
@@ -52,6 +54,23 @@ using tao::pegtl::until;
 /// are neither.
 template <typename Rule>
 inline constexpr const char* message = nullptr;
+
+/// Outside strings and comments (which the layout pass removed) a byte >= 0x80 is an error of its
+/// own: the control reports it, with non_ascii_hint, in place of the message of any rule that
+/// fails at such a byte.
+struct non_ascii : failure {};
+template <>
+inline constexpr const char* message<non_ascii> = "unexpected non-ASCII character";
+inline constexpr const char* non_ascii_hint =
+    "identifiers and operators are ASCII; other text may appear only in strings and comments";
+/// Whether the error of Rule at a non-ASCII byte is non_ascii's: for every rule but those whose
+/// error stands at the first byte of a string's contents (an unterminated string).
+template <typename Rule>
+inline constexpr bool non_ascii_overrides = true;
+/// True when p (before end) is at a byte >= 0x80.
+inline bool at_non_ascii(const char* p, const char* end) {
+  return p < end && static_cast<unsigned char>(*p) >= 0x80;
+}
 
 /// Deepest nesting of brackets, unary operators, `not`, `**` operands and conditional
 /// expressions within one expression.
@@ -256,6 +275,10 @@ template <char Q>
 struct long_string : seq<string<Q, Q, Q>, must<long_string_rest<Q>>> {};
 struct string_lit
     : sor<long_string<'"'>, long_string<'\''>, short_string<'"'>, short_string<'\''>> {};
+template <char Q>
+inline constexpr bool non_ascii_overrides<short_string_rest<Q>> = false;
+template <char Q>
+inline constexpr bool non_ascii_overrides<long_string_rest<Q>> = false;
 
 // ---------------------------------------------------------------------------------------------
 // Lists in brackets

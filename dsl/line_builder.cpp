@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "diagnostics.h"
 #include "grammar.h"
 #include "kdsl/error.h"
 
@@ -28,12 +29,12 @@ bool is_word_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
 
-/// How an error message names the token at `p`: "'x'", "'+='", "end of line", ...
+/// How an error message names the token at `p`: "'x'", "'+='", "end of line", ... (an error at
+/// a non-ASCII byte has a message of its own: grammar::non_ascii).
 std::string describe_token(const char* p, const char* end) {
   if (p >= end) return "end of line";
   const auto c = static_cast<unsigned char>(*p);
   if (c == '"' || c == '\'') return "string literal";
-  if (c >= 0x80) return "non-ASCII character";
   if (c < 0x20 || c == 0x7f) {
     static const char* hex = "0123456789abcdef";
     return std::string("character 0x") + hex[c >> 4] + hex[c & 15];
@@ -95,6 +96,11 @@ StmtPtr make_stmt(StmtKind kind, SourceLoc loc, uint32_t end) {
 
 uint32_t token_length(const char* p, const char* end) {
   if (p >= end) return 1;
+  if (static_cast<unsigned char>(*p) >= 0x80) {
+    char32_t cp = 0;
+    const size_t n = utf8_sequence(std::string_view(p, static_cast<size_t>(end - p)), 0, &cp);
+    return n > 0 ? static_cast<uint32_t>(n) : 1;
+  }
   const char* q = p;
   if (is_word_char(*q) ||
       (*q == '.' && q + 1 < end && std::isdigit(static_cast<unsigned char>(q[1])))) {

@@ -13,14 +13,17 @@
 
 namespace kdsl {
 
-/// The first syntax error of a line: where (file offset), how many bytes to underline, what.
+/// The first syntax error of a line: where (file offset), how many bytes to underline, what, and
+/// a hint ("" for none).
 struct SyntaxError {
   uint32_t offset;
   uint32_t length;
   std::string message;
+  std::string hint;
 };
 
-/// Length in bytes of the token that starts at `p` (1 at the end of the text).
+/// Length in bytes of the token that starts at `p` (1 at the end of the text; a non-ASCII
+/// character's bytes when it is well-formed UTF-8).
 uint32_t token_length(const char* p, const char* end);
 
 /// `message` with "{token}" replaced by a description of the token at `p` ("'x'", "'+='",
@@ -43,8 +46,9 @@ class LineBuilder {
   uint32_t end(const char* p) const { return line_.offset_after(pos(p)); }
   const char* text_end() const { return begin_ + line_.text.size(); }
 
-  [[noreturn]] void fail(const char* p, std::string message) const {
-    throw SyntaxError{line_.offset_at(pos(p)), token_length(p, text_end()), std::move(message)};
+  [[noreturn]] void fail(const char* p, std::string message, std::string hint = "") const {
+    throw SyntaxError{line_.offset_at(pos(p)), token_length(p, text_end()), std::move(message),
+                      std::move(hint)};
   }
   [[noreturn]] void fail(const ast::Expr& e, std::string message) const {
     throw SyntaxError{e.loc.offset, e.span(), std::move(message)};

@@ -15,13 +15,17 @@ using ast::BinaryOp;
 using ast::CompareOp;
 using ast::ExprKind;
 
-/// Error reporting: every raise<> and failed must<> throws a SyntaxError with the rule's message.
+/// Error reporting: every raise<> and failed must<> throws a SyntaxError with the rule's message,
+/// or, at a non-ASCII byte, the message of g::non_ascii (SPEC section 2).
 template <typename Rule>
 struct Control : pegtl::normal<Rule> {
   template <typename ParseInput>
   [[noreturn]] static void raise(const ParseInput& in, LineBuilder& b) {
     static_assert(g::message<Rule> != nullptr,
                   "every must<> target and raise<> tag needs a message");
+    if (g::non_ascii_overrides<Rule> && g::at_non_ascii(in.current(), in.end())) {
+      b.fail(in.current(), g::message<g::non_ascii>, g::non_ascii_hint);
+    }
     b.fail(in.current(), expand_message(g::message<Rule>, in.current(), in.end()));
   }
 };
@@ -214,7 +218,7 @@ std::optional<ParsedLine> parse_line(const LogicalLine& line, const SourceFile& 
       throw InternalError("kdsl parser: a line neither matched nor raised an error");
     }
   } catch (const SyntaxError& e) {
-    diags.error(SourceLoc::at(&file, e.offset), e.message, e.length);
+    diags.error(SourceLoc::at(&file, e.offset), e.message, e.length).hint = e.hint;
     return std::nullopt;
   }
   return builder.take();

@@ -575,7 +575,6 @@ TEST(Parser, SyntaxErrorMessages) {
       {"@kernel extra\ndef f():\n    pass\n", "1:9: unexpected 'extra'"},
       {"*x = 1\n", "1:1: unexpected '*' at the start of a statement"},
       {"$ = 1\n", "1:1: unexpected '$' at the start of a statement"},
-      {"\xce\xb1 = 1\n", "1:1: unexpected non-ASCII character at the start of a statement"},
       {"X = 1 \x01\n", "1:7: unexpected character 0x01"},
       {"X = \\ 1\n", "1:5: expected an expression after '='"},
       {"pass 1\n", "1:6: unexpected '1'"},
@@ -584,6 +583,55 @@ TEST(Parser, SyntaxErrorMessages) {
        "level"},
   };
   for (const auto& [text, message] : cases) EXPECT_EQ(first_error(text), message) << text;
+}
+
+// SPEC section 2: outside strings and comments any non-ASCII byte is an `unexpected non-ASCII
+// character`, wherever it stands (where an expression, a name or a token was expected, the
+// message was that expectation's, e.g. "expected an expression after '='"), with a hint.
+TEST(Parser, NonAsciiOutsideStringsAndCommentsIsNamedAsSuch) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"\xce\xb1 = 1\n", "1:1"},  // α = 1
+      {"X = \xce\xb1 + 1\n", "1:5"},
+      {"X = a + \xce\xb2\n", "1:9"},
+      {"X = -\xce\xb2\n", "1:6"},
+      {"X = caf\xc3\xa9\n", "1:8"},
+      {"X = f(a, \xce\xb1)\n", "1:10"},
+      {"X = x[\xce\xb1]\n", "1:7"},
+      {"X = (a \xce\xb1)\n", "1:8"},
+      {"X = 1 \xe2\x80\x94 2\n", "1:7"},  // an em dash
+      {"X = \xff\n", "1:5"},              // not UTF-8 either
+      {"X: \xce\xb1 = 1\n", "1:4"},
+      {"@\xce\xb1\ndef f():\n    pass\n", "1:2"},
+      {"def \xce\xb1():\n    pass\n", "1:5"},
+      {"def f(\xce\xb1):\n    pass\n", "1:7"},
+      {"def f[\xce\xb1](x):\n    pass\n", "1:7"},
+      {"def f(x) -> \xce\xb1:\n    pass\n", "1:13"},
+      {"def f(): \xce\xb1\n", "1:10"},
+      {"def f(x):\n    for \xce\xb1 in x:\n        pass\n", "2:9"},
+      {"def f(x):\n    if x \xe2\x89\xa4 1:\n        pass\n", "2:10"},  // ≤
+      {"def f(x):\n    return x \xc3\x97 2\n", "2:14"},                 // ×
+  };
+  for (const auto& [text, at] : cases) {
+    Parsed p(text);
+    EXPECT_EQ(p.errors(), Strings{at + ": unexpected non-ASCII character"}) << text;
+    if (p.diags.all().empty()) continue;
+    EXPECT_EQ(p.diags.all()[0].hint,
+              "identifiers and operators are ASCII; other text may appear only in strings and "
+              "comments")
+        << text;
+  }
+  // Non-ASCII text in strings and comments is no error; an unterminated string is that error.
+  EXPECT_EQ(first_error("def f():\n    \"\"\"\xce\xb1\"\"\"  # \xce\xb2\n    return '\xce\xb3'\n"),
+            "");
+  EXPECT_EQ(first_error("X = '\xce\xb1\n"), "1:5: unterminated string literal");
+  // As shown: the location, the line, a caret under the character.
+  Parsed p("def f(x):\n    return x * \xce\xb1\n");
+  EXPECT_EQ(p.diags.render(),
+            "t.kdsl:2:16: error: unexpected non-ASCII character\n"
+            "    return x * \xce\xb1\n"
+            "               ^\n"
+            "hint: identifiers and operators are ASCII; other text may appear only in strings "
+            "and comments\n");
 }
 
 TEST(Parser, ModuleStructureErrors) {
