@@ -84,6 +84,8 @@ class RowEmitter {
                          const std::string& offset_prefix, const std::string& valid,
                          bool skip_staged = false);
   bool staged(ir::ValueId id) const;
+  bool reread(ir::ValueId id) const { return s_.reread && staged(id); }
+  std::string stage_slot(size_t load, const std::string& stage) const;
   void emit_stage_issue(const std::string& row, const std::string& stage);
   void emit_scalar_prefetch(const std::string& row, const std::string& prefix, bool declare);
   void emit_stage_reads();
@@ -263,6 +265,7 @@ std::string RowEmitter::name(ir::ValueId id) const {
   const ir::Node& n = k_.node(id);
   if (n.type.form == Form::scalar) return fmt::format("s{}", id);
   if (n.op == Op::load) {
+    if (reread(id)) return fmt::format("Lc{}[v]", id);
     if (packed(id)) {
       return fmt::format("kdsl_unpack_{}(L{}[(c * VEC + v) >> 1], v & 1)",
                          n.type.dtype == DType::bf16 ? "bf16" : "f16", id);
@@ -295,7 +298,8 @@ std::string RowEmitter::elem_ptr(int access, const std::string& index,
 
 bool RowEmitter::packed(ir::ValueId id) const {
   const ir::Node& n = k_.node(id);
-  return cached_[id] && s_.pack && vec_ >= 2 && fast(n.index) && dtype_size(n.type.dtype) == 2;
+  return cached_[id] && !reread(id) && s_.pack && vec_ >= 2 && fast(n.index) &&
+         dtype_size(n.type.dtype) == 2;
 }
 
 std::string RowEmitter::offset_expr(const Access& a, const std::string& prefix) const {
@@ -436,6 +440,15 @@ void RowEmitter::emit_scalar_prefetch(const std::string& row, const std::string&
   t_.line("}}");
 }
 
+// This thread's 16-byte slot of chunk c of staged load `load` (staged_ order) in stage `stage`,
+// as a pointer to the load's storage type.
+std::string RowEmitter::stage_slot(size_t load, const std::string& stage) const {
+  DType dt = k_.tensors[k_.node(staged_[load]).index].dtype;
+  return fmt::format(
+      "reinterpret_cast<const {}*>(kdsl_stage + ((({} * NS + {}) * C + c) * T + threadIdx.x) * 16)",
+      cuda::storage_type(dt), stage, load);
+}
+
 // Reads this row's staged chunks (stage `sidx`) from shared memory into the register arrays.
 void RowEmitter::emit_stage_reads() {
   t_.line("#pragma unroll");
@@ -443,11 +456,9 @@ void RowEmitter::emit_stage_reads() {
   t_.in();
   for (size_t li = 0; li < staged_.size(); ++li) {
     ir::ValueId id = staged_[li];
+    if (reread(id)) continue;  // read by each phase (emit_phase)
     DType dt = k_.tensors[k_.node(id).index].dtype;
-    std::string slot = fmt::format(
-        "reinterpret_cast<const {}*>(kdsl_stage + (((sidx * NS + {}) * C + c) * T + threadIdx.x) * "
-        "16)",
-        cuda::storage_type(dt), li);
+    std::string slot = stage_slot(li, "sidx");
     if (packed(id)) {
       t_.line("kdsl_load_raw<VEC>({}, &L{}[c * VEC / 2]);", slot, id);
     } else if (dt == DType::bf16 || dt == DType::f16) {
@@ -622,6 +633,19 @@ void RowEmitter::emit_phase(int p) {
     if (k_.stores[j].kind != ir::StoreKind::write) rollable = false;
   }
   open_chunk_loop(rollable ? s_.unroll : 0);
+  for (ir::ValueId id : need) {
+    const ir::Node& n = k_.node(id);
+    if (n.op != Op::load || !reread(id)) continue;
+    // RowSchedule::reread: this chunk of the staged row, from this thread's slot.
+    const size_t li =
+        static_cast<size_t>(std::find(staged_.begin(), staged_.end(), id) - staged_.begin());
+    const DType dt = k_.tensors[n.index].dtype;
+    t_.line("{} Lc{}[VEC];", cuda::reg_type(n.type.dtype), id);
+    t_.line("kdsl_load<VEC>({}, Lc{}{});", stage_slot(li, "sidx"), id,
+            dt == DType::bf16  ? ", true"
+            : dt == DType::f16 ? ", false"
+                               : "");
+  }
   for (ir::ValueId id : need) {
     const ir::Node& n = k_.node(id);
     if (n.op != Op::load || cached_[id]) continue;
@@ -1043,7 +1067,7 @@ void RowEmitter::emit_main() {
     for (size_t i = 0; i < k_.nodes.size(); ++i) {
       const ir::Node& n = k_.nodes[i];
       if (n.op != Op::load || n.type.form != Form::vector || !cached_[i] ||
-          loop_view(n.view) == invariant) {
+          loop_view(n.view) == invariant || reread(static_cast<ir::ValueId>(i))) {
         continue;
       }
       if (packed(static_cast<ir::ValueId>(i))) {

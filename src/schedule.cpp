@@ -387,7 +387,9 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   double need = elems * (w.row + w.invariant + (s.smem_columns ? 0.0 : w.column));
   s.cache_invariant = hint.cache_invariant.value_or(need <= budget || w.invariant == 0);
   if (!s.cache_invariant) need -= elems * w.invariant;
-  s.cache_rows = hint.cache_rows.value_or(need <= budget);
+  // (reread=1 with stage: the staged rows are held in shared memory, not registers.)
+  s.cache_rows = hint.cache_rows.value_or(
+      need <= budget || (hint.reread.value_or(false) && hint.stage.value_or(0) >= 2));
   if (!s.cache_rows) need -= elems * w.row;
   // A prefetch issues the next row's cached row loads early. A kernel without row loads (element
   // accesses only, or vectors it only stores) has none to issue: prefetching would add dead index
@@ -457,6 +459,21 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
         staged_scalars > 0 ? fmt::format("; per-row scalars: {}, loaded a row ahead into registers",
                                          staged_scalars)
                            : std::string()));
+    if (hint.reread && *hint.reread) {
+      // RowSchedule::reread: the staged rows hold no registers across the row.
+      s.reread = true;
+      for (const ir::Node& node : k.nodes) {
+        if (staged_load(k, spec, node, s.vec) != StagedLoad::row) continue;
+        need -=
+            elems * (s.pack && dtype_size(node.type.dtype) == 2 ? 0.5 : reg_words(node.type.dtype));
+      }
+      s.reasons.push_back(
+          "staged rows read again from shared memory by each phase that uses them, a chunk at a "
+          "time (reread=1): they take no registers across the row");
+    }
+  }
+  if (hint.reread && *hint.reread && !s.reread) {
+    s.reasons.push_back("reread=1 does not apply: no rows are staged in shared memory (stage)");
   }
   if (s.prefetch) need += elems * w.row;
   if (!s.cache_invariant) {

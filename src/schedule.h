@@ -135,6 +135,7 @@ struct ScheduleHint {
   std::optional<int> unroll;         // chunks per unrolled step of a streamed phase (0: all)
   std::optional<bool> online;        // sums of exp(x - c(max(x))) in the max's pass (1) or after
   std::optional<int> push;           // a cluster row's pushed partials: 0 to 3 (RowSchedule::push)
+  std::optional<bool> reread;        // staged rows read from shared memory in each phase
   // Scan kernels (schedule_scan.h): the tile's layout, as KDSL_SCAN_SCHEDULE's keys of the same
   // names. Powers of two: t 1 to 64, lp, wp 1 to 32, vr 1 to 16.
   std::optional<int> t;   // steps: positions (of VP) each thread scans along the sequence
@@ -226,6 +227,12 @@ struct RowSchedule {
   // (one push per CTA, where each reduction's state is pushed word by word) and read back in
   // one shared-memory load. 0, the default, is neither.
   int push = 0;
+  // Staged rows (stage >= 2) read from their shared-memory slots by every phase that uses them,
+  // a chunk at a time, instead of into registers once for the row's phases: the rows then hold
+  // no registers across the row's reductions (each thread reads back only its own slots, which
+  // stay until the row's iteration ends). An experiment for the long backward rows at 16
+  // elements a thread (bench/experiments/s41.sh); off by default.
+  bool reread = false;
   int staged_loads = 0;    // row loads staged per row (16-byte chunks of each thread)
   int staged_scalars = 0;  // per-row scalars loaded a row ahead (4 or 8 bytes, in registers)
   int phases = 0;          // reduction phases (a reduction of a reduction's result: 2)

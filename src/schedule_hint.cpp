@@ -20,7 +20,7 @@ namespace kdsl {
 bool ScheduleHint::has_row_keys() const {
   return vec || group || cache_rows || cache_invariant || prefetch || pack || stream ||
          persistent || min_ctas || smem_columns || cluster || stage || butterfly || unroll ||
-         online || push;
+         online || push || reread;
 }
 
 bool ScheduleHint::has_scan_keys() const {
@@ -64,6 +64,7 @@ const std::vector<ScheduleKey>& hint_keys() {
       {"butterfly", "0 or 1", zero_or_one},
       {"online", "0 or 1", zero_or_one},
       {"push", "0 to 3", [](int v) { return v >= 0 && v <= 3; }},
+      {"reread", "0 or 1", zero_or_one},
       {"unroll", "0 (every chunk) or a power of two up to 64",
        [](int v) { return v == 0 || power_of_two(v, 64); }},
       {"t", "a power of two from 1 to 64", [](int v) { return power_of_two(v, 64); }},
@@ -99,6 +100,7 @@ void set_hint(ScheduleHint& h, const std::string& key, int v) {
                            : key == "persistent"      ? h.persistent
                            : key == "butterfly"       ? h.butterfly
                            : key == "online"          ? h.online
+                           : key == "reread"          ? h.reread
                                                       : h.smem_columns;
   f = v == 1;
 }
@@ -157,8 +159,9 @@ ScheduleHint ScheduleHint::parse(const std::string& text) {
   const ScheduleItems items = parse_schedule_items(
       text, "schedule hint", hint_keys(),
       "vec (1, 2, 4, 8), group (a power of two up to 1024 x cluster), cache_rows, "
-      "cache_invariant, prefetch, pack, stream, persistent, smem_columns, butterfly, online (0 or "
-      "1), "
+      "cache_invariant, prefetch, pack, stream, persistent, smem_columns, butterfly, online, "
+      "reread (0 "
+      "or 1), "
       "min_ctas (1 to 32), cluster (1, 2, 4, 8), stage (0, 2 to 8), unroll (0, 1, 2, 4, ..., 64), "
       "push (0 to 3); "
       "for scan kernels t (1 to "
@@ -190,6 +193,7 @@ std::string ScheduleHint::str() const {
   if (unroll) add("unroll", *unroll);
   if (online) add("online", *online);
   if (push) add("push", *push);
+  if (reread) add("reread", *reread);
   if (t) add("t", *t);
   if (lp) add("lp", *lp);
   if (wp) add("wp", *wp);

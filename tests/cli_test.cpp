@@ -2610,7 +2610,7 @@ TEST_F(CliTest, MalformedCommandLinesGiveOneClearLine) {
       {cmd({"--dtype", "f32", "--shape", "M=4,N=8", "--schedule", "nope=1"}), 2,
        "kdsl run: usage error: --schedule: schedule hint 'nope=1': keys are vec (1, 2, 4, 8), "
        "group (a power of two up to 1024 x cluster), cache_rows, cache_invariant, prefetch, pack, "
-       "stream, persistent, smem_columns, butterfly, online (0 or 1), min_ctas (1 to 32), "
+       "stream, persistent, smem_columns, butterfly, online, reread (0 or 1), min_ctas (1 to 32), "
        "cluster (1, 2, "
        "4, 8), stage (0, 2 to 8), unroll (0, 1, 2, 4, ..., 64), push (0 to 3); for scan kernels t "
        "(1 to 64), lp, "

@@ -170,6 +170,32 @@ TEST_P(RowsEmu, StagedRows) {
       });
 }
 
+// Staged rows read again from shared memory by each phase that uses them (reread=1): stages that
+// wrap around on a persistent grid of 8 CTAs over 37 rows, a tail (f32 N = 1000), and a cluster of
+// 2 CTAs with the column accumulators in registers and the packed pushes (the layout it is for:
+// LayerNorm backward bf16 N = 32768 on 2 CTAs of 512). Kernels whose rows are not staged (no
+// 16-byte row loads) say that the hint does not apply.
+TEST_P(RowsEmu, StagedRowsReadAgain) {
+  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
+  expect_hinted_schedules(
+      GetParam(), 191,
+      {{DType::bf16, 4096, "persistent=1,stage=3,reread=1"},
+       {DType::f32, 1000, "persistent=1,group=64,stage=2,reread=1"},
+       {DType::bf16, 4096,
+        "persistent=1,cluster=2,group=256,smem_columns=0,stage=2,reread=1,push=3"}},
+      /*cache_rows=*/true, [](const GeneratedKernel& gen, const char* hint) {
+        const bool applies =
+            gen.source.find("(reread=1): they take no registers") != std::string::npos;
+        if (!applies) {
+          EXPECT_NE(gen.source.find("reread=1 does not apply"), std::string::npos) << hint;
+          return;
+        }
+        // Every staged row is read in the phases' chunk loops, none into a row array.
+        EXPECT_NE(gen.source.find("threadIdx.x) * 16), Lc"), std::string::npos) << hint;
+        EXPECT_EQ(gen.source.find("threadIdx.x) * 16), &L"), std::string::npos) << hint;
+      });
+}
+
 // Streamed rows (each phase re-reads the row, the weights too) with the chunk loop rolled 1 or 2
 // chunks at a time (unroll): 8 chunks per thread at bf16 N = 4096 on 64 threads, 8 with a tail at
 // f32 N = 1000 on 32 threads (the last chunk partly past N), one CTA per row and a persistent grid.

@@ -969,6 +969,18 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
     EXPECT_TRUE(has_reason(off.s, h + " does not apply: the row is on one CTA")) << reasons(off.s);
   }
   EXPECT_EQ(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768).s.push, 0);
+  // reread=1 (RowSchedule::reread) with staged rows; the rows need no registers, so a layout
+  // whose rows would not fit them keeps its rows (cache_rows) and stages them.
+  Chosen rr = choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768,
+                     "cluster=2,group=1024,smem_columns=0,stage=2,reread=1");
+  EXPECT_TRUE(rr.s.reread);
+  EXPECT_TRUE(rr.s.cache_rows);
+  EXPECT_EQ(rr.s.stage, 2);
+  EXPECT_TRUE(has_reason(rr.s, "(reread=1): they take no registers")) << reasons(rr.s);
+  Chosen no = choose("rms_norm.kdsl", "rms_norm", DType::bf16, 8192, "reread=1");
+  EXPECT_FALSE(no.s.reread);
+  EXPECT_TRUE(has_reason(no.s, "reread=1 does not apply")) << reasons(no.s);
+  EXPECT_FALSE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768).s.reread);
 }
 
 // The cluster rule for column reductions names what does not fit one CTA, and a user's

@@ -43,6 +43,25 @@ done
 ab_cases+=(
   "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=8,group=4096,stage=2,smem_columns=0,min_ctas=2"
   "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=8,group=4096,stage=2,smem_columns=0,min_ctas=2,push=3")
+# reread=1 (RowSchedule::reread, written after the device tool lent no machine in the forty-first
+# session): the staged rows read again from shared memory in each phase, so that the rows hold no
+# registers across the row. That lets LayerNorm backward run 32 elements a thread on clusters of
+# 2 CTAs of 512 (127 registers, no spill; without reread 212 bytes of spills): 66 clusters on all
+# 132 SMs, and the per-row work of each warp (its butterflies, pushes, the partials' sums, the
+# mbarrier) over 4 times the elements. It costs each element of a later phase a shared-memory
+# read and its conversion again (the seventh session's S1: 3-23% slower where it saved no
+# per-row work). Prediction: LayerNorm backward 225-260 us (the default 290), RMSNorm backward
+# 200-225 (230); push=0 on the same layout 0-5% slower than push=3; the clusters of 4 CTAs of 512
+# (16 elements a thread, 120 SMs) between the default and the clusters of 2.
+for kn in layer_norm:layer_norm_bwd rms_norm:rms_norm_bwd; do
+  for h in cluster=2,group=1024,smem_columns=0,stage=2,reread=1,push=3 \
+           cluster=4,group=2048,smem_columns=0,stage=2,reread=1,push=3; do
+    ab_cases+=("${kn%%:*} ${kn#*:} bf16 M=4096,N=32768 $h")
+  done
+done
+ab_cases+=(
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=2,group=1024,smem_columns=0,stage=3,reread=1,push=3"
+  "layer_norm layer_norm_bwd bf16 M=4096,N=32768 cluster=2,group=1024,smem_columns=0,stage=2,reread=1")
 # s36.sh's 2048 threads a row for the long backward rows (s40.sh `last`, not run there): 6-18%
 # slower on an H100 (AS1). Prediction (the fortieth session's): within 5% of the default either
 # way for LayerNorm backward on the H200, RMSNorm backward slower as on the H100.
@@ -55,7 +74,8 @@ wide_cases=(
   "rms_norm rms_norm_bwd bf16 M=4096,N=32768 cluster=4,group=2048,cache_rows=1,stage=2,smem_columns=0")
 # compute-sanitizer at 64 rows (a cluster loops over 2 or 3 rows on 30 clusters).
 san_cases=("layer_norm layer_norm_bwd push=3" "layer_norm layer_norm_bwd push=1"
-  "rms_norm rms_norm_bwd push=3" "softmax softmax_bwd push=2")
+  "rms_norm rms_norm_bwd push=3" "softmax softmax_bwd push=2"
+  "layer_norm layer_norm_bwd cluster=2,group=1024,smem_columns=0,stage=2,reread=1,push=3")
 san() {
   local cs c tool
   cs="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"

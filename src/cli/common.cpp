@@ -366,7 +366,8 @@ void add_kernel_options(CLI::App& app, KernelOptions& o, bool with_arch, bool wi
       "row, sm_90+), stage= (rows staged in shared "
       "memory: 0, 2 to 8), unroll= (chunks per step of a streamed phase's loop; 0: all), "
       "online= (1: a sum of exp(x - max) in the max's pass), push= (a cluster row's "
-      "pushed partials, 0 to 3: +1 lane q pushes to CTA q, +2 a point's states packed); "
+      "pushed partials, 0 to 3: +1 lane q pushes to CTA q, +2 a point's states packed), "
+      "reread= (1: staged rows read from shared memory by each phase); "
       "e.g. group=512,prefetch=1. Scan kernels: t= (steps), lp= "
       "(lanes along the positions), wp= (warps along them), vr= (rows per access); "
       "e.g. t=8,lp=4,vr=4");
