@@ -198,6 +198,26 @@ std::vector<ScheduleHint> tuning_candidates(const ir::Kernel& k, const Specializ
     h.butterfly = !d.butterfly;
     add(h);
   }
+  // A cluster row's pushed partials packed and pushed lane by lane (RowSchedule::push = 3); and,
+  // for cluster rows with column reductions and staged rows, 4 times the elements a thread on
+  // clusters of 2 with the staged rows read again in each phase (RowSchedule::reread), where
+  // they would not fit the registers otherwise. Prepared for LayerNorm backward bf16 N = 32768
+  // on the H200 (0.65 of copy by default); not yet timed on a GPU (forty-first session,
+  // bench/RESULTS.md).
+  if (d.cluster > 1 && d.reductions > 0 && d.group > 32 &&
+      pushes_partials(d.cluster, d.column_reduction, row_reductions(k))) {
+    ScheduleHint h;
+    h.push = 3;
+    add(h);
+    if (d.column_reduction && d.stage >= 2 && d.group >= 512) {
+      h.cluster = 2;
+      h.group = d.group / 4;
+      h.smem_columns = false;
+      h.stage = 2;
+      h.reread = true;
+      add(h);
+    }
+  }
   return out;
 }
 

@@ -185,6 +185,24 @@ TEST(Tuning, RowKernelsTryTheOtherCombineOfTheWarps) {
   for (const ScheduleHint& h : tuning_candidates(two_points, longest, target)) {
     EXPECT_FALSE(h.butterfly) << h.str();
   }
+  // Pushed clusters also try the packed, lane-by-lane pushes; LayerNorm backward (column
+  // reductions, staged rows) also 32 elements a thread on clusters of 2 with its staged rows read
+  // again by each phase. Each candidate generates.
+  ir::Kernel ln_bwd = lower_specialized(*layer_norm_fe, "layer_norm_bwd", longer);
+  bool push3 = false, reread = false;
+  for (const ScheduleHint& h : tuning_candidates(ln_bwd, longer, target)) {
+    push3 = push3 || (h.push && *h.push == 3 && !h.reread);
+    if (h.reread && *h.reread) {
+      reread = true;
+      const RowSchedule s = choose_row_schedule(ln_bwd, longer, target, h);
+      EXPECT_EQ(s.cluster, 2);
+      EXPECT_EQ(s.group, 1024);
+      EXPECT_TRUE(s.reread);
+      EXPECT_NO_THROW(generate(ln_bwd, longer, target, h));
+    }
+  }
+  EXPECT_TRUE(push3);
+  EXPECT_TRUE(reread);
   Specialization small{{DType::bf16}, 256, ~0u, ~0u};
   ir::Kernel k = lower_specialized(*fe, "rms_norm", small);
   ASSERT_LE(choose_row_schedule(k, small, target).group, 32);
