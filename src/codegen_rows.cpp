@@ -1029,17 +1029,22 @@ void RowEmitter::emit_main() {
     for (int p = 0; p < points_ && packed; ++p) {
       // RowSchedule::push bit 1: the states of point p's reductions in one struct, aligned for
       // the widest vector st.async its size allows (its padding is pushed and counted too).
-      std::string members, bytes;
+      // (Each member's own alignment too: an alignas weaker than a member's is ill-formed, so a
+      // state of 8-byte words beside 4-byte ones aligns the struct to 8, padding included.)
+      std::string members, bytes, aligns;
+      std::set<std::string> types;
       for (size_t i = 0; i < k_.nodes.size(); ++i) {
         const ir::Node& n = k_.nodes[i];
         if (n.op != Op::reduce || level_[reduced(static_cast<ir::ValueId>(i))] != p) continue;
         const std::string type = spelling(static_cast<ir::ValueId>(i)).state_type;
         members += fmt::format(" {} a{};", type, i);
         bytes += fmt::format("{}sizeof({})", bytes.empty() ? "" : " + ", type);
+        if (types.insert(type).second) aligns += fmt::format(" alignas({})", type);
       }
       if (members.empty()) continue;
-      t_.line("struct alignas(({0}) % 16 == 0 ? 16 : ({0}) % 8 == 0 ? 8 : 4) kdsl_pk{1} {{{2} }};",
-              bytes, p, members);
+      t_.line(
+          "struct alignas(({0}) % 16 == 0 ? 16 : ({0}) % 8 == 0 ? 8 : 4){1} kdsl_pk{2} {{{3} }};",
+          bytes, aligns, p, members);
       t_.line("__shared__ kdsl_pk{0} redp{0}[2][R][G / 32];", p);
     }
     if (async_push_) {
