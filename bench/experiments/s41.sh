@@ -12,7 +12,8 @@
 #   push=3  both.
 # Only the three backward kernels at bf16 N = 32768 run on clusters among the benchmark's rows.
 #   s41.sh precompile  (here) every case below.
-#   s41.sh first  `ab` two rounds, `sass`, `stalls` (Nsight Compute), `san`, then `wide` once.
+#   s41.sh first  `ab` two rounds, `sass`, `stalls` (Nsight Compute), `wide` once, then `san`
+#                 (last: racecheck is the slowest part; run it with `timeout 570`).
 #
 # Prediction (before the run). The fortieth session's estimate put LayerNorm backward bf16
 # 4096 x 32768 near issue-bound on the H200 (290 us, 0.652 of copy; 7% faster than on the
@@ -122,11 +123,11 @@ case "${1:-}" in
     echo "== stalls at ${SECONDS} s"
     stalls lnbwd stdlib/layer_norm.kdsl layer_norm_bwd ""
     stalls lnbwd_push3 stdlib/layer_norm.kdsl layer_norm_bwd push=3
-    echo "== san at ${SECONDS} s"
-    san
     echo "== wide at ${SECONDS} s"
     cases=("${wide_cases[@]}")
     k=.device/bin/kdsl rounds 1 first
+    echo "== san at ${SECONDS} s"
+    san
     echo "done at ${SECONDS} s"
     ;;
   ab) cases=("${ab_cases[@]}"); k=.device/bin/kdsl rounds "${2:-2}" first ;;
