@@ -63,7 +63,29 @@ bool hidden_code_point(char32_t c) {
          (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
 }
 
-// One displayed unit of a source line: its bytes, its text on the terminal and its width.
+// The columns a code point takes on a terminal: 2 for East Asian wide and fullwidth characters
+// and emoji, 0 for combining marks (drawn over the character before them), else 1; so that the
+// caret lands under the reported byte's character however wide the characters before it are.
+size_t display_width(char32_t c) {
+  if ((c >= 0x0300 && c <= 0x036f) || (c >= 0x1ab0 && c <= 0x1aff) ||
+      (c >= 0x1dc0 && c <= 0x1dff) || (c >= 0x20d0 && c <= 0x20ff) ||
+      (c >= 0xfe00 && c <= 0xfe0f) || (c >= 0xfe20 && c <= 0xfe2f)) {
+    return 0;
+  }
+  if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0x303e) ||
+      (c >= 0x3041 && c <= 0x33ff) || (c >= 0x3400 && c <= 0x4dbf) ||
+      (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xa000 && c <= 0xa4cf) ||
+      (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
+      (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
+      (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) ||
+      (c >= 0x1f900 && c <= 0x1f9ff) || (c >= 0x20000 && c <= 0x3fffd)) {
+    return 2;
+  }
+  return 1;
+}
+
+// One displayed unit of a source line: its bytes, its text on the terminal and its width (in
+// terminal columns).
 struct Piece {
   size_t begin = 0, bytes = 1;
   std::string text;
@@ -71,8 +93,9 @@ struct Piece {
 };
 
 // The line split into what a diagnostic shows: ASCII and well-formed UTF-8 as written (one
-// column each), a tab as a tab, other bytes (control bytes, a binary file) as \xHH and hidden
-// code points as \u{HHHH}, so that nothing in a source file can drive the terminal.
+// column each, two for wide characters, none for combining marks: display_width), a tab as a tab,
+// other bytes (control bytes, a binary file) as \xHH and hidden code points as \u{HHHH}, so that
+// nothing in a source file can drive the terminal.
 std::vector<Piece> pieces(std::string_view line) {
   std::vector<Piece> out;
   for (size_t i = 0; i < line.size();) {
@@ -83,8 +106,12 @@ std::vector<Piece> pieces(std::string_view line) {
     if (b == '\t' || b == '\n' || (b >= 0x20 && b < 0x7f)) {
       p.text = std::string(1, line[i]);
     } else if (b >= 0x80 && (p.bytes = utf8_sequence(line, i, &cp)) > 0) {
-      p.text = hidden_code_point(cp) ? fmt::format("\\u{{{:04x}}}", static_cast<uint32_t>(cp))
-                                     : std::string(line.substr(i, p.bytes));
+      if (hidden_code_point(cp)) {
+        p.text = fmt::format("\\u{{{:04x}}}", static_cast<uint32_t>(cp));
+      } else {
+        p.text = std::string(line.substr(i, p.bytes));
+        p.width = display_width(cp);
+      }
     } else {
       p.bytes = 1;
       p.text = fmt::format("\\x{:02x}", b);

@@ -269,14 +269,21 @@ int32_t Lowerer::combine_region(const ast::FunctionDef& fn, const ast::Expr& e,
   for (const ast::Param& p : fn.params) required += p.default_value ? 0 : 1;
   size_t k = values.size();
   std::string side = tuple ? fmt::format("a tuple of {}", k) : std::string("one value");
+  // Errors in the combine function's definition (its parameters, its results) point into the
+  // definition, followed by a note at the scan that uses it, as an error in a helper's body is
+  // followed by one at the call that inlined it (SPEC section 4.2).
+  const auto note_call = [&] {
+    diags().note(e.loc, fmt::format("in this call of helper '{}'", fn.name), e.span());
+  };
   if (fn.params.size() < 2 || required > 2) {
     auto& d = diags().error(
-        op_expr.loc,
+        fn.loc,
         fmt::format("the combine function '{}' takes {}, but scan() calls it "
                     "with two: left and right (each {})",
                     fn.name, count_of(fn.params.size(), "parameter", "parameters"), side),
-        op_expr.span());
+        static_cast<uint32_t>(fn.name.size()));
     d.hint = fmt::format("define it as def {}(left, right): ...", fn.name);
+    note_call();
     return -1;
   }
   ir::Region region;
@@ -367,7 +374,11 @@ int32_t Lowerer::combine_region(const ast::FunctionDef& fn, const ast::Expr& e,
     }
   }
   builder_ = saved;
-  if (!ok) return -1;
+  if (!ok) {
+    // (A body with errors has its note from call_helper already.)
+    if (!r.is_error()) note_call();
+    return -1;
+  }
   prune(region);
   kernel_->regions.push_back(std::move(region));
   return static_cast<int32_t>(kernel_->regions.size() - 1);

@@ -166,6 +166,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   int64_t n = k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1;
   size_t min_size = 16;
   bool any_fast = false;
+  std::vector<DType> row_dtypes;  // the dtypes of the tensors accessed along the vector axis
   for (size_t t = 0; t < k.tensors.size(); ++t) {
     bool vec_access = false;
     for (const ir::Node& node : k.nodes) {
@@ -176,6 +177,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
       vec_access |= st.tensor == (int32_t)t && has_vector_axis(st.view);
     if (!vec_access) continue;
     min_size = std::min(min_size, dtype_size(k.tensors[t].dtype));
+    if (std::find(row_dtypes.begin(), row_dtypes.end(), k.tensors[t].dtype) == row_dtypes.end())
+      row_dtypes.push_back(k.tensors[t].dtype);
     any_fast |= spec.fast(static_cast<int32_t>(t));
   }
   s.vec = 1;
@@ -312,11 +315,37 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // in accesses of up to 16 bytes (VEC = 8 f32: two), except a pair of 16-bit elements (two
   // 2-byte accesses; a register-resident row packed in pairs is loaded as 4-byte words), bool
   // rows (one byte an element) in one access of VEC bytes, other types element by element.
-  const bool pair16 = min_size == 2 && s.vec == 2;
-  const int64_t access = (min_size == 1 || min_size == 2 || min_size == 4) && !pair16
-                             ? std::min<int64_t>(s.vec * static_cast<int64_t>(min_size), 16)
-                             : static_cast<int64_t>(min_size);
-  const int64_t accesses = s.vec * static_cast<int64_t>(min_size) / access;
+  // Each element size has its own accesses: with tensors of several sizes along the row (a bf16
+  // row and its bool mask) the reason gives each dtype's. (It gave only the smallest's, the
+  // mask's, which read as the accesses of the row's data: found on the README's masked_softmax.)
+  const auto access_text = [&](size_t size) {
+    const auto bytes = static_cast<int64_t>(size);
+    const bool pair16 = size == 2 && s.vec == 2;
+    const int64_t access = (size == 1 || size == 2 || size == 4) && !pair16
+                               ? std::min<int64_t>(s.vec * bytes, 16)
+                               : bytes;
+    const int64_t accesses = s.vec * bytes / access;
+    return fmt::format("{}{}-byte accesses{}", accesses > 1 ? fmt::format("{} x ", accesses) : "",
+                       access, accesses > 1 ? " per vector" : "");
+  };
+  std::stable_sort(row_dtypes.begin(), row_dtypes.end(),
+                   [](DType a, DType b) { return dtype_size(a) > dtype_size(b); });
+  std::string accesses_text;
+  for (size_t i = 0; i < row_dtypes.size(); ++i) {
+    if (i > 0 && dtype_size(row_dtypes[i]) == dtype_size(row_dtypes[i - 1])) {
+      // The same size accesses alike: "f32, i32: 16-byte accesses".
+      accesses_text.insert(accesses_text.rfind(": "),
+                           fmt::format(", {}", dtype_name(row_dtypes[i])));
+      continue;
+    }
+    if (i > 0) accesses_text += "; ";
+    accesses_text +=
+        fmt::format("{}: {}", dtype_name(row_dtypes[i]), access_text(dtype_size(row_dtypes[i])));
+  }
+  // One element size (the common case) keeps the short form, "VEC = 8 (16-byte accesses)".
+  bool one_size = true;
+  for (DType t : row_dtypes) one_size &= dtype_size(t) == dtype_size(row_dtypes[0]);
+  if (row_dtypes.empty() || one_size) accesses_text = access_text(min_size);
   const std::string rows_text =
       cluster > 1
           ? fmt::format(
@@ -331,9 +360,8 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   const std::string axis_text =
       k.vector_symbol < 0
           ? std::string("no vector axis: element accesses (each row's elements read one by one)")
-          : fmt::format("N = {}: VEC = {} ({}{}-byte accesses{}), {} vector{} per row", n, s.vec,
-                        accesses > 1 ? fmt::format("{} x ", accesses) : "", access,
-                        accesses > 1 ? " per vector" : "", vectors, vectors == 1 ? "" : "s");
+          : fmt::format("N = {}: VEC = {} ({}), {} vector{} per row", n, s.vec, accesses_text,
+                        vectors, vectors == 1 ? "" : "s");
   s.reasons.push_back(fmt::format(
       "{} -> {} ({}, {} chunk{} per thread), {}", axis_text, s.name, rows_text, s.chunks,
       s.chunks == 1 ? "" : "s",

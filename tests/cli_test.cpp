@@ -2155,6 +2155,17 @@ TEST_F(CliTest, ReadmeQuickStartKernel) {
   EXPECT_TRUE(emit.out.starts_with("kdsl_masked_softmax_bf16_n4096 for sm_90: schedule "))
       << emit.out;
   EXPECT_NE(emit.out.find("__global__"), std::string::npos);
+  // The explain gives the accesses of the bf16 rows and of the bool mask, each its own; it read
+  // "VEC = 8 (8-byte accesses)", the mask's width, as if it were the row's.
+  EXPECT_NE(emit.out.find("\n  N = 4096: VEC = 8 (bf16: 16-byte accesses; bool: 8-byte accesses), "
+                          "512 vectors per row -> "),
+            std::string::npos)
+      << emit.out;
+  CliResult f32 = kdsl({"emit", file, "-k", "masked_softmax", "--dtype", "f32", "--shape", "N=4096",
+                        "--explain", "--arch", "sm_90"});
+  EXPECT_NE(f32.out.find("VEC = 8 (f32: 2 x 16-byte accesses per vector; bool: 8-byte accesses)"),
+            std::string::npos)
+      << show(f32);
 
   // Row 0 keeps entries 0, 1, 3 of x = 0: each 1/3; row 1 keeps none: zeros.
   HostTensor mask(DType::b8, {2, 4});

@@ -63,9 +63,37 @@ TEST(Diagnostics, EscapesMalformedUtf8AndHiddenCodePoints) {
   EXPECT_EQ(shown("# \xe2\x80 x", 5, 1), "# \\xe2\\x80 x\n           ^\n");
   EXPECT_EQ(shown("a\xe2\x80\xae = b", 5, 1), "a\\u{202e} = b\n          ^\n");
   EXPECT_EQ(shown("\xef\xbb\xbfx = \xe2\x80\x8by", 3, 1), "\\u{feff}x = \\u{200b}y\n        ^\n");
-  // Four-byte and two-byte characters are one column each; the underline counts columns.
+  // A two-byte character is one column, an emoji two; the underline counts columns.
   EXPECT_EQ(shown("s = \"\xf0\x9f\x99\x82\xc3\xa9\" + 1", 4, 8),
-            "s = \"\xf0\x9f\x99\x82\xc3\xa9\" + 1\n    ^~~~\n");
+            "s = \"\xf0\x9f\x99\x82\xc3\xa9\" + 1\n    ^~~~~\n");
+}
+
+// The column of file:line:col is the 1-based byte column (as in Clang; docs/cli.md), and the
+// caret goes under the character at that byte, after the terminal columns the characters before
+// it take: a multi-byte character in a string before the error is one column, a wide one (CJK,
+// emoji) two (counted as one, the caret stood a column left of the error), a combining mark none.
+TEST(Diagnostics, ByteColumnAndCaretAgreeAfterNonAsciiCharacters) {
+  auto render = [](const std::string& line, uint32_t offset) {
+    SourceFile f("k.kdsl", line + "\n");
+    Diagnostics diags;
+    diags.error(SourceLoc::at(&f, offset), "unknown name 'zz'", 2);
+    return diags.render();
+  };
+  // X = "\u00e9" + zz: the e-acute is bytes 6 and 7, zz starts at byte 12.
+  EXPECT_EQ(render("X = \"\xc3\xa9\" + zz", 11),
+            "k.kdsl:1:12: error: unknown name 'zz'\n"
+            "X = \"\xc3\xa9\" + zz\n"
+            "          ^~\n");
+  // A CJK character (3 bytes) and an emoji (4 bytes), each two columns wide on a terminal.
+  EXPECT_EQ(render("X = \"\xe4\xb8\xad\xf0\x9f\x99\x82\" + zz", 16),
+            "k.kdsl:1:17: error: unknown name 'zz'\n"
+            "X = \"\xe4\xb8\xad\xf0\x9f\x99\x82\" + zz\n"
+            "             ^~\n");
+  // e followed by a combining acute accent (U+0301): one column for the two.
+  EXPECT_EQ(render("X = \"e\xcc\x81\" + zz", 12),
+            "k.kdsl:1:13: error: unknown name 'zz'\n"
+            "X = \"e\xcc\x81\" + zz\n"
+            "          ^~\n");
 }
 
 // A window never starts inside a character.
