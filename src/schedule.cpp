@@ -563,8 +563,13 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // none rolls); a full unroll where it is at least the thread's chunks, which differs from the
   // default where that rolls (kRollFromChunks chunks and more).
   if (hint.unroll && s.cache_rows) {
-    s.reasons.push_back(
-        fmt::format("unroll={} does not apply: the rows are held in registers", *hint.unroll));
+    // (With reread=1 the staged rows are not held in registers, but each phase's chunk loop
+    // reads them from shared memory fully unrolled all the same.)
+    s.reasons.push_back(fmt::format(
+        "unroll={} does not apply: {}", *hint.unroll,
+        s.reread ? "the staged rows are read from shared memory by each phase (reread=1), in "
+                   "chunk loops unrolled fully"
+                 : "the rows are held in registers"));
   } else if (hint.unroll && *hint.unroll == 0) {
     s.reasons.push_back(fmt::format(
         "unroll=0: the chunk loop of the streamed phases is unrolled fully ({} chunk{} a "
