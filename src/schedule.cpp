@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <map>
 
 #include "kdsl/error.h"
 
@@ -589,8 +591,13 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // none rolls); a full unroll where it is at least the thread's chunks, which differs from the
   // default where that rolls (kRollFromChunks chunks and more).
   if (hint.unroll && s.cache_rows) {
-    s.reasons.push_back(
-        fmt::format("unroll={} does not apply: the rows are held in registers", *hint.unroll));
+    // (With reread=1 the staged rows are not held in registers, but each phase's chunk loop
+    // reads them from shared memory fully unrolled all the same.)
+    s.reasons.push_back(fmt::format(
+        "unroll={} does not apply: {}", *hint.unroll,
+        s.reread ? "the staged rows are read from shared memory by each phase (reread=1), in "
+                   "chunk loops unrolled fully"
+                 : "the rows are held in registers"));
   } else if (hint.unroll && *hint.unroll == 0) {
     s.reasons.push_back(fmt::format(
         "unroll=0: the chunk loop of the streamed phases is unrolled fully ({} chunk{} a "
@@ -691,11 +698,84 @@ namespace {
 
 RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specialization& spec,
                                           const DeviceTarget& target, const ScheduleHint& hint);
+RowSchedule choose_row_schedule_fitted(const ir::Kernel& k, const Specialization& spec,
+                                       const DeviceTarget& target, const ScheduleHint& hint);
+
+}  // namespace
+
+namespace {
+
+// Bytes of the static shared-memory buffers of the row reductions' partial states
+// (codegen_rows.cpp: red<i>[2][R][G / 32] per reduction, or with push bit 1 on a pushed cluster
+// one struct per point of the row, redp<p>[2][R][G / 32], each member at its alignment and the
+// struct at its own), and the mbarriers of the pushed partials.
+int64_t partial_state_bytes(const ir::Kernel& k, const RowSchedule& s) {
+  if (s.group <= 32) return 0;
+  const std::vector<int> depth = reduction_depths(k);
+  // Per point of the row: the struct's bytes so far, the sum of its members' sizes, its alignment.
+  std::map<int, std::array<int64_t, 3>> points;
+  int64_t unpacked = 0;
+  for (const ir::Node& n : k.nodes) {
+    if (n.op != ir::Op::reduce) continue;
+    const DType acc = k.node(n.args[0]).type.dtype;
+    const int64_t w = static_cast<int64_t>(dtype_size(acc));
+    const auto kind = static_cast<ir::ReduceKind>(n.fn);
+    int64_t size = w, align = acc == DType::c64 ? 4 : w;
+    if (kind == ir::ReduceKind::var) size = 3 * w;  // kdsl_welford<T>: n, mean, m2
+    if (kind == ir::ReduceKind::argmax || kind == ir::ReduceKind::argmin) {
+      size = 16;  // kdsl_arg<T>: the value, then a long long
+      align = 8;
+    }
+    unpacked += size;
+    auto& [offset, bytes, a] = points[depth[static_cast<size_t>(n.args[0])]];
+    offset = (offset + align - 1) / align * align + size;
+    bytes += size;
+    a = std::max(a, align);
+  }
+  const bool packed = s.cluster > 1 && (s.push & 2) && row_reductions(k);
+  int64_t per_partial = unpacked;
+  if (packed) {
+    per_partial = 0;
+    for (const auto& [p, pt] : points) {
+      const int64_t align = std::max(pt[2], int64_t{pt[1] % 16 == 0 ? 16 : pt[1] % 8 == 0 ? 8 : 4});
+      per_partial += (pt[0] + align - 1) / align * align;
+    }
+  }
+  return 2 * int64_t{s.rows_per_cta} * (s.group / 32) * per_partial +
+         16 * static_cast<int64_t>(points.size());
+}
+
+// The static shared memory a kernel may declare (ptxas: 0xc000 bytes).
+constexpr int64_t kMaxStaticSmem = 48 * 1024;
 
 }  // namespace
 
 RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
                                 const DeviceTarget& target, const ScheduleHint& hint) {
+  RowSchedule s = choose_row_schedule_fitted(k, spec, target, hint);
+  // The reductions' partial states of every warp of a row (a cluster row of up to 256 warps),
+  // in static shared memory: beyond 48 KiB ptxas rejects the kernel (found by a test: seven
+  // f64 reductions at one point, argmax and var among them, on group=8192,cluster=8 took 68 KiB).
+  if (const int64_t bytes = partial_state_bytes(k, s); bytes > kMaxStaticSmem) {
+    const std::string what = fmt::format(
+        "the partial states of the row's reductions from its {} warps take {:.1f} KiB of static "
+        "shared memory, beyond the {} KiB a kernel may declare",
+        s.group / 32, static_cast<double>(bytes) / 1024, kMaxStaticSmem / 1024);
+    if (hint.group || hint.cluster) {
+      throw ScheduleHintError(
+          fmt::format("schedule hint {}: {} (give a smaller group)", hint.str(), what));
+    }
+    throw ArgumentError(fmt::format(
+        "{}: rows of N = {} elements on {} threads per row: {} (fewer or smaller reductions)",
+        k.name, k.vector_symbol >= 0 ? *k.symbols[k.vector_symbol].value : 1, s.group, what));
+  }
+  return s;
+}
+
+namespace {
+
+RowSchedule choose_row_schedule_fitted(const ir::Kernel& k, const Specialization& spec,
+                                       const DeviceTarget& target, const ScheduleHint& hint) {
   if (hint.has_scan_keys()) {
     throw ScheduleHintError(fmt::format(
         "schedule hint {}: t, lp, wp and vr apply to scan kernels; '{}' is a row kernel (its "
@@ -814,8 +894,6 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
       "most {}; {})",
       k.name, n, int64_t{s.chunks} * s.vec, kMaxElementsPerThread, advice));
 }
-
-namespace {
 
 RowSchedule choose_row_schedule_unchecked(const ir::Kernel& k, const Specialization& spec,
                                           const DeviceTarget& target, const ScheduleHint& hint) {

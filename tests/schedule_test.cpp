@@ -1557,5 +1557,56 @@ TEST(ScanSchedule, ExplainNamesTheLengthByTheKernelsSymbol) {
   EXPECT_NE(mid.find("scan.columns: L = 32768, forward scan"), std::string::npos) << mid;
 }
 
+// The row reductions' partial states of every warp of a row sit in static shared memory, at most
+// 48 KiB a kernel (ptxas: "uses too much shared data (0x11010 bytes, 0xc000 max)"): nine
+// reductions at one point (argmax, argmin and var among them, 136 bytes of f64 states) on 256
+// warps per row take 68 KiB. A usage error naming the hint, or without a hint (the default's
+// 8192 threads per row at N = 4194304) an argument error, where NVRTC failed before; the packed
+// pushes (push=2) count their structs' padding; 2048 threads per row still compile.
+TEST(RowSchedule, PartialStatesBeyondStaticSharedMemoryAreAnError) {
+  auto fe = run_front_end(std::make_shared<const SourceFile>("fat.kdsl", R"(
+@kernel
+def fat[T: (f32, f64)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)], a: Out[i64, (M,)],
+                       b: Out[i64, (M,)], c: Out[i64, (M,)], d: Out[i64, (M,)]):
+    for m in parallel(M):
+        xf = x[m, :]
+        a[m] = argmax(xf)
+        b[m] = argmin(xf)
+        c[m] = argmax(xf * xf)
+        d[m] = argmin(xf * xf)
+        y[m, :] = xf * max(xf) + min(xf) + sum(xf) + var(xf) + var(xf * xf)
+)"));
+  DeviceTarget target;
+  target.arch = "sm_90";
+  auto schedule = [&](DType t, int64_t n, const char* hint) {
+    Specialization spec{{t}, n, ~0u, ~0u};
+    ir::Kernel k = lower_specialized(*fe, "fat", spec);
+    return choose_row_schedule(k, spec, target, ScheduleHint::parse(hint));
+  };
+  for (const char* hint : {"cluster=8,group=8192", "cluster=8,group=8192,push=3"}) {
+    try {
+      schedule(DType::f64, 32768, hint);
+      ADD_FAILURE() << hint << ": no error";
+    } catch (const ScheduleHintError& e) {
+      EXPECT_NE(std::string(e.what()).find("68.0 KiB of static shared memory, beyond the 48 KiB"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // f32: 100 bytes of states a partial (50 KiB).
+  EXPECT_THROW(schedule(DType::f32, 32768, "cluster=8,group=8192"), ScheduleHintError);
+  try {
+    schedule(DType::f32, 4194304, "");
+    ADD_FAILURE() << "no error at N = 4194304";
+  } catch (const ScheduleHintError& e) {
+    ADD_FAILURE() << "a hint error without a hint: " << e.what();
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("fat: rows of N = 4194304 elements on 8192 threads"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(schedule(DType::f64, 32768, "cluster=8,group=2048,push=3").group, 2048);
+}
+
 }  // namespace
 }  // namespace kdsl
