@@ -447,7 +447,11 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
       s.persistent && s.cache_rows && staged > 0 && compute_capability(target) >= 80;
   if (stage >= 2 && !stageable && internal) stage = 0;  // the scheduler's own re-choice
   if (stage >= 2 && !stageable) {
-    std::string why = !s.persistent   ? "a persistent grid (persistent=1)"
+    std::string why = !s.persistent ? "a persistent grid (persistent=1)"
+                      : !s.cache_rows && hint.reread.value_or(false)
+                          ? "cache_rows=1, which is reread=1's default (reread=1 then reads the "
+                            "staged rows from shared memory in each phase; they are not held in "
+                            "registers)"
                       : !s.cache_rows ? "register-resident rows (cache_rows=1)"
                       : staged == 0   ? "row loads of 16 bytes (aligned, contiguous rows; vec)"
                                       : fmt::format("sm_80 or newer, not {}", target.arch);

@@ -981,6 +981,16 @@ TEST(RowSchedule, ExplainLinesAreTrueAndAgree) {
   EXPECT_FALSE(no.s.reread);
   EXPECT_TRUE(has_reason(no.s, "reread=1 does not apply")) << reasons(no.s);
   EXPECT_FALSE(choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768).s.reread);
+  // With cache_rows=0 the rows are not staged at all; the refusal says what reread=1 needs.
+  try {
+    choose("layer_norm.kdsl", "layer_norm_bwd", DType::bf16, 32768,
+           "stage=2,reread=1,cache_rows=0");
+    ADD_FAILURE() << "stage=2,reread=1,cache_rows=0 was accepted";
+  } catch (const ScheduleHintError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs cache_rows=1, which is reread=1's default"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // The cluster rule for column reductions names what does not fit one CTA, and a user's
