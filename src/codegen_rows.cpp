@@ -175,6 +175,8 @@ class RowEmitter {
   // counts its bytes on an mbarrier of the receiving CTA, instead of plain remote stores and a
   // cluster barrier per row (analyze(), emit_phase()).
   bool async_push_ = false;
+  // RowSchedule::push bit 1 where partials are pushed: a point's states in one struct.
+  bool packed_push_ = false;
   int points_ = 0;  // the points of the row where reductions combine (their levels' count)
   std::string sym_;
   LaunchPlan plan_;
@@ -252,6 +254,7 @@ void RowEmitter::analyze() {
   // 280 us at bf16 512 x 262144 (twenty-ninth session, AL1). States of more than one word
   // (LayerNorm's Welford state) were pushed from the thirtieth session on.
   async_push_ = push_ && g_ > 32 && row_reductions(k_);
+  packed_push_ = async_push_ && (s_.push & 2);
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = k_.nodes[i];
     if (node.op == Op::reduce) {
@@ -763,7 +766,7 @@ void RowEmitter::emit_phase(int p) {
   int width = std::min(g_, 32);
   // RowSchedule::push bit 1: the point's states packed into one struct (declared with the
   // buffers), every butterfly done before the warp pushes the struct once per CTA.
-  const bool packed = async_push_ && (s_.push & 2) && !reductions.empty();
+  const bool packed = packed_push_ && !reductions.empty();
   // RowSchedule::push bit 0: lane q of the warp pushes to CTA q (after the butterfly every lane
   // holds the warp's partial), where lane 0 pushes to every CTA in turn.
   const std::string pushers = (s_.push & 1) ? "(tl & 31) < K" : "(tl & 31) == 0";
@@ -1018,15 +1021,14 @@ void RowEmitter::emit_main() {
   }
   // Shared memory for combining partial reductions across warps (double-buffered by row).
   if (g_ > 32) {
-    const bool packed = async_push_ && (s_.push & 2);
-    for (size_t i = 0; i < k_.nodes.size() && !packed; ++i) {
+    for (size_t i = 0; i < k_.nodes.size() && !packed_push_; ++i) {
       const ir::Node& n = k_.nodes[i];
       if (n.op != Op::reduce) continue;
       auto sp = spelling(static_cast<ir::ValueId>(i));
       // Pushed to every CTA of a cluster: every warp's partial of the row (K x GC / 32).
       t_.line("__shared__ {} red{}[2][R][G / 32];", sp.state_type, i);
     }
-    for (int p = 0; p < points_ && packed; ++p) {
+    for (int p = 0; p < points_ && packed_push_; ++p) {
       // RowSchedule::push bit 1: the states of point p's reductions in one struct, aligned for
       // the widest vector st.async its size allows (its padding is pushed and counted too).
       // (Each member's own alignment too: an alignas weaker than a member's is ill-formed, so a
@@ -1263,7 +1265,7 @@ void RowEmitter::emit_cluster_helpers() {
   t_.line("    kdsl_push_async(reinterpret_cast<float*>(slot) + i, w, bar, rank);");
   t_.line("  }}");
   t_.line("}}");
-  if (s_.push & 2) {
+  if (packed_push_) {
     // RowSchedule::push bit 1: a packed struct of states in one or a few vector st.async (16,
     // then 8, then 4 bytes at a time, as its alignment allows), each counting its bytes; the two
     // addresses mapped once.

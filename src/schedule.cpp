@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <functional>
 #include <map>
 
 #include "kdsl/error.h"
@@ -59,14 +60,17 @@ struct Words {
   double row = 0, invariant = 0, column = 0;
 };
 
+// Registers per element vector load `n` takes when held: half a word packed in pairs.
+double load_words(const ir::Node& n, const Specialization& spec, bool pack, int vec) {
+  const bool packed = pack && vec >= 2 && spec.fast(n.index) && dtype_size(n.type.dtype) == 2;
+  return packed ? 0.5 : reg_words(n.type.dtype);
+}
+
 Words cached_words(const ir::Kernel& k, const Specialization& spec, bool pack, int vec) {
   Words w;
   for (const ir::Node& n : k.nodes) {
     if (n.op != ir::Op::load || n.type.form != ir::Form::vector) continue;
-    bool fast = spec.fast(n.index);
-    bool packed = pack && vec >= 2 && fast && dtype_size(n.type.dtype) == 2;
-    double words = packed ? 0.5 : reg_words(n.type.dtype);
-    (has_loop_axis(n.view) ? w.row : w.invariant) += words;
+    (has_loop_axis(n.view) ? w.row : w.invariant) += load_words(n, spec, pack, vec);
   }
   for (const ir::Store& s : k.stores) {
     if (s.kind == ir::StoreKind::reduce && has_vector_axis(s.view)) {
@@ -330,24 +334,19 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
     return fmt::format("{}{}-byte accesses{}", accesses > 1 ? fmt::format("{} x ", accesses) : "",
                        access, accesses > 1 ? " per vector" : "");
   };
-  std::stable_sort(row_dtypes.begin(), row_dtypes.end(),
-                   [](DType a, DType b) { return dtype_size(a) > dtype_size(b); });
+  // The row's dtypes by element size, largest first: "f32, i32: 16-byte accesses; bool: ...".
+  std::map<size_t, std::string, std::greater<>> by_size;
+  for (DType t : row_dtypes) {
+    std::string& names = by_size[dtype_size(t)];
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", dtype_name(t));
+  }
   std::string accesses_text;
-  for (size_t i = 0; i < row_dtypes.size(); ++i) {
-    if (i > 0 && dtype_size(row_dtypes[i]) == dtype_size(row_dtypes[i - 1])) {
-      // The same size accesses alike: "f32, i32: 16-byte accesses".
-      accesses_text.insert(accesses_text.rfind(": "),
-                           fmt::format(", {}", dtype_name(row_dtypes[i])));
-      continue;
-    }
-    if (i > 0) accesses_text += "; ";
+  for (const auto& [size, names] : by_size) {
     accesses_text +=
-        fmt::format("{}: {}", dtype_name(row_dtypes[i]), access_text(dtype_size(row_dtypes[i])));
+        fmt::format("{}{}: {}", accesses_text.empty() ? "" : "; ", names, access_text(size));
   }
   // One element size (the common case) keeps the short form, "VEC = 8 (16-byte accesses)".
-  bool one_size = true;
-  for (DType t : row_dtypes) one_size &= dtype_size(t) == dtype_size(row_dtypes[0]);
-  if (row_dtypes.empty() || one_size) accesses_text = access_text(min_size);
+  if (by_size.size() <= 1) accesses_text = access_text(min_size);
   const std::string rows_text =
       cluster > 1
           ? fmt::format(
@@ -498,8 +497,7 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
       s.reread = true;
       for (const ir::Node& node : k.nodes) {
         if (staged_load(k, spec, node, s.vec) != StagedLoad::row) continue;
-        need -=
-            elems * (s.pack && dtype_size(node.type.dtype) == 2 ? 0.5 : reg_words(node.type.dtype));
+        need -= elems * load_words(node, spec, s.pack, s.vec);
       }
       s.reasons.push_back(
           "staged rows read again from shared memory by each phase that uses them, a chunk at a "

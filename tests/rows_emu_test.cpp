@@ -129,28 +129,6 @@ TEST_P(RowsEmu, PushedPartialsVariants) {
   }
 }
 
-// Packed states of two word sizes at one point (an f32 and an f64 sum): the struct aligns to 8
-// bytes, padding included, and its padding is pushed and counted with the states.
-TEST(RowsEmuPacked, StatesOfTwoWordSizes) {
-  if (!emu::have_host_compiler()) GTEST_SKIP() << "skipped: no host C++ compiler (g++)";
-  auto fe = testing::front_end("tests/data/two_word_sizes.kdsl");
-  ProblemSpec ps;
-  ps.kernel = "two_word_sizes";
-  ps.binding = {DType::f32};
-  ps.shapes = {{"M", 37}, {"N", 1000}};
-  ps.seed = 181;
-  Problem p = make_problem(fe, ps);
-  for (const char* hint : {"cluster=4,group=256,push=2", "cluster=2,group=128,push=3"}) {
-    const ScheduleHint h = ScheduleHint::parse(hint);
-    EXPECT_NE(generate(p.ir, p.spec, DeviceTarget{}, h).source.find("alignas(double) kdsl_pk0"),
-              std::string::npos)
-        << hint;
-    emu::expect_emulated_matches_reference(p,
-                                           fmt::format("two_word_sizes f32 M=37 N=1000 {}", hint),
-                                           /*grid_cap=*/8, /*concurrent=*/4, h);
-  }
-}
-
 // The two combines of a row reduction's warps' partials: in warp order without a cluster (8
 // warps per row), the butterfly on a cluster of 2 CTAs (2 warps per CTA, a tail). Each generated
 // kernel has the combine it was asked for; on the cluster, kernels with column or row reductions
