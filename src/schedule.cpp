@@ -106,6 +106,46 @@ bool row_reductions(const ir::Kernel& k) {
                      [](const ir::Node& n) { return n.op == ir::Op::reduce; });
 }
 
+// Bytes of the static shared-memory buffers of the row reductions' partial states
+// (codegen_rows.cpp: red<i>[2][R][G / 32] per reduction, or with push bit 1 on a pushed cluster
+// one struct per point of the row, redp<p>[2][R][G / 32], each member at its alignment and the
+// struct at its own), and the mbarriers of the pushed partials.
+int64_t partial_state_bytes(const ir::Kernel& k, const RowSchedule& s) {
+  if (s.group <= 32) return 0;
+  const std::vector<int> depth = reduction_depths(k);
+  // Per point of the row: the struct's bytes so far, the sum of its members' sizes, its alignment.
+  std::map<int, std::array<int64_t, 3>> points;
+  int64_t unpacked = 0;
+  for (const ir::Node& n : k.nodes) {
+    if (n.op != ir::Op::reduce) continue;
+    const DType acc = k.node(n.args[0]).type.dtype;
+    const int64_t w = static_cast<int64_t>(dtype_size(acc));
+    const auto kind = static_cast<ir::ReduceKind>(n.fn);
+    int64_t size = w, align = acc == DType::c64 ? 4 : w;
+    if (kind == ir::ReduceKind::var) size = 3 * w;  // kdsl_welford<T>: n, mean, m2
+    if (kind == ir::ReduceKind::argmax || kind == ir::ReduceKind::argmin) {
+      size = 16;  // kdsl_arg<T>: the value, then a long long
+      align = 8;
+    }
+    unpacked += size;
+    auto& [offset, bytes, a] = points[depth[static_cast<size_t>(n.args[0])]];
+    offset = (offset + align - 1) / align * align + size;
+    bytes += size;
+    a = std::max(a, align);
+  }
+  const bool packed = s.cluster > 1 && (s.push & 2) && row_reductions(k);
+  int64_t per_partial = unpacked;
+  if (packed) {
+    per_partial = 0;
+    for (const auto& [p, pt] : points) {
+      const int64_t align = std::max(pt[2], int64_t{pt[1] % 16 == 0 ? 16 : pt[1] % 8 == 0 ? 8 : 4});
+      per_partial += (pt[0] + align - 1) / align * align;
+    }
+  }
+  return 2 * int64_t{s.rows_per_cta} * (s.group / 32) * per_partial +
+         16 * static_cast<int64_t>(points.size());
+}
+
 std::vector<OnlineSum> online_sums(const ir::Kernel& k) {
   std::vector<OnlineSum> out;
   const std::vector<int> depth = reduction_depths(k);
@@ -460,10 +500,15 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   const double stage_bytes =
       static_cast<double>(staged) * s.chunks * 16 * s.threads;  // scalars: in registers
   const int asked = stage;
-  // The static buffers of the row reductions' partials (two rows, every warp of the row on a
-  // cluster with column reductions; codegen_rows.cpp), at most 16 bytes per state.
+  // The static buffers of the row reductions' partials (two rows, every warp of the row;
+  // codegen_rows.cpp): 16 bytes per state, the bound the stage counts were measured with, or
+  // their exact bytes where more (f64 var: 24 bytes a state; push=2 packs them, padded). The
+  // push is settled below; the hint's is the one it takes where it applies.
+  RowSchedule pushed_as = s;
+  pushed_as.push = hint.push.value_or(0);
   const double partial_bytes =
-      s.group > 32 ? 2.0 * reductions * s.rows_per_cta * (s.group / 32) * 16 : 0.0;
+      std::max(s.group > 32 ? 2.0 * reductions * s.rows_per_cta * (s.group / 32) * 16 : 0.0,
+               static_cast<double>(partial_state_bytes(k, pushed_as)));
   while (stage >= 2 && (s.smem_columns ? smem_bytes : 0.0) + partial_bytes + stage * stage_bytes >
                            static_cast<double>(target.max_smem_per_cta)) {
     --stage;
@@ -706,46 +751,6 @@ RowSchedule choose_row_schedule_fitted(const ir::Kernel& k, const Specialization
 }  // namespace
 
 namespace {
-
-// Bytes of the static shared-memory buffers of the row reductions' partial states
-// (codegen_rows.cpp: red<i>[2][R][G / 32] per reduction, or with push bit 1 on a pushed cluster
-// one struct per point of the row, redp<p>[2][R][G / 32], each member at its alignment and the
-// struct at its own), and the mbarriers of the pushed partials.
-int64_t partial_state_bytes(const ir::Kernel& k, const RowSchedule& s) {
-  if (s.group <= 32) return 0;
-  const std::vector<int> depth = reduction_depths(k);
-  // Per point of the row: the struct's bytes so far, the sum of its members' sizes, its alignment.
-  std::map<int, std::array<int64_t, 3>> points;
-  int64_t unpacked = 0;
-  for (const ir::Node& n : k.nodes) {
-    if (n.op != ir::Op::reduce) continue;
-    const DType acc = k.node(n.args[0]).type.dtype;
-    const int64_t w = static_cast<int64_t>(dtype_size(acc));
-    const auto kind = static_cast<ir::ReduceKind>(n.fn);
-    int64_t size = w, align = acc == DType::c64 ? 4 : w;
-    if (kind == ir::ReduceKind::var) size = 3 * w;  // kdsl_welford<T>: n, mean, m2
-    if (kind == ir::ReduceKind::argmax || kind == ir::ReduceKind::argmin) {
-      size = 16;  // kdsl_arg<T>: the value, then a long long
-      align = 8;
-    }
-    unpacked += size;
-    auto& [offset, bytes, a] = points[depth[static_cast<size_t>(n.args[0])]];
-    offset = (offset + align - 1) / align * align + size;
-    bytes += size;
-    a = std::max(a, align);
-  }
-  const bool packed = s.cluster > 1 && (s.push & 2) && row_reductions(k);
-  int64_t per_partial = unpacked;
-  if (packed) {
-    per_partial = 0;
-    for (const auto& [p, pt] : points) {
-      const int64_t align = std::max(pt[2], int64_t{pt[1] % 16 == 0 ? 16 : pt[1] % 8 == 0 ? 8 : 4});
-      per_partial += (pt[0] + align - 1) / align * align;
-    }
-  }
-  return 2 * int64_t{s.rows_per_cta} * (s.group / 32) * per_partial +
-         16 * static_cast<int64_t>(points.size());
-}
 
 // The static shared memory a kernel may declare (ptxas: 0xc000 bytes).
 constexpr int64_t kMaxStaticSmem = 48 * 1024;

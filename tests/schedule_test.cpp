@@ -1618,5 +1618,38 @@ def fat[T: (f32, f64)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)], a: Out[i64, (
   EXPECT_EQ(schedule(DType::f64, 32768, "cluster=8,group=2048,push=3").group, 2048);
 }
 
+// The stages' fit counts the partial states at their bytes: two f64 variances are 48 bytes a
+// warp's partial, beyond the 16 a state the fit assumed before. Seven stages of 32 KiB (224 KiB)
+// and 3.0 KiB of partials exceed 227 KiB, so six are staged (found in review: the old fit
+// staged seven, a launch beyond the shared memory of a CTA).
+TEST(RowSchedule, StagesFitTheExactBytesOfWidePartialStates) {
+  auto fe = run_front_end(std::make_shared<const SourceFile>("vv.kdsl", R"(
+@kernel
+def vv[T: (f64,)](x: Tensor[T, (M, N)], *, y: Out[T, (M, N)], v: Out[f64, (M,)]):
+    for m in parallel(M):
+        xf = x[m, :]
+        a = var(xf)
+        b = var(xf * 2.0)
+        v[m] = a + b
+        y[m, :] = xf * a
+)"));
+  DeviceTarget target;
+  target.arch = "sm_90";
+  Specialization spec{{DType::f64}, 4096, ~0u, ~0u};
+  ir::Kernel k = lower_specialized(*fe, "vv", spec);
+  RowSchedule s = choose_row_schedule(
+      k, spec, target, ScheduleHint::parse("group=1024,cluster=1,persistent=1,stage=8"));
+  EXPECT_EQ(s.stage, 6) << reasons(s);
+  EXPECT_TRUE(has_reason(s,
+                         "stage=8 does not fit: 8 buffers of 32 KiB (a row each), 0 KiB of "
+                         "column accumulators and 3 KiB of partials need 259 KiB"))
+      << reasons(s);
+  // Five stages and the partials fit: the hint is taken as asked.
+  EXPECT_EQ(choose_row_schedule(k, spec, target,
+                                ScheduleHint::parse("group=1024,cluster=1,persistent=1,stage=5"))
+                .stage,
+            5);
+}
+
 }  // namespace
 }  // namespace kdsl
