@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <utf8proc.h>
 
 #include "kdsl/error.h"
 
@@ -63,25 +64,12 @@ bool hidden_code_point(char32_t c) {
          (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
 }
 
-// The columns a code point takes on a terminal: 2 for East Asian wide and fullwidth characters
-// and emoji, 0 for combining marks (drawn over the character before them), else 1; so that the
-// caret lands under the reported byte's character however wide the characters before it are.
+// The columns a code point takes on a terminal (utf8proc's width from the Unicode character
+// database: 2 for East Asian wide and fullwidth characters and emoji, 0 for combining marks drawn
+// over the character before them), so that the caret lands under the reported byte's character
+// however wide the characters before it are.
 size_t display_width(char32_t c) {
-  if ((c >= 0x0300 && c <= 0x036f) || (c >= 0x1ab0 && c <= 0x1aff) ||
-      (c >= 0x1dc0 && c <= 0x1dff) || (c >= 0x20d0 && c <= 0x20ff) ||
-      (c >= 0xfe00 && c <= 0xfe0f) || (c >= 0xfe20 && c <= 0xfe2f)) {
-    return 0;
-  }
-  if ((c >= 0x1100 && c <= 0x115f) || (c >= 0x2e80 && c <= 0x303e) ||
-      (c >= 0x3041 && c <= 0x33ff) || (c >= 0x3400 && c <= 0x4dbf) ||
-      (c >= 0x4e00 && c <= 0x9fff) || (c >= 0xa000 && c <= 0xa4cf) ||
-      (c >= 0xac00 && c <= 0xd7a3) || (c >= 0xf900 && c <= 0xfaff) ||
-      (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0xff00 && c <= 0xff60) ||
-      (c >= 0xffe0 && c <= 0xffe6) || (c >= 0x1f300 && c <= 0x1f64f) ||
-      (c >= 0x1f900 && c <= 0x1f9ff) || (c >= 0x20000 && c <= 0x3fffd)) {
-    return 2;
-  }
-  return 1;
+  return static_cast<size_t>(std::max(0, utf8proc_charwidth(static_cast<utf8proc_int32_t>(c))));
 }
 
 // One displayed unit of a source line: its bytes, its text on the terminal and its width (in
@@ -126,29 +114,13 @@ std::vector<Piece> pieces(std::string_view line) {
 }  // namespace
 
 size_t utf8_sequence(std::string_view text, size_t i, char32_t* cp) {
-  const auto at = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
-  const unsigned char b = at(0);
-  size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
-  if (b >= 0xc2 && b <= 0xdf) {
-    n = 2;
-  } else if (b >= 0xe0 && b <= 0xef) {
-    n = 3;
-    if (b == 0xe0) lo = 0xa0;
-    if (b == 0xed) hi = 0x9f;
-  } else if (b >= 0xf0 && b <= 0xf4) {
-    n = 4;
-    if (b == 0xf0) lo = 0x90;
-    if (b == 0xf4) hi = 0x8f;
-  }
-  if (n == 0 || i + n > text.size() || at(1) < lo || at(1) > hi) return 0;
-  char32_t c = b & (0xff >> (n + 1));
-  for (size_t k = 1; k < n; ++k) {
-    if (k > 1 && (at(k) & 0xc0) != 0x80) return 0;
-    c = (c << 6) | (at(k) & 0x3f);
-  }
-  *cp = c;
-  return n;
+  utf8proc_int32_t c = 0;
+  const utf8proc_ssize_t n =
+      utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(text.data() + i),
+                       static_cast<utf8proc_ssize_t>(std::min<size_t>(text.size() - i, 4)), &c);
+  if (n < 2) return 0;  // an error, or an ASCII byte (not a sequence)
+  *cp = static_cast<char32_t>(c);
+  return static_cast<size_t>(n);
 }
 
 std::string terminal_safe(std::string_view text) {

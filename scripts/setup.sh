@@ -3,7 +3,7 @@
 # The CUDA 13 toolkit (NVRTC, cuda.h) is expected in /usr/local/cuda or $CUDA_HOME.
 set -euo pipefail
 pkgs=(cmake g++ make tao-pegtl-dev libspdlog-dev libfmt-dev libgtest-dev libcli11-dev libxxhash-dev
-      nlohmann-json3-dev libdlpack-dev clang libclang-rt-14-dev python3)
+      libutf8proc-dev nlohmann-json3-dev libdlpack-dev clang libclang-rt-14-dev python3)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -71,7 +71,8 @@ TEST(Diagnostics, EscapesMalformedUtf8AndHiddenCodePoints) {
 // The column of file:line:col is the 1-based byte column (as in Clang; docs/cli.md), and the
 // caret goes under the character at that byte, after the terminal columns the characters before
 // it take: a multi-byte character in a string before the error is one column, a wide one (CJK,
-// emoji) two (counted as one, the caret stood a column left of the error), a combining mark none.
+// emoji) two (counted as one, the caret stood a column left of the error), a combining mark none
+// (the widths are utf8proc's).
 TEST(Diagnostics, ByteColumnAndCaretAgreeAfterNonAsciiCharacters) {
   auto render = [](const std::string& line, uint32_t offset) {
     SourceFile f("k.kdsl", line + "\n");
@@ -94,6 +95,13 @@ TEST(Diagnostics, ByteColumnAndCaretAgreeAfterNonAsciiCharacters) {
             "k.kdsl:1:13: error: unknown name 'zz'\n"
             "X = \"e\xcc\x81\" + zz\n"
             "          ^~\n");
+  // Widths from the Unicode character database (utf8proc), beyond the common blocks: two rockets
+  // (U+1F680, two columns each) and Devanagari ka with the vowel sign u (U+0915 U+0941: the sign
+  // is a nonspacing mark, no column of its own).
+  EXPECT_EQ(render("X = \"\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80\xe0\xa4\x95\xe0\xa5\x81\" + zz", 23),
+            "k.kdsl:1:24: error: unknown name 'zz'\n"
+            "X = \"\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80\xe0\xa4\x95\xe0\xa5\x81\" + zz\n"
+            "              ^~\n");
 }
 
 // A window never starts inside a character.

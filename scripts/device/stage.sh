@@ -16,7 +16,7 @@ for f in "$build"/kdsl "$build"/tests/*_gpu_test "$build"/tests/kdsl_sanitize_ca
   [ -x "$f" ] || continue
   strip -o ".device/bin/$(basename "$f")" "$f"
 done
-for lib in libspdlog.so.1.10 libfmt.so.9 libxxhash.so.0; do
+for lib in libspdlog.so.1.10 libfmt.so.9 libxxhash.so.0 libutf8proc.so.2; do
   cp -L "/lib/x86_64-linux-gnu/$lib" .device/lib/
 done
 # The examples link the shared library and the CUDA runtime (for cudaMalloc).
