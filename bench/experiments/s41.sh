@@ -96,8 +96,8 @@ sass() {
   local h
   for h in push=0 push=1 push=2 push=3; do
     .device/bin/kdsl emit stdlib/layer_norm.kdsl -k layer_norm_bwd --dtype bf16 \
-      --shape M=4096,N=32768 --schedule "$h" --sass > "$out/sass_lnbwd_$h.txt" 2>&1
-    grep -cE '/\*[0-9a-f]{4,}\*/ ' "$out/sass_lnbwd_$h.txt" |
+      --shape M=4096,N=32768 --schedule "$h" --sass > "$out/sass_lnbwd_${h/=/}.txt" 2>&1
+    grep -cE '/\*[0-9a-f]{4,}\*/ ' "$out/sass_lnbwd_${h/=/}.txt" |
       xargs printf '%s: %s SASS instructions (both kernels; the files are counted per kernel later)\n' "$h"
   done
 }
@@ -131,5 +131,26 @@ case "${1:-}" in
     echo "done at ${SECONDS} s"
     ;;
   ab) cases=("${ab_cases[@]}"); k=.device/bin/kdsl rounds "${2:-2}" first ;;
-  *) echo "usage: s41.sh precompile|first|ab [ROUNDS]" >&2; exit 2 ;;
+  h200)
+    # Forty-second session: `first` ran on an H100 (AX1): push=3 3.7% slower than the default for
+    # LayerNorm backward at boost clocks, but 6.6% faster under Nsight Compute (base clocks,
+    # 350.8 -> 327.6 us, issue slots 0.73 -> 0.63 of cycles). The H200 ran LayerNorm backward near
+    # issue-bound (AW2: 290 us, 0.652 of copy). Prediction: on the H200 push=3 2-8% faster than
+    # the default (290 -> 267-284 us), the reread layout on clusters of 2 within 5% either way;
+    # RMSNorm backward within 2% for each. Exits at once on any GPU but an H200.
+    cat .device/COMMIT
+    nvidia-smi -L
+    nvidia-smi -L | grep -q H200 || { echo "not an H200: nothing run"; exit 0; }
+    cases=()
+    for h in default push=1 push=3 cluster=2,group=1024,smem_columns=0,stage=2,reread=1,push=3 \
+             cluster=8,group=4096,stage=2,smem_columns=0,min_ctas=2,push=3; do
+      cases+=("layer_norm layer_norm_bwd bf16 M=4096,N=32768 $h")
+    done
+    for h in default push=3 cluster=2,group=1024,smem_columns=0,stage=2,reread=1,push=3; do
+      cases+=("rms_norm rms_norm_bwd bf16 M=4096,N=32768 $h")
+    done
+    k=.device/bin/kdsl rounds "${2:-3}" first
+    echo "done at ${SECONDS} s"
+    ;;
+  *) echo "usage: s41.sh precompile|first|ab [ROUNDS]|h200 [ROUNDS]" >&2; exit 2 ;;
 esac
