@@ -144,7 +144,7 @@ case "${1:-}" in
       # Not an H200: the GPU tests of the row kernels instead (correctness at this commit).
       for t in stdlib_norm_gpu_test numerics_gpu_test ieee_gpu_test group_norm_gpu_test; do
         echo "== $t at ${SECONDS} s"
-        timeout 150 ".device/bin/$t" --gtest_brief=1 2>&1 | tail -4
+        timeout 130 ".device/bin/$t" --gtest_brief=1 2>&1 | tail -4
       done
       exit 0
     fi
