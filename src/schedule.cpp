@@ -107,7 +107,7 @@ bool row_reductions(const ir::Kernel& k) {
 }
 
 // Bytes of the static shared-memory buffers of the row reductions' partial states
-// (codegen_rows.cpp: red<i>[2][R][G / 32] per reduction, or with push bit 1 on a pushed cluster
+// (codegen_rows.cpp: red<i>[2][R][G / 32] per reduction, or with push +2 on a pushed cluster
 // one struct per point of the row, redp<p>[2][R][G / 32], each member at its alignment and the
 // struct at its own), and the mbarriers of the pushed partials.
 int64_t partial_state_bytes(const ir::Kernel& k, const RowSchedule& s) {
