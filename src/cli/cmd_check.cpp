@@ -40,7 +40,8 @@ bool check_file(const std::string& path) {
   }
   size_t kernels = 0;
   for (const auto& f : m->functions) kernels += f.is_kernel();
-  std::cout << fmt::format("{}: ok ({} kernel{})\n", path, kernels, kernels == 1 ? "" : "s");
+  std::cout << fmt::format("{}: ok ({} kernel{})\n", terminal_safe(path), kernels,
+                           kernels == 1 ? "" : "s");
   return true;
 }
 
