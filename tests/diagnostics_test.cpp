@@ -197,6 +197,23 @@ TEST(Diagnostics, ErrorsOnAVeryLongLineRenderQuickly) {
   EXPECT_EQ(out.substr(0, one.size()), one);
 }
 
+// The shown line leaves out its line break only: a carriage return before "\r\n" is part of the
+// line, and an error at it has it under the caret (all the carriage returns at the end of a line
+// were left out, and the caret stood past the end; found by a new-user test).
+TEST(Diagnostics, AStrayCarriageReturnBeforeTheLineBreakIsShown) {
+  SourceFile f("k.kdsl", "x = 1\r\r\ny = 2\r\n");
+  Diagnostics diags;
+  diags.error(SourceLoc::at(&f, 5), "unexpected character 0x0d");
+  diags.error(SourceLoc::at(&f, 12), "e");
+  EXPECT_EQ(diags.render(),
+            "k.kdsl:1:6: error: unexpected character 0x0d\n"
+            "x = 1\\x0d\n"
+            "     ^~~~\n"
+            "k.kdsl:2:5: error: e\n"
+            "y = 2\n"
+            "    ^\n");
+}
+
 TEST(Diagnostics, ClosestNameFindsTyposOnly) {
   EXPECT_EQ(closest_name("rsqrtt", {"rsqrt", "sqrt", "exp"}), "rsqrt");
   EXPECT_EQ(closest_name("banana", {"rsqrt", "sqrt", "exp"}), "");
