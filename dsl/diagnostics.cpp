@@ -154,6 +154,18 @@ std::string terminal_safe(std::string_view text) {
   return out;
 }
 
+std::string terminal_safe_name(std::string_view text) {
+  std::string out;
+  for (const Piece& p : pieces(text)) {
+    if (p.text == "\n" || p.text == "\t") {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(p.text[0]));
+    } else {
+      out += p.text;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // Source line `line` as a diagnostic shows it (pieces() above), a long one as a window of about
@@ -233,7 +245,7 @@ std::string render_diagnostic(const Diagnostic& d, bool color) {
   std::string out;
   out += bold;
   if (d.loc.file) {
-    out += terminal_safe(d.loc.file->path());
+    out += terminal_safe_name(d.loc.file->path());
     if (d.loc.line > 0) {
       out += fmt::format(":{}:{}", d.loc.line, d.loc.col);
     }

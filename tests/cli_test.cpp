@@ -284,6 +284,12 @@ TEST_F(CliTest, EchoedTextIsTerminalSafeAndJsonSurvivesBadUtf8) {
   EXPECT_NE(none.err.find("t\\x1b]0;title\\x07.kdsl defines no kernels"), std::string::npos)
       << none.err;
   EXPECT_EQ(none.err.find('\x1b'), std::string::npos) << none.err;
+  // A newline in a file name is escaped too: it would start a line of its own.
+  const std::string nl_name = path("a\nb.kdsl");
+  write_file(nl_name, "X = 1\n");
+  CliResult nl = kdsl({"check", nl_name});
+  EXPECT_EQ(nl.code, 0) << show(nl);
+  EXPECT_EQ(nl.out, path("a\\x0ab.kdsl") + ": ok (0 kernels)\n") << nl.out;
 }
 
 // A c64 output's summary is of its elements' moduli, and says so; it was of the real parts alone,

@@ -214,6 +214,20 @@ TEST(Diagnostics, AStrayCarriageReturnBeforeTheLineBreakIsShown) {
             "    ^\n");
 }
 
+// A file name is shown on one line: a newline or a tab in it is escaped, so that the name cannot
+// start a line that reads as another diagnostic (it was printed as written; found by a new-user
+// test).
+TEST(Diagnostics, AFileNameStaysOnOneLine) {
+  SourceFile f("a\nb.kdsl:9:9: error: spoofed\t.kdsl", "x = zz\n");
+  Diagnostics diags;
+  diags.error(SourceLoc::at(&f, 4), "unknown name 'zz'", 2);
+  EXPECT_EQ(diags.render(),
+            "a\\x0ab.kdsl:9:9: error: spoofed\\x09.kdsl:1:5: error: unknown name 'zz'\n"
+            "x = zz\n"
+            "    ^~\n");
+  EXPECT_EQ(terminal_safe_name("a\nb\tc\x1b"), "a\\x0ab\\x09c\\x1b");
+}
+
 TEST(Diagnostics, ClosestNameFindsTyposOnly) {
   EXPECT_EQ(closest_name("rsqrtt", {"rsqrt", "sqrt", "exp"}), "rsqrt");
   EXPECT_EQ(closest_name("banana", {"rsqrt", "sqrt", "exp"}), "");
