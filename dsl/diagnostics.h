@@ -35,6 +35,11 @@ size_t utf8_sequence(std::string_view text, size_t i, char32_t* cp);
 /// file name, a docstring, an environment variable).
 std::string terminal_safe(std::string_view text);
 
+/// A file name (or other text that must stay on one line) safe to print on a terminal: as
+/// terminal_safe, and newlines and tabs shown as \x0a and \x09 too, so that a name cannot start a
+/// line that reads as a diagnostic of its own.
+std::string terminal_safe_name(std::string_view text);
+
 /// Collects diagnostics across passes so that a run reports every error it can, not just the first.
 /// Not thread-safe; one per compilation.
 class Diagnostics {

@@ -110,7 +110,10 @@ std::string_view SourceFile::line_text(uint32_t line) const {
   if (line == 0 || line > line_starts_.size()) return {};
   uint32_t begin = line_starts_[line - 1];
   uint32_t end = line < line_starts_.size() ? line_starts_[line] : text_.size();
-  while (end > begin && (text_[end - 1] == '\n' || text_[end - 1] == '\r')) --end;
+  // Without its line break ("\n", "\r\n", or a "\r" that ends the file: layout.cpp), but with any
+  // other carriage return, which an error may be about.
+  if (end > begin && text_[end - 1] == '\n') --end;
+  if (end > begin && text_[end - 1] == '\r') --end;
   return std::string_view(text_).substr(begin, end - begin);
 }
 

@@ -271,6 +271,25 @@ TEST_F(CliTest, EchoedTextIsTerminalSafeAndJsonSurvivesBadUtf8) {
   CliResult missing = kdsl({"check", path("no\x1b[2Jfile.kdsl")});
   EXPECT_EQ(missing.code, 1) << show(missing);
   EXPECT_NE(missing.err.find("no\\x1b[2Jfile.kdsl"), std::string::npos) << missing.err;
+  // A clean file's name in `check`'s "FILE: ok" line and in `list`'s note on a file without
+  // kernels (both printed it as written; found by a new-user test).
+  const std::string title_name = path("t\x1b]0;title\x07.kdsl");
+  write_file(title_name, "X = 1\n");
+  CliResult ok = kdsl({"check", title_name});
+  EXPECT_EQ(ok.code, 0) << show(ok);
+  EXPECT_NE(ok.out.find("t\\x1b]0;title\\x07.kdsl: ok (0 kernels)"), std::string::npos) << ok.out;
+  EXPECT_EQ(ok.out.find('\x1b'), std::string::npos) << ok.out;
+  CliResult none = kdsl({"list", title_name});
+  EXPECT_EQ(none.code, 0) << show(none);
+  EXPECT_NE(none.err.find("t\\x1b]0;title\\x07.kdsl defines no kernels"), std::string::npos)
+      << none.err;
+  EXPECT_EQ(none.err.find('\x1b'), std::string::npos) << none.err;
+  // A newline in a file name is escaped too: it would start a line of its own.
+  const std::string nl_name = path("a\nb.kdsl");
+  write_file(nl_name, "X = 1\n");
+  CliResult nl = kdsl({"check", nl_name});
+  EXPECT_EQ(nl.code, 0) << show(nl);
+  EXPECT_EQ(nl.out, path("a\\x0ab.kdsl") + ": ok (0 kernels)\n") << nl.out;
 }
 
 // A c64 output's summary is of its elements' moduli, and says so; it was of the real parts alone,

@@ -30,17 +30,18 @@ bool check_file(const std::string& path) {
   if (!diags.has_errors()) check_module(*m, diags);
   // -v: the front end's time, as the other commands log it (docs/cli.md).
   log().info(
-      "{}: parsed and checked in {:.1f} ms", terminal_safe(path),
+      "{}: parsed and checked in {:.1f} ms", terminal_safe_name(path),
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   std::cerr << diags.render(use_color());
   if (diags.has_errors()) {
-    std::cerr << fmt::format("{}: {} error{}\n", terminal_safe(path), diags.error_count(),
+    std::cerr << fmt::format("{}: {} error{}\n", terminal_safe_name(path), diags.error_count(),
                              diags.error_count() == 1 ? "" : "s");
     return false;
   }
   size_t kernels = 0;
   for (const auto& f : m->functions) kernels += f.is_kernel();
-  std::cout << fmt::format("{}: ok ({} kernel{})\n", path, kernels, kernels == 1 ? "" : "s");
+  std::cout << fmt::format("{}: ok ({} kernel{})\n", terminal_safe_name(path), kernels,
+                           kernels == 1 ? "" : "s");
   return true;
 }
 
@@ -160,7 +161,8 @@ nlohmann::json signature_json(const KernelSignature& sig) {
 
 // Said on stderr when a file has no kernels, rather than printing nothing at all.
 std::string no_kernels_note(const std::string& file) {
-  return fmt::format("{} defines no kernels (a kernel is a function decorated with @kernel)", file);
+  return fmt::format("{} defines no kernels (a kernel is a function decorated with @kernel)",
+                     terminal_safe_name(file));
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "dsl/diagnostics.h"
 #include "src/driver.h"
 #include "src/gpu_bench.h"
 #include "src/log.h"
@@ -47,7 +48,8 @@ bool have_gpu(std::string* why) {
 
 void print_note(const std::string& note) {
   if (!note.empty() && log().should_log(spdlog::level::warn)) {
-    std::cerr << "kdsl: note: " << note << "\n";
+    // A note may name a file or a folder: shown terminal-safe, as errors are.
+    std::cerr << "kdsl: note: " << terminal_safe(note) << "\n";
   }
 }
 
