@@ -22,13 +22,18 @@ TEST(Diagnostics, RendersLocationLineCaretAndHint) {
   EXPECT_TRUE(diags.has_errors());
 }
 
+// The rendered error "unknown name 'zz'" at byte `offset` of a file `name` holding `text`.
+std::string unknown_zz(const std::string& name, const std::string& text, uint32_t offset) {
+  SourceFile f(name, text);
+  Diagnostics diags;
+  diags.error(SourceLoc::at(&f, offset), "unknown name 'zz'", 2);
+  return diags.render();
+}
+
 // Control bytes and bytes that are not UTF-8 are shown as \xHH (never sent to the terminal),
 // valid UTF-8 as written; the caret stays under the reported column.
 TEST(Diagnostics, EscapesControlBytesAndKeepsTheCaretAligned) {
-  SourceFile f("k.kdsl", std::string("y = \x1b[31m\xff\xc3\xa9 + zz\n", 17));
-  Diagnostics diags;
-  diags.error(SourceLoc::at(&f, 15), "unknown name 'zz'", 2);
-  EXPECT_EQ(diags.render(),
+  EXPECT_EQ(unknown_zz("k.kdsl", std::string("y = \x1b[31m\xff\xc3\xa9 + zz\n", 17), 15),
             "k.kdsl:1:16: error: unknown name 'zz'\n"
             "y = \\x1b[31m\\xff\xc3\xa9 + zz\n"
             "                    ^~\n");
@@ -218,10 +223,7 @@ TEST(Diagnostics, AStrayCarriageReturnBeforeTheLineBreakIsShown) {
 // start a line that reads as another diagnostic (it was printed as written; found by a new-user
 // test).
 TEST(Diagnostics, AFileNameStaysOnOneLine) {
-  SourceFile f("a\nb.kdsl:9:9: error: spoofed\t.kdsl", "x = zz\n");
-  Diagnostics diags;
-  diags.error(SourceLoc::at(&f, 4), "unknown name 'zz'", 2);
-  EXPECT_EQ(diags.render(),
+  EXPECT_EQ(unknown_zz("a\nb.kdsl:9:9: error: spoofed\t.kdsl", "x = zz\n", 4),
             "a\\x0ab.kdsl:9:9: error: spoofed\\x09.kdsl:1:5: error: unknown name 'zz'\n"
             "x = zz\n"
             "    ^~\n");
