@@ -109,8 +109,8 @@ bool row_reductions(const ir::Kernel& k) {
 // Bytes of the static shared-memory buffers of the row reductions' partial states
 // (codegen_rows.cpp: red<i>[2][R][G / 32] per reduction, or with push +2 on a pushed cluster
 // one struct per point of the row, redp<p>[2][R][G / 32], each member at its alignment and the
-// struct at its own), and the mbarriers of the pushed partials.
-int64_t partial_state_bytes(const ir::Kernel& k, const RowSchedule& s) {
+// struct at its own), and the mbarriers of the pushed partials; `push` is RowSchedule::push.
+int64_t partial_state_bytes(const ir::Kernel& k, const RowSchedule& s, int push) {
   if (s.group <= 32) return 0;
   const std::vector<int> depth = reduction_depths(k);
   // Per point of the row: the struct's bytes so far, the sum of its members' sizes, its alignment.
@@ -133,7 +133,7 @@ int64_t partial_state_bytes(const ir::Kernel& k, const RowSchedule& s) {
     bytes += size;
     a = std::max(a, align);
   }
-  const bool packed = s.cluster > 1 && (s.push & 2) && row_reductions(k);
+  const bool packed = s.cluster > 1 && (push & 2) && row_reductions(k);
   int64_t per_partial = unpacked;
   if (packed) {
     per_partial = 0;
@@ -504,11 +504,9 @@ RowSchedule choose_rows(const ir::Kernel& k, const Specialization& spec, const D
   // codegen_rows.cpp): 16 bytes per state, the bound the stage counts were measured with, or
   // their exact bytes where more (f64 var: 24 bytes a state; push=2 packs them, padded). The
   // push is settled below; the hint's is the one it takes where it applies.
-  RowSchedule pushed_as = s;
-  pushed_as.push = hint.push.value_or(0);
   const double partial_bytes =
       std::max(s.group > 32 ? 2.0 * reductions * s.rows_per_cta * (s.group / 32) * 16 : 0.0,
-               static_cast<double>(partial_state_bytes(k, pushed_as)));
+               static_cast<double>(partial_state_bytes(k, s, hint.push.value_or(0))));
   while (stage >= 2 && (s.smem_columns ? smem_bytes : 0.0) + partial_bytes + stage * stage_bytes >
                            static_cast<double>(target.max_smem_per_cta)) {
     --stage;
@@ -763,7 +761,7 @@ RowSchedule choose_row_schedule(const ir::Kernel& k, const Specialization& spec,
   // The reductions' partial states of every warp of a row (a cluster row of up to 256 warps),
   // in static shared memory: beyond 48 KiB ptxas rejects the kernel (found by a test: seven
   // f64 reductions at one point, argmax and var among them, on group=8192,cluster=8 took 68 KiB).
-  if (const int64_t bytes = partial_state_bytes(k, s); bytes > kMaxStaticSmem) {
+  if (const int64_t bytes = partial_state_bytes(k, s, s.push); bytes > kMaxStaticSmem) {
     const std::string what = fmt::format(
         "the partial states of the row's reductions from its {} warps take {:.1f} KiB of static "
         "shared memory, beyond the {} KiB a kernel may declare",

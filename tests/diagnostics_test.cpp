@@ -1,5 +1,6 @@
 #include "dsl/diagnostics.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,34 +82,26 @@ TEST(Diagnostics, EscapesMalformedUtf8AndHiddenCodePoints) {
 // emoji) two (counted as one, the caret stood a column left of the error), a combining mark none
 // (the widths are utf8proc's).
 TEST(Diagnostics, ByteColumnAndCaretAgreeAfterNonAsciiCharacters) {
-  auto render = [](const std::string& line, uint32_t offset) {
-    SourceFile f("k.kdsl", line + "\n");
-    Diagnostics diags;
-    diags.error(SourceLoc::at(&f, offset), "unknown name 'zz'", 2);
-    return diags.render();
+  // X = "<text>" + zz, and the screen columns before zz.
+  const struct {
+    const char* text;
+    size_t columns;
+  } cases[] = {
+      {"\xc3\xa9", 10},                      // e-acute (2 bytes): one column
+      {"\xe4\xb8\xad\xf0\x9f\x99\x82", 13},  // a CJK character (3 bytes), an emoji (4): two each
+      {"e\xcc\x81", 10},  // e and a combining acute accent (U+0301): one for the two
+      // Widths from the Unicode character database (utf8proc), beyond the common blocks: two
+      // rockets (U+1F680, two columns each) and Devanagari ka with the vowel sign u (U+0915
+      // U+0941: the sign is a nonspacing mark, no column of its own).
+      {"\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80\xe0\xa4\x95\xe0\xa5\x81", 14},
   };
-  // X = "\u00e9" + zz: the e-acute is bytes 6 and 7, zz starts at byte 12.
-  EXPECT_EQ(render("X = \"\xc3\xa9\" + zz", 11),
-            "k.kdsl:1:12: error: unknown name 'zz'\n"
-            "X = \"\xc3\xa9\" + zz\n"
-            "          ^~\n");
-  // A CJK character (3 bytes) and an emoji (4 bytes), each two columns wide on a terminal.
-  EXPECT_EQ(render("X = \"\xe4\xb8\xad\xf0\x9f\x99\x82\" + zz", 16),
-            "k.kdsl:1:17: error: unknown name 'zz'\n"
-            "X = \"\xe4\xb8\xad\xf0\x9f\x99\x82\" + zz\n"
-            "             ^~\n");
-  // e followed by a combining acute accent (U+0301): one column for the two.
-  EXPECT_EQ(render("X = \"e\xcc\x81\" + zz", 12),
-            "k.kdsl:1:13: error: unknown name 'zz'\n"
-            "X = \"e\xcc\x81\" + zz\n"
-            "          ^~\n");
-  // Widths from the Unicode character database (utf8proc), beyond the common blocks: two rockets
-  // (U+1F680, two columns each) and Devanagari ka with the vowel sign u (U+0915 U+0941: the sign
-  // is a nonspacing mark, no column of its own).
-  EXPECT_EQ(render("X = \"\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80\xe0\xa4\x95\xe0\xa5\x81\" + zz", 23),
-            "k.kdsl:1:24: error: unknown name 'zz'\n"
-            "X = \"\xf0\x9f\x9a\x80\xf0\x9f\x9a\x80\xe0\xa4\x95\xe0\xa5\x81\" + zz\n"
-            "              ^~\n");
+  for (const auto& c : cases) {
+    const std::string line = fmt::format("X = \"{}\" + zz", c.text);
+    const uint32_t at = static_cast<uint32_t>(line.size() - 2);  // zz's byte offset
+    EXPECT_EQ(unknown_zz("k.kdsl", line + "\n", at),
+              fmt::format("k.kdsl:1:{}: error: unknown name 'zz'\n{}\n{}^~\n", at + 1, line,
+                          std::string(c.columns, ' ')));
+  }
 }
 
 // A window never starts inside a character.
